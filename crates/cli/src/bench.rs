@@ -1,0 +1,132 @@
+//! `metarag bench retrieval`: ingest a QA corpus into its own index (once; later runs reuse
+//! it) and report recall@k, MRR and latency for BM25, dense and hybrid retrieval.
+
+use crate::app::App;
+use crate::output::print_json;
+use crate::{FormatArg, ModeArg};
+use anyhow::Result;
+use clap::Args;
+use metarag_core::Embedder;
+use metarag_retrieve::HybridRetriever;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct RetrievalArgs {
+    /// Corpus of `{doc_id, title, text}` lines.
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Questions with `supporting_titles` (the normalised QA JSONL).
+    #[arg(long)]
+    questions: PathBuf,
+    /// Evaluate only the first N questions.
+    #[arg(long)]
+    n: Option<usize>,
+    /// Cut-offs, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,5,10,20")]
+    k: Vec<usize>,
+    /// Modes to evaluate, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "bm25,dense,hybrid"
+    )]
+    modes: Vec<ModeArg>,
+    /// Index directory (default: a per-corpus, per-embedder directory under the data dir).
+    #[arg(long)]
+    index: Option<PathBuf>,
+    /// Also write the JSON report here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub async fn retrieval(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
+    let embedder = app.embedder()?;
+    let stem = args
+        .corpus
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("corpus")
+        .to_string();
+    let dir = args.index.clone().unwrap_or_else(|| {
+        app.config
+            .home
+            .join("bench")
+            .join(format!("{stem}-{}", embedder.model_id()))
+    });
+    let options = app.ingest_options(Some(FormatArg::CorpusJsonl), Vec::new(), Vec::new());
+    let ingest = app
+        .ingest_into(&dir, std::slice::from_ref(&args.corpus), options, &embedder)
+        .await?;
+    let mut questions = metarag_eval::load_jsonl(&args.questions)?;
+    if let Some(n) = args.n {
+        questions.truncate(n);
+    }
+    let index = app.open_index(&dir, &embedder)?;
+    let retriever = HybridRetriever::new(embedder, index, app.config.retrieval());
+    let modes: Vec<_> = args.modes.iter().map(|&m| m.into()).collect();
+    let report = metarag_eval::evaluate_retrieval(&retriever, &questions, &modes, &args.k).await?;
+    let retrieval = app.config.retrieval();
+    let json = serde_json::json!({
+        "corpus": args.corpus,
+        "questions": args.questions,
+        "embedder": retriever.store().config().embedder,
+        "hnsw_ef_search": retriever.store().config().hnsw_ef_search,
+        "rrf_k": retrieval.rrf_k,
+        "bm25_weight": retrieval.bm25_weight,
+        "dense_weight": retrieval.dense_weight,
+        "candidates": retrieval.candidates,
+        "ingest": ingest,
+        "retrieval": report,
+    });
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&json)?)?;
+    }
+    if app.json {
+        print_json(&json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut md = String::new();
+    if ingest.chunks > 0 {
+        writeln!(
+            md,
+            "Ingest: {} documents, {} chunks, {} tokens in {:.1}s ({:.1} chunks/s, {:.0} tokens/s; embedding {:.1}s = {:.0} tokens/s)\n",
+            ingest.added + ingest.updated,
+            ingest.chunks,
+            ingest.tokens,
+            ingest.seconds,
+            ingest.chunks as f64 / ingest.seconds.max(1e-9),
+            ingest.tokens as f64 / ingest.seconds.max(1e-9),
+            ingest.embed_seconds,
+            ingest.tokens as f64 / ingest.embed_seconds.max(1e-9),
+        )?;
+    }
+    let ks: Vec<String> = report.ks.iter().map(|k| format!("R@{k} (all)")).collect();
+    writeln!(
+        md,
+        "| mode | {} | MRR | search p50 ms | search p95 ms | embed p50 ms |",
+        ks.join(" | ")
+    )?;
+    writeln!(md, "|---|{}---|---|---|---|", "---|".repeat(ks.len()))?;
+    for m in &report.modes {
+        let r: Vec<String> = report
+            .ks
+            .iter()
+            .map(|k| format!("{:.3}", m.recall_all[k]))
+            .collect();
+        writeln!(
+            md,
+            "| {:?} | {} | {:.3} | {:.2} | {:.2} | {:.2} |",
+            m.mode,
+            r.join(" | "),
+            m.mrr,
+            m.search_ms_p50,
+            m.search_ms_p95,
+            m.embed_ms_p50
+        )?;
+    }
+    println!("{md}");
+    Ok(ExitCode::SUCCESS)
+}

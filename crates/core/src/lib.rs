@@ -1,0 +1,24 @@
+//! # metarag-core
+//!
+//! The vocabulary every metarag layer shares: typed ids ([`DocId`], [`ChunkId`]), the
+//! [`Chunk`] and [`Document`] records, search requests and [`Hit`]s, and the traits that
+//! separate the layers ([`Embedder`], [`Store`], [`Retriever`]). This crate performs no I/O,
+//! so it can be depended on by every other crate without pulling in engines or runtimes.
+//!
+//! Traits are native `async fn` traits with few required methods. Each has a blanket impl
+//! for `Arc<T>` and, where a backend is picked from configuration at run time, an
+//! object-safe `Dyn*` twin with a blanket impl for every implementor.
+
+mod error;
+mod ids;
+mod search;
+mod traits;
+mod types;
+
+pub use error::{Error, Fault, Result};
+pub use ids::{ChunkId, DocId};
+pub use search::{Filter, Hit, RetrieverKind, SearchMode, SearchRequest, SourceRank};
+pub use traits::{BoxFuture, DynEmbedder, DynRetriever, Embedder, Retriever, Store};
+pub use types::{
+    Chunk, ChunkDraft, DocFormat, Document, DocumentUpdate, StoreStats, embedding_input,
+};

@@ -1,0 +1,119 @@
+//! Search requests and results.
+
+use crate::{Chunk, ChunkId, DocId};
+use serde::{Deserialize, Serialize};
+
+/// Which retriever produced a ranking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetrieverKind {
+    /// Lexical BM25 over title and text.
+    Bm25,
+    /// Dense vectors from the embedding model.
+    Dense,
+}
+
+/// How a search combines retrievers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// BM25 only.
+    Bm25,
+    /// Dense only.
+    Dense,
+    /// Both, fused by weighted reciprocal rank fusion.
+    #[default]
+    Hybrid,
+}
+
+impl SearchMode {
+    /// The retrievers this mode runs.
+    pub fn retrievers(self) -> &'static [RetrieverKind] {
+        match self {
+            SearchMode::Bm25 => &[RetrieverKind::Bm25],
+            SearchMode::Dense => &[RetrieverKind::Dense],
+            SearchMode::Hybrid => &[RetrieverKind::Bm25, RetrieverKind::Dense],
+        }
+    }
+}
+
+/// Restricts a search to part of the index. All set conditions must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Filter {
+    /// Only chunks of these documents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub doc_ids: Vec<DocId>,
+    /// Only documents whose title contains this text (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title_contains: Option<String>,
+    /// Only documents dated at or after this Unix time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_from: Option<i64>,
+    /// Only documents dated before this Unix time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_to: Option<i64>,
+}
+
+impl Filter {
+    /// True when no condition is set.
+    pub fn is_empty(&self) -> bool {
+        self.doc_ids.is_empty()
+            && self.title_contains.is_none()
+            && self.date_from.is_none()
+            && self.date_to.is_none()
+    }
+}
+
+/// A search as the retriever layer receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRequest {
+    /// The query text.
+    pub query: String,
+    /// How many hits to return.
+    pub k: usize,
+    /// Which retrievers to run.
+    pub mode: SearchMode,
+    /// Restrictions on the searched documents.
+    pub filter: Filter,
+}
+
+impl SearchRequest {
+    /// A hybrid search for `k` hits with no filter.
+    pub fn new(query: impl Into<String>, k: usize) -> Self {
+        SearchRequest {
+            query: query.into(),
+            k,
+            mode: SearchMode::Hybrid,
+            filter: Filter::default(),
+        }
+    }
+}
+
+/// Where one retriever ranked a hit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SourceRank {
+    /// The retriever.
+    pub retriever: RetrieverKind,
+    /// 1-based rank in that retriever's list.
+    pub rank: usize,
+    /// The retriever's own score (BM25 score, cosine similarity).
+    pub score: f32,
+}
+
+/// A search result: the chunk, its final score, and which retrievers found it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// The chunk, with its text.
+    pub chunk: Chunk,
+    /// Final score (the fused score in hybrid mode, the retriever's score otherwise).
+    pub score: f32,
+    /// Per-retriever ranks, in retriever order.
+    pub sources: Vec<SourceRank>,
+}
+
+impl Hit {
+    /// The id of the hit's chunk.
+    pub fn chunk_id(&self) -> ChunkId {
+        self.chunk.id
+    }
+}

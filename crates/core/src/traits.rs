@@ -1,0 +1,181 @@
+//! The traits that separate the layers.
+
+use crate::{
+    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, Hit, Result, SearchRequest, StoreStats,
+};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed, sendable future: the return type of the object-safe `Dyn*` twins.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Turns texts into fixed-size vectors.
+pub trait Embedder: Send + Sync {
+    /// A stable name of the model (recorded in the index; a different one can't open it).
+    fn model_id(&self) -> &str;
+    /// Length of every returned vector.
+    fn dimension(&self) -> usize;
+    /// The longest input, in tokens including special tokens, the model reads without
+    /// truncating. Chunkers size chunks by it.
+    fn max_tokens(&self) -> usize;
+    /// Embeds a batch of texts, one vector per text, in order.
+    fn embed(&self, texts: &[String]) -> impl Future<Output = Result<Vec<Vec<f32>>>> + Send;
+    /// Embeds a search query. Models trained with a query instruction (BGE, E5) override
+    /// this to prepend it; the default embeds the query like a passage.
+    fn embed_query(&self, query: &str) -> impl Future<Output = Result<Vec<f32>>> + Send {
+        let texts = vec![query.to_string()];
+        async move {
+            self.embed(&texts)
+                .await?
+                .pop()
+                .ok_or_else(|| crate::Error::invalid("query", "the embedder returned no vector"))
+        }
+    }
+}
+
+impl<T: Embedder + ?Sized> Embedder for Arc<T> {
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
+    fn dimension(&self) -> usize {
+        (**self).dimension()
+    }
+    fn max_tokens(&self) -> usize {
+        (**self).max_tokens()
+    }
+    fn embed(&self, texts: &[String]) -> impl Future<Output = Result<Vec<Vec<f32>>>> + Send {
+        (**self).embed(texts)
+    }
+    fn embed_query(&self, query: &str) -> impl Future<Output = Result<Vec<f32>>> + Send {
+        (**self).embed_query(query)
+    }
+}
+
+/// Object-safe twin of [`Embedder`], for embedders chosen from configuration at run time.
+pub trait DynEmbedder: Send + Sync {
+    /// See [`Embedder::model_id`].
+    fn model_id(&self) -> &str;
+    /// See [`Embedder::dimension`].
+    fn dimension(&self) -> usize;
+    /// See [`Embedder::max_tokens`].
+    fn max_tokens(&self) -> usize;
+    /// See [`Embedder::embed`].
+    fn embed_dyn<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>>>;
+    /// See [`Embedder::embed_query`].
+    fn embed_query_dyn<'a>(&'a self, query: &'a str) -> BoxFuture<'a, Result<Vec<f32>>>;
+}
+
+impl<T: Embedder> DynEmbedder for T {
+    fn model_id(&self) -> &str {
+        Embedder::model_id(self)
+    }
+    fn dimension(&self) -> usize {
+        Embedder::dimension(self)
+    }
+    fn max_tokens(&self) -> usize {
+        Embedder::max_tokens(self)
+    }
+    fn embed_dyn<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>>> {
+        Box::pin(self.embed(texts))
+    }
+    fn embed_query_dyn<'a>(&'a self, query: &'a str) -> BoxFuture<'a, Result<Vec<f32>>> {
+        Box::pin(self.embed_query(query))
+    }
+}
+
+/// Where documents, chunks and their vectors live, with the two primitive rankings
+/// (lexical and nearest-neighbour) that retrievers combine.
+pub trait Store: Send + Sync {
+    /// Replaces each updated document with all of its chunks and removes the given
+    /// documents, as one atomic change: after a crash either all of it is visible or none.
+    fn apply(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> impl Future<Output = Result<()>> + Send;
+    /// One document with its extracted text, or `None`.
+    fn document(&self, id: &DocId) -> impl Future<Output = Result<Option<Document>>> + Send;
+    /// All documents (without their text), ordered by id.
+    fn documents(&self) -> impl Future<Output = Result<Vec<Document>>> + Send;
+    /// The chunks with these ids, in the same order; ids not present are skipped.
+    fn chunks(&self, ids: &[ChunkId]) -> impl Future<Output = Result<Vec<Chunk>>> + Send;
+    /// Counts and the embedder the index was built with.
+    fn stats(&self) -> impl Future<Output = Result<StoreStats>> + Send;
+    /// Up to `n` chunks ranked by BM25 for `query`, best first.
+    fn lexical(
+        &self,
+        query: &str,
+        n: usize,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send;
+    /// Up to `n` chunks nearest to `vector` (cosine similarity), best first.
+    fn nearest(
+        &self,
+        vector: &[f32],
+        n: usize,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send;
+}
+
+impl<T: Store + ?Sized> Store for Arc<T> {
+    fn apply(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).apply(updates, removals)
+    }
+    fn document(&self, id: &DocId) -> impl Future<Output = Result<Option<Document>>> + Send {
+        (**self).document(id)
+    }
+    fn documents(&self) -> impl Future<Output = Result<Vec<Document>>> + Send {
+        (**self).documents()
+    }
+    fn chunks(&self, ids: &[ChunkId]) -> impl Future<Output = Result<Vec<Chunk>>> + Send {
+        (**self).chunks(ids)
+    }
+    fn stats(&self) -> impl Future<Output = Result<StoreStats>> + Send {
+        (**self).stats()
+    }
+    fn lexical(
+        &self,
+        query: &str,
+        n: usize,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send {
+        (**self).lexical(query, n, filter)
+    }
+    fn nearest(
+        &self,
+        vector: &[f32],
+        n: usize,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send {
+        (**self).nearest(vector, n, filter)
+    }
+}
+
+/// Answers a search request with ranked hits carrying their text.
+pub trait Retriever: Send + Sync {
+    /// Runs the search.
+    fn search(&self, request: &SearchRequest) -> impl Future<Output = Result<Vec<Hit>>> + Send;
+}
+
+impl<T: Retriever + ?Sized> Retriever for Arc<T> {
+    fn search(&self, request: &SearchRequest) -> impl Future<Output = Result<Vec<Hit>>> + Send {
+        (**self).search(request)
+    }
+}
+
+/// Object-safe twin of [`Retriever`].
+pub trait DynRetriever: Send + Sync {
+    /// See [`Retriever::search`].
+    fn search_dyn<'a>(&'a self, request: &'a SearchRequest) -> BoxFuture<'a, Result<Vec<Hit>>>;
+}
+
+impl<T: Retriever> DynRetriever for T {
+    fn search_dyn<'a>(&'a self, request: &'a SearchRequest) -> BoxFuture<'a, Result<Vec<Hit>>> {
+        Box::pin(self.search(request))
+    }
+}

@@ -1,0 +1,44 @@
+//! Errors of the eval crate.
+
+use metarag_core::Fault;
+use std::path::PathBuf;
+
+/// Failures loading data sets or running an evaluation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Filesystem failure.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record that does not match the expected schema.
+    #[error("{path}:{line}: {reason}")]
+    Record {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Retrieval failed.
+    #[error(transparent)]
+    Backend(#[from] metarag_core::Error),
+}
+
+impl Error {
+    /// Whose fault the error is.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Error::Backend(e) => e.fault(),
+            _ => Fault::User,
+        }
+    }
+}
+
+/// Result alias for [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,13 @@
+//! # metarag-eval
+//!
+//! Evaluation: loaders for the multi-hop QA data sets (the normalised JSONL of
+//! `shared/data/qa`) and the retrieval benchmark — recall@k of the supporting titles, MRR,
+//! and query latency per mode — that `metarag bench retrieval` runs.
+
+mod dataset;
+mod error;
+mod retrieval;
+
+pub use dataset::{QaContext, QaRecord, load_jsonl};
+pub use error::{Error, Result};
+pub use retrieval::{ModeReport, RetrievalReport, evaluate_retrieval, percentile};

@@ -1,0 +1,225 @@
+//! BM25 over chunk titles and text, with tantivy.
+
+use crate::{Error, Result};
+use metarag_core::ChunkId;
+use std::path::Path;
+use std::sync::Mutex;
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    StopWordFilter, TextAnalyzer,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+const ANALYZER: &str = "metarag_en";
+/// Title matches count more than body matches: in entity-centric corpora (Wikipedia
+/// paragraphs) the title names the entity the passage is about.
+const TITLE_BOOST: f32 = 2.0;
+
+pub(crate) struct Bm25 {
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    analyzer: Mutex<TextAnalyzer>,
+    chunk_id: Field,
+    doc_id: Field,
+    title: Field,
+    text: Field,
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .filter(StopWordFilter::new(Language::English).expect("tantivy ships English stop words"))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+fn schema() -> Schema {
+    let mut b = Schema::builder();
+    b.add_u64_field("chunk_id", INDEXED | FAST);
+    b.add_text_field("doc_id", STRING);
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(ANALYZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    b.add_text_field("title", text.clone());
+    b.add_text_field("text", text);
+    b.build()
+}
+
+impl Bm25 {
+    pub fn open(dir: &Path, writer_memory: usize) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let mmap = MmapDirectory::open(dir).map_err(|e| Error::Tantivy(e.into()))?;
+        let index = Index::open_or_create(mmap, schema())?;
+        index.tokenizers().register(ANALYZER, analyzer());
+        let schema = index.schema();
+        let field = |name| schema.get_field(name).map_err(Error::Tantivy);
+        let (chunk_id, doc_id, title, text) = (
+            field("chunk_id")?,
+            field("doc_id")?,
+            field("title")?,
+            field("text")?,
+        );
+        // One indexing thread: ingestion is bound by embedding, and a second tantivy thread
+        // would only compete with candle for the same cores.
+        let writer = index.writer_with_num_threads(1, writer_memory.max(15_000_000))?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Bm25 {
+            index,
+            reader,
+            writer: Mutex::new(writer),
+            analyzer: Mutex::new(analyzer()),
+            chunk_id,
+            doc_id,
+            title,
+            text,
+        })
+    }
+
+    /// The generation written with the last commit; 0 for a new index.
+    pub fn generation(&self) -> Result<u64> {
+        let metas = self.index.load_metas()?;
+        Ok(metas
+            .payload
+            .as_deref()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0))
+    }
+
+    pub fn num_docs(&self) -> Result<usize> {
+        Ok(self.reader.searcher().num_docs() as usize)
+    }
+
+    /// Deletes every chunk of `touched` documents, adds `rows`, commits with `generation`.
+    pub fn apply<'a>(
+        &self,
+        touched: impl Iterator<Item = &'a str>,
+        rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, &'a str)>,
+        generation: u64,
+    ) -> Result<()> {
+        let mut w = self.writer.lock().map_err(|_| Error::Poisoned)?;
+        for d in touched {
+            w.delete_term(Term::from_field_text(self.doc_id, d));
+        }
+        self.add_and_commit(&mut w, rows, generation)
+    }
+
+    /// Drops everything and re-adds `rows`.
+    pub fn rebuild<'a>(
+        &self,
+        rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, &'a str)>,
+        generation: u64,
+    ) -> Result<()> {
+        let mut w = self.writer.lock().map_err(|_| Error::Poisoned)?;
+        w.delete_all_documents()?;
+        self.add_and_commit(&mut w, rows, generation)
+    }
+
+    fn add_and_commit<'a>(
+        &self,
+        w: &mut IndexWriter,
+        rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, &'a str)>,
+        generation: u64,
+    ) -> Result<()> {
+        for (id, doc, title, text) in rows {
+            let mut d = TantivyDocument::new();
+            d.add_u64(self.chunk_id, id.0);
+            d.add_text(self.doc_id, doc);
+            d.add_text(self.title, title);
+            d.add_text(self.text, text);
+            w.add_document(d)?;
+        }
+        let mut prepared = w.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// The query's analyzed terms, de-duplicated, in order of first appearance.
+    fn terms(&self, query: &str) -> Vec<String> {
+        let mut analyzer = self.analyzer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stream = analyzer.token_stream(query);
+        let mut out: Vec<String> = Vec::new();
+        while let Some(t) = stream.next() {
+            if !out.iter().any(|o| o == &t.text) {
+                out.push(t.text.clone());
+            }
+        }
+        out
+    }
+
+    /// Top `n` chunks by BM25; `allowed` restricts to those documents.
+    pub fn search(
+        &self,
+        query: &str,
+        n: usize,
+        allowed: Option<&[metarag_core::DocId]>,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        // The query is built from analyzed terms rather than parsed, so questions containing
+        // `:`, quotes or parentheses are never read as query syntax.
+        let terms = self.terms(query);
+        if terms.is_empty() || n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
+        for t in &terms {
+            should.push((
+                Occur::Should,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(self.text, t),
+                    IndexRecordOption::WithFreqs,
+                )),
+            ));
+            should.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(self.title, t),
+                        IndexRecordOption::WithFreqs,
+                    )),
+                    TITLE_BOOST,
+                )),
+            ));
+        }
+        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let query: Box<dyn Query> = match allowed {
+            None => text_query,
+            Some(docs) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, text_query),
+                (
+                    Occur::Must,
+                    Box::new(TermSetQuery::new(
+                        docs.iter()
+                            .map(|d| Term::from_field_text(self.doc_id, d.as_str())),
+                    )),
+                ),
+            ])),
+        };
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(n).order_by_score())?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let seg = searcher.segment_reader(addr.segment_ord);
+            let ids = seg.fast_fields().u64("chunk_id")?;
+            let id = ids
+                .first(addr.doc_id)
+                .ok_or_else(|| Error::Corrupt(format!("BM25 document {addr:?} has no chunk id")))?;
+            out.push((ChunkId(id), score));
+        }
+        Ok(out)
+    }
+}

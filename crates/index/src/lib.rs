@@ -1,0 +1,390 @@
+//! # metarag-index
+//!
+//! The embedded hybrid index: one directory holding
+//!
+//! - `meta.sqlite` (rusqlite): documents, chunks, their text and embeddings — the source of
+//!   truth;
+//! - `bm25/` (tantivy): an inverted index over chunk titles and text, BM25-ranked;
+//! - `dense.usearch` (usearch): an HNSW graph over the chunk embeddings, cosine metric.
+//!
+//! The two engines are derived from SQLite. Every change ([`EmbeddedIndex::apply`]) bumps a
+//! generation number that is written into the tantivy commit payload and beside the usearch
+//! file before the SQLite transaction commits; on open, an engine whose generation differs
+//! from SQLite's is rebuilt from SQLite. So a crash at any point leaves the index either
+//! before or after the change, never in between.
+//!
+//! [`EmbeddedIndex`] implements [`metarag_core::Store`]; fusion of the two rankings lives in
+//! `metarag-retrieve`.
+
+mod bm25;
+mod dense;
+mod error;
+mod sql;
+
+pub use error::{Error, Result};
+
+use metarag_core::{Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, Store, StoreStats};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Settings of an embedded index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexConfig {
+    /// Name of the embedding model; recorded at creation and checked on every open.
+    pub embedder: String,
+    /// Dimension of its vectors.
+    pub dimension: usize,
+    /// HNSW graph degree (usearch `connectivity`).
+    pub hnsw_m: usize,
+    /// Candidate list size while building the graph.
+    pub hnsw_ef_construction: usize,
+    /// Candidate list size while searching: recall against latency.
+    pub hnsw_ef_search: usize,
+    /// Memory budget of the tantivy writer, in bytes.
+    pub writer_memory: usize,
+}
+
+impl IndexConfig {
+    /// Defaults for an embedder: M=16, ef_construction=128, ef_search=128, 64 MB writer.
+    pub fn new(embedder: impl Into<String>, dimension: usize) -> Self {
+        IndexConfig {
+            embedder: embedder.into(),
+            dimension,
+            hnsw_m: 16,
+            hnsw_ef_construction: 128,
+            hnsw_ef_search: 128,
+            writer_memory: 64 << 20,
+        }
+    }
+}
+
+/// The embedded index. Cheap to clone; clones share the same engines. Writes are serialised
+/// by a lock, reads run concurrently with each other.
+#[derive(Clone)]
+pub struct EmbeddedIndex {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    config: IndexConfig,
+    db: Mutex<sql::Db>,
+    bm25: bm25::Bm25,
+    dense: dense::Dense,
+    /// Held for the whole of a write so two writers can't interleave generations.
+    write_lock: Mutex<()>,
+}
+
+impl EmbeddedIndex {
+    /// Opens the index in `dir`, creating it if absent. Fails with a user error if the index
+    /// was built with another embedder or dimension; rebuilds an engine whose generation
+    /// lags SQLite's (an interrupted write).
+    pub fn open(dir: impl AsRef<Path>, config: IndexConfig) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let db = sql::Db::open(&dir.join("meta.sqlite"))?;
+        db.check_embedder(&config.embedder, config.dimension)?;
+        let generation = db.generation()?;
+        let bm25 = bm25::Bm25::open(&dir.join("bm25"), config.writer_memory)?;
+        let dense = dense::Dense::open(&dir.join("dense.usearch"), &config)?;
+        if bm25.generation()? != generation {
+            tracing::warn!(dir = %dir.display(), "BM25 index out of date, rebuilding from SQLite");
+            rebuild_bm25(&db, &bm25, generation)?;
+        }
+        if dense.generation() != Some(generation) {
+            tracing::warn!(dir = %dir.display(), "vector index out of date, rebuilding from SQLite");
+            rebuild_dense(&db, &dense, generation)?;
+        }
+        Ok(EmbeddedIndex {
+            inner: Arc::new(Inner {
+                dir,
+                config,
+                db: Mutex::new(db),
+                bm25,
+                dense,
+                write_lock: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The directory the index lives in.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The settings it was opened with.
+    pub fn config(&self) -> &IndexConfig {
+        &self.inner.config
+    }
+
+    /// Reads the embedder name and dimension an existing index was built with, without
+    /// opening the engines; `None` if `dir` holds no index yet.
+    pub fn recorded_embedder(dir: impl AsRef<Path>) -> Result<Option<(String, usize)>> {
+        let path = dir.as_ref().join("meta.sqlite");
+        if !path.exists() {
+            return Ok(None);
+        }
+        sql::Db::open(&path)?.embedder()
+    }
+
+    /// The stored content hash of a document, to skip unchanged re-ingests cheaply.
+    pub fn content_hash(&self, id: &DocId) -> Result<Option<String>> {
+        self.db().content_hash(id)
+    }
+
+    /// Replaces documents and removes others as one atomic change. See the crate docs for
+    /// how atomicity across the three engines is kept.
+    pub fn apply(&self, updates: Vec<DocumentUpdate>, removals: Vec<DocId>) -> Result<()> {
+        let _span = tracing::info_span!(
+            "index.apply",
+            updates = updates.len(),
+            removals = removals.len()
+        )
+        .entered();
+        let _guard = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
+        let dim = self.inner.config.dimension;
+        for u in &updates {
+            for (i, (_, v)) in u.chunks.iter().enumerate() {
+                if v.len() != dim {
+                    return Err(Error::Dimension {
+                        doc: u.document.id.to_string(),
+                        chunk: i,
+                        expected: dim,
+                        got: v.len(),
+                    });
+                }
+            }
+        }
+        let mut db = self.db();
+        let tx = db.begin()?;
+        let generation = tx.generation()? + 1;
+        let touched: Vec<&DocId> = updates
+            .iter()
+            .map(|u| &u.document.id)
+            .chain(removals.iter())
+            .collect();
+        let old_ids = tx.chunk_ids_of(&touched)?;
+        let mut new_rows = Vec::new();
+        for u in &updates {
+            tx.delete_document(&u.document.id)?;
+            let ids = tx.insert_document(u)?;
+            for (id, (draft, vector)) in ids.into_iter().zip(&u.chunks) {
+                new_rows.push((id, &u.document.id, &u.document.title, draft, vector));
+            }
+        }
+        for id in &removals {
+            tx.delete_document(id)?;
+        }
+        tx.set_generation(generation)?;
+        // Engines first, SQLite last: if we die before the SQLite commit, the engines are
+        // ahead of SQLite and get rebuilt from it on the next open.
+        let engines = self
+            .inner
+            .bm25
+            .apply(
+                touched.iter().map(|d| d.as_str()),
+                new_rows.iter().map(|(id, doc, title, draft, _)| {
+                    (*id, doc.as_str(), title.as_str(), draft.text.as_str())
+                }),
+                generation,
+            )
+            .and_then(|()| {
+                self.inner.dense.apply(
+                    &old_ids,
+                    new_rows.iter().map(|(id, _, _, _, v)| (*id, v.as_slice())),
+                    generation,
+                )
+            });
+        let result = engines.and_then(|()| tx.commit());
+        if let Err(e) = result {
+            // The engines may hold part of a change SQLite rolled back: bring them back to
+            // SQLite's state before reporting the failure.
+            tracing::error!(error = %e, "index write failed, resynchronising engines from SQLite");
+            let generation = db.generation()?;
+            rebuild_bm25(&db, &self.inner.bm25, generation)?;
+            rebuild_dense(&db, &self.inner.dense, generation)?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Documents matching `filter`, resolved to the set of allowed document ids; `None`
+    /// when the filter is empty (everything allowed).
+    fn allowed_docs(&self, filter: &Filter) -> Result<Option<Vec<DocId>>> {
+        if filter.is_empty() {
+            return Ok(None);
+        }
+        self.db().filter_documents(filter).map(Some)
+    }
+
+    /// BM25 ranking of chunks for `query`.
+    pub fn lexical(&self, query: &str, n: usize, filter: &Filter) -> Result<Vec<(ChunkId, f32)>> {
+        let allowed = self.allowed_docs(filter)?;
+        if allowed.as_ref().is_some_and(|d| d.is_empty()) {
+            return Ok(Vec::new());
+        }
+        self.inner.bm25.search(query, n, allowed.as_deref())
+    }
+
+    /// Nearest chunks to `vector` by cosine similarity.
+    pub fn nearest(
+        &self,
+        vector: &[f32],
+        n: usize,
+        filter: &Filter,
+    ) -> Result<Vec<(ChunkId, f32)>> {
+        if vector.len() != self.inner.config.dimension {
+            return Err(Error::QueryDimension {
+                expected: self.inner.config.dimension,
+                got: vector.len(),
+            });
+        }
+        let allowed: Option<HashSet<u64>> = match self.allowed_docs(filter)? {
+            None => None,
+            Some(docs) => Some(
+                self.db()
+                    .chunk_ids_of(&docs.iter().collect::<Vec<_>>())?
+                    .into_iter()
+                    .map(|c| c.0)
+                    .collect(),
+            ),
+        };
+        if allowed.as_ref().is_some_and(|a| a.is_empty()) {
+            return Ok(Vec::new());
+        }
+        self.inner.dense.search(vector, n, allowed.as_ref())
+    }
+
+    /// Chunks by id, in the order asked; unknown ids are skipped.
+    pub fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
+        self.db().chunks(ids)
+    }
+
+    /// One document with its text.
+    pub fn document(&self, id: &DocId) -> Result<Option<Document>> {
+        self.db().document(id)
+    }
+
+    /// All documents without text, by id.
+    pub fn documents(&self) -> Result<Vec<Document>> {
+        self.db().documents()
+    }
+
+    /// The chunks of one document, in order.
+    pub fn document_chunks(&self, id: &DocId) -> Result<Vec<Chunk>> {
+        let db = self.db();
+        let ids = db.chunk_ids_of(&[id])?;
+        db.chunks(&ids)
+    }
+
+    /// Counts of documents, chunks and tokens.
+    pub fn stats(&self) -> Result<StoreStats> {
+        let mut s = self.db().stats()?;
+        s.embedder = Some(self.inner.config.embedder.clone());
+        s.dimension = Some(self.inner.config.dimension);
+        Ok(s)
+    }
+
+    /// Number of vectors in the HNSW graph and BM25 documents; equal to the chunk count
+    /// whenever the index is consistent (used by tests and `doctor`-style checks).
+    pub fn engine_sizes(&self) -> Result<(usize, usize)> {
+        Ok((self.inner.bm25.num_docs()?, self.inner.dense.len()))
+    }
+
+    fn db(&self) -> std::sync::MutexGuard<'_, sql::Db> {
+        // A panic while holding the connection can't leave SQLite inconsistent (transactions
+        // roll back on drop), so a poisoned lock is safe to reuse.
+        self.inner.db.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&EmbeddedIndex) -> Result<T> + Send + 'static,
+    ) -> metarag_core::Result<T> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || f(&this))
+            .await
+            .map_err(|e| {
+                metarag_core::Error::backend("index task", metarag_core::Fault::Internal, e)
+            })?
+            .map_err(Into::into)
+    }
+}
+
+fn rebuild_bm25(db: &sql::Db, bm25: &bm25::Bm25, generation: u64) -> Result<()> {
+    let mut rows = Vec::new();
+    db.for_each_chunk(false, |c, _| {
+        rows.push(c);
+        Ok(())
+    })?;
+    bm25.rebuild(
+        rows.iter().map(|c| {
+            (
+                c.id,
+                c.doc_id.as_str(),
+                c.title.as_str(),
+                c.draft.text.as_str(),
+            )
+        }),
+        generation,
+    )
+}
+
+fn rebuild_dense(db: &sql::Db, dense: &dense::Dense, generation: u64) -> Result<()> {
+    let mut vectors = Vec::new();
+    db.for_each_chunk(true, |c, v| {
+        vectors.push((c.id, v.unwrap_or_default()));
+        Ok(())
+    })?;
+    dense.rebuild(&vectors, generation)
+}
+
+impl Store for EmbeddedIndex {
+    async fn apply(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> metarag_core::Result<()> {
+        self.blocking(move |i| i.apply(updates, removals)).await
+    }
+
+    async fn document(&self, id: &DocId) -> metarag_core::Result<Option<Document>> {
+        let id = id.clone();
+        self.blocking(move |i| EmbeddedIndex::document(i, &id))
+            .await
+    }
+
+    async fn documents(&self) -> metarag_core::Result<Vec<Document>> {
+        self.blocking(EmbeddedIndex::documents).await
+    }
+
+    async fn chunks(&self, ids: &[ChunkId]) -> metarag_core::Result<Vec<Chunk>> {
+        let ids = ids.to_vec();
+        self.blocking(move |i| EmbeddedIndex::chunks(i, &ids)).await
+    }
+
+    async fn stats(&self) -> metarag_core::Result<StoreStats> {
+        self.blocking(EmbeddedIndex::stats).await
+    }
+
+    async fn lexical(
+        &self,
+        query: &str,
+        n: usize,
+        filter: &Filter,
+    ) -> metarag_core::Result<Vec<(ChunkId, f32)>> {
+        // BM25 over an in-memory-mapped index takes well under a millisecond: running it
+        // inline is cheaper than a thread hop.
+        EmbeddedIndex::lexical(self, query, n, filter).map_err(Into::into)
+    }
+
+    async fn nearest(
+        &self,
+        vector: &[f32],
+        n: usize,
+        filter: &Filter,
+    ) -> metarag_core::Result<Vec<(ChunkId, f32)>> {
+        EmbeddedIndex::nearest(self, vector, n, filter).map_err(Into::into)
+    }
+}

@@ -1,0 +1,442 @@
+//! SQLite: the source of truth for documents, chunks and embeddings.
+
+use crate::{Error, Result};
+use metarag_core::{
+    Chunk, ChunkDraft, ChunkId, DocFormat, DocId, Document, DocumentUpdate, Filter, StoreStats,
+};
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use std::path::Path;
+
+const SCHEMA_VERSION: &str = "1";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents(
+    doc_id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    source TEXT NOT NULL,
+    format TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    date INTEGER,
+    ingested_at INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    text TEXT
+);
+-- AUTOINCREMENT: ids are never reused, so a chunk id held by a caller can't come to mean
+-- another text after its document was replaced.
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    section TEXT NOT NULL,
+    page_start INTEGER,
+    page_end INTEGER,
+    byte_start INTEGER NOT NULL,
+    byte_end INTEGER NOT NULL,
+    token_count INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, ordinal);
+";
+
+const CHUNK_COLS: &str = "c.id, c.doc_id, d.title, c.ordinal, c.section, c.page_start, c.page_end, c.byte_start, c.byte_end, c.token_count, c.text";
+
+pub(crate) struct Db {
+    conn: Connection,
+}
+
+pub(crate) struct Tx<'a> {
+    tx: rusqlite::Transaction<'a>,
+}
+
+impl Db {
+    pub fn open(path: &Path) -> Result<Self> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.execute_batch(SCHEMA)?;
+        let db = Db { conn };
+        match db.meta("schema_version")? {
+            None => db.set_meta("schema_version", SCHEMA_VERSION)?,
+            Some(v) if v == SCHEMA_VERSION => {}
+            Some(v) => {
+                return Err(Error::Corrupt(format!(
+                    "{}: schema version {v}, this metarag reads version {SCHEMA_VERSION}",
+                    path.display()
+                )));
+            }
+        }
+        Ok(db)
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    pub fn embedder(&self) -> Result<Option<(String, usize)>> {
+        let (Some(name), Some(dim)) = (self.meta("embedder")?, self.meta("dimension")?) else {
+            return Ok(None);
+        };
+        let dim = dim
+            .parse()
+            .map_err(|_| Error::Corrupt(format!("dimension `{dim}` is not a number")))?;
+        Ok(Some((name, dim)))
+    }
+
+    /// Records the embedder on first use; afterwards insists on the same one.
+    pub fn check_embedder(&self, name: &str, dim: usize) -> Result<()> {
+        match self.embedder()? {
+            None => {
+                self.set_meta("embedder", name)?;
+                self.set_meta("dimension", &dim.to_string())
+            }
+            Some((recorded, recorded_dim)) if recorded == name && recorded_dim == dim => Ok(()),
+            Some((recorded, recorded_dim)) => Err(Error::EmbedderMismatch {
+                recorded,
+                recorded_dim,
+                requested: name.to_string(),
+                requested_dim: dim,
+            }),
+        }
+    }
+
+    pub fn generation(&self) -> Result<u64> {
+        generation(&self.conn)
+    }
+
+    pub fn begin(&mut self) -> Result<Tx<'_>> {
+        Ok(Tx {
+            tx: self.conn.transaction()?,
+        })
+    }
+
+    pub fn content_hash(&self, id: &DocId) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT content_hash FROM documents WHERE doc_id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    pub fn chunk_ids_of(&self, docs: &[&DocId]) -> Result<Vec<ChunkId>> {
+        chunk_ids_of(&self.conn, docs)
+    }
+
+    pub fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {CHUNK_COLS} FROM chunks c JOIN documents d ON d.doc_id = c.doc_id WHERE c.id = ?1"
+        ))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(c) = stmt.query_row([id.0 as i64], row_to_chunk).optional()? {
+                out.push(c?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Visits every chunk in id order, with its embedding when `with_vectors`.
+    pub fn for_each_chunk(
+        &self,
+        with_vectors: bool,
+        mut f: impl FnMut(Chunk, Option<Vec<f32>>) -> Result<()>,
+    ) -> Result<()> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {CHUNK_COLS}, c.embedding FROM chunks c JOIN documents d ON d.doc_id = c.doc_id ORDER BY c.id"
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let chunk = row_to_chunk(row)??;
+            let vector = if with_vectors {
+                Some(blob_to_vector(&row.get::<_, Vec<u8>>(11)?)?)
+            } else {
+                None
+            };
+            f(chunk, vector)?;
+        }
+        Ok(())
+    }
+
+    pub fn document(&self, id: &DocId) -> Result<Option<Document>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text FROM documents WHERE doc_id = ?1",
+        )?;
+        match stmt
+            .query_row([id.as_str()], |r| row_to_document(r, true))
+            .optional()?
+        {
+            Some(d) => Ok(Some(d?)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn documents(&self) -> Result<Vec<Document>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, NULL FROM documents ORDER BY doc_id",
+        )?;
+        let rows = stmt.query_map([], |r| row_to_document(r, false))?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r??);
+        }
+        Ok(out)
+    }
+
+    pub fn filter_documents(&self, filter: &Filter) -> Result<Vec<DocId>> {
+        let mut sql = String::from("SELECT doc_id FROM documents WHERE 1=1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if !filter.doc_ids.is_empty() {
+            sql.push_str(" AND doc_id IN (");
+            for (i, id) in filter.doc_ids.iter().enumerate() {
+                sql.push_str(if i == 0 { "?" } else { ",?" });
+                args.push(id.as_str().to_string().into());
+            }
+            sql.push(')');
+        }
+        if let Some(t) = &filter.title_contains {
+            // instr on lower() rather than LIKE: no wildcard characters to escape in `t`.
+            sql.push_str(" AND instr(lower(title), lower(?)) > 0");
+            args.push(t.clone().into());
+        }
+        if let Some(from) = filter.date_from {
+            sql.push_str(" AND date >= ?");
+            args.push(from.into());
+        }
+        if let Some(to) = filter.date_to {
+            sql.push_str(" AND date < ?");
+            args.push(to.into());
+        }
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(params_from_iter(args), |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(DocId::new(r?).map_err(|e| Error::Corrupt(e.to_string()))?);
+        }
+        Ok(out)
+    }
+
+    pub fn stats(&self) -> Result<StoreStats> {
+        let documents: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM documents", [], |r| r.get(0))?;
+        let (chunks, tokens): (i64, i64) = self.conn.query_row(
+            "SELECT count(*), coalesce(sum(token_count), 0) FROM chunks",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(StoreStats {
+            documents: documents as u64,
+            chunks: chunks as u64,
+            tokens: tokens as u64,
+            embedder: None,
+            dimension: None,
+        })
+    }
+}
+
+impl Tx<'_> {
+    pub fn generation(&self) -> Result<u64> {
+        generation(&self.tx)
+    }
+
+    pub fn set_generation(&self, generation: u64) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [generation.to_string()],
+        )?;
+        Ok(())
+    }
+
+    pub fn chunk_ids_of(&self, docs: &[&DocId]) -> Result<Vec<ChunkId>> {
+        chunk_ids_of(&self.tx, docs)
+    }
+
+    pub fn delete_document(&self, id: &DocId) -> Result<()> {
+        // Chunks go with it through ON DELETE CASCADE.
+        self.tx
+            .execute("DELETE FROM documents WHERE doc_id = ?1", [id.as_str()])?;
+        Ok(())
+    }
+
+    /// Inserts the document and its chunks; returns the new chunk ids in order.
+    pub fn insert_document(&self, u: &DocumentUpdate) -> Result<Vec<ChunkId>> {
+        let d = &u.document;
+        self.tx.execute(
+            "INSERT INTO documents(doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                d.id.as_str(),
+                d.title,
+                d.source,
+                d.format.as_str(),
+                d.content_hash,
+                d.bytes as i64,
+                d.date,
+                d.ingested_at,
+                u.chunks.len() as i64,
+                d.text,
+            ],
+        )?;
+        let mut stmt = self.tx.prepare_cached(
+            "INSERT INTO chunks(doc_id, ordinal, section, page_start, page_end, byte_start, byte_end, token_count, text, embedding)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?;
+        let mut ids = Vec::with_capacity(u.chunks.len());
+        for (c, v) in &u.chunks {
+            stmt.execute(params![
+                d.id.as_str(),
+                c.ordinal,
+                serde_json::to_string(&c.section).expect("strings serialize"),
+                c.pages.map(|p| p.0),
+                c.pages.map(|p| p.1),
+                c.bytes.start as i64,
+                c.bytes.end as i64,
+                c.token_count,
+                c.text,
+                vector_to_blob(v),
+            ])?;
+            ids.push(ChunkId(self.tx.last_insert_rowid() as u64));
+        }
+        Ok(ids)
+    }
+
+    pub fn commit(self) -> Result<()> {
+        Ok(self.tx.commit()?)
+    }
+}
+
+fn generation(conn: &Connection) -> Result<u64> {
+    let v: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    match v {
+        None => Ok(0),
+        Some(v) => v
+            .parse()
+            .map_err(|_| Error::Corrupt(format!("generation `{v}` is not a number"))),
+    }
+}
+
+fn chunk_ids_of(conn: &Connection, docs: &[&DocId]) -> Result<Vec<ChunkId>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id FROM chunks WHERE doc_id = ?1 ORDER BY ordinal")?;
+    let mut out = Vec::new();
+    for d in docs {
+        let rows = stmt.query_map([d.as_str()], |r| r.get::<_, i64>(0))?;
+        for r in rows {
+            out.push(ChunkId(r? as u64));
+        }
+    }
+    Ok(out)
+}
+
+type Parsed<T> = std::result::Result<T, Error>;
+
+fn row_to_chunk(r: &rusqlite::Row<'_>) -> rusqlite::Result<Parsed<Chunk>> {
+    let id: i64 = r.get(0)?;
+    let doc_id: String = r.get(1)?;
+    let section: String = r.get(4)?;
+    let pages = match (r.get::<_, Option<u32>>(5)?, r.get::<_, Option<u32>>(6)?) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    let title: String = r.get(2)?;
+    let draft = |section| ChunkDraft {
+        ordinal: 0,
+        section,
+        pages,
+        bytes: 0..0,
+        token_count: 0,
+        text: String::new(),
+    };
+    let section: Vec<String> = match serde_json::from_str(&section) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(Error::Corrupt(format!("chunk {id}: section: {e}")))),
+    };
+    let mut d = draft(section);
+    d.ordinal = r.get(3)?;
+    d.bytes = r.get::<_, i64>(7)? as usize..r.get::<_, i64>(8)? as usize;
+    d.token_count = r.get(9)?;
+    d.text = r.get(10)?;
+    Ok(DocId::new(doc_id)
+        .map_err(|e| Error::Corrupt(e.to_string()))
+        .map(|doc_id| Chunk {
+            id: ChunkId(id as u64),
+            doc_id,
+            title,
+            draft: d,
+        }))
+}
+
+fn row_to_document(r: &rusqlite::Row<'_>, with_text: bool) -> rusqlite::Result<Parsed<Document>> {
+    let id: String = r.get(0)?;
+    let format: String = r.get(3)?;
+    let Some(format) = DocFormat::parse(&format) else {
+        return Ok(Err(Error::Corrupt(format!(
+            "document {id}: unknown format `{format}`"
+        ))));
+    };
+    let doc = Document {
+        id: match DocId::new(id) {
+            Ok(id) => id,
+            Err(e) => return Ok(Err(Error::Corrupt(e.to_string()))),
+        },
+        title: r.get(1)?,
+        source: r.get(2)?,
+        format,
+        content_hash: r.get(4)?,
+        bytes: r.get::<_, i64>(5)? as u64,
+        date: r.get(6)?,
+        ingested_at: r.get(7)?,
+        chunk_count: r.get(8)?,
+        text: if with_text { r.get(9)? } else { None },
+    };
+    Ok(Ok(doc))
+}
+
+fn vector_to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn blob_to_vector(b: &[u8]) -> Result<Vec<f32>> {
+    if !b.len().is_multiple_of(4) {
+        return Err(Error::Corrupt(format!(
+            "embedding blob of {} bytes",
+            b.len()
+        )));
+    }
+    Ok(b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_blob_round_trips() {
+        let v = vec![0.0, -1.5, f32::MIN_POSITIVE, 3.25];
+        assert_eq!(blob_to_vector(&vector_to_blob(&v)).unwrap(), v);
+        assert!(blob_to_vector(&[0, 1, 2]).is_err());
+    }
+}

@@ -1,0 +1,369 @@
+//! Integration tests of the embedded index with synthetic vectors (no model needed).
+
+use metarag_core::{ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Filter, Store};
+use metarag_index::{EmbeddedIndex, Error, IndexConfig};
+
+const DIM: usize = 8;
+
+fn config() -> IndexConfig {
+    IndexConfig::new("test-embedder", DIM)
+}
+
+/// A unit vector pointing mostly along axis `axis`.
+fn vector(axis: usize) -> Vec<f32> {
+    let mut v = [0.05; DIM];
+    v[axis % DIM] = 1.0;
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / n).collect()
+}
+
+fn update(id: &str, title: &str, texts: &[&str], axis: usize, date: Option<i64>) -> DocumentUpdate {
+    let mut offset = 0;
+    let chunks = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let draft = ChunkDraft {
+                ordinal: i as u32,
+                section: vec![],
+                pages: None,
+                bytes: offset..offset + t.len(),
+                token_count: t.split_whitespace().count() as u32 + 2,
+                text: t.to_string(),
+            };
+            offset += t.len() + 1;
+            (draft, vector(axis + i))
+        })
+        .collect();
+    DocumentUpdate {
+        document: Document {
+            id: DocId::new(id).unwrap(),
+            title: title.into(),
+            source: format!("/{id}"),
+            format: DocFormat::Text,
+            content_hash: format!("hash-{}", texts.join("|").len()),
+            bytes: 10,
+            date,
+            ingested_at: 0,
+            chunk_count: texts.len() as u32,
+            text: Some(texts.join("\n")),
+        },
+        chunks,
+    }
+}
+
+fn docs(ids: &[&str]) -> Filter {
+    Filter {
+        doc_ids: ids.iter().map(|d| DocId::new(*d).unwrap()).collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn replace_and_remove_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(
+            vec![
+                update(
+                    "a",
+                    "Alpha",
+                    &["the aardvark eats ants", "aardvarks dig burrows"],
+                    0,
+                    None,
+                ),
+                update("b", "Beta", &["the badger digs setts"], 3, None),
+            ],
+            vec![],
+        )
+        .unwrap();
+    assert_eq!(index.stats().unwrap().chunks, 3);
+    assert_eq!(index.engine_sizes().unwrap(), (3, 3));
+    let old_ids: Vec<_> = index
+        .document_chunks(&DocId::new("a").unwrap())
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+
+    // Replace `a` with a single different chunk: the old text is gone from every engine.
+    index
+        .apply(
+            vec![update("a", "Alpha", &["zebras graze grass"], 5, None)],
+            vec![],
+        )
+        .unwrap();
+    assert_eq!(index.stats().unwrap().chunks, 2);
+    assert_eq!(index.engine_sizes().unwrap(), (2, 2));
+    assert!(
+        index
+            .lexical("aardvark", 10, &Filter::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        index
+            .lexical("zebras", 10, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        index.chunks(&old_ids).unwrap().is_empty(),
+        "old chunk ids must not resolve"
+    );
+    let near = index.nearest(&vector(0), 10, &Filter::default()).unwrap();
+    assert!(near.iter().all(|(id, _)| !old_ids.contains(id)));
+
+    // Remove `b`: nothing of it remains.
+    index.apply(vec![], vec![DocId::new("b").unwrap()]).unwrap();
+    assert_eq!(index.engine_sizes().unwrap(), (1, 1));
+    assert!(
+        index
+            .lexical("badger", 10, &Filter::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(index.document(&DocId::new("b").unwrap()).unwrap().is_none());
+    assert_eq!(index.documents().unwrap().len(), 1);
+}
+
+#[test]
+fn bm25_and_dense_rank_the_matching_chunk_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(
+            vec![
+                update(
+                    "a",
+                    "Panama Canal",
+                    &["The locks were designed by Henry Goldmark."],
+                    0,
+                    None,
+                ),
+                update(
+                    "b",
+                    "Suez Canal",
+                    &["A sea-level canal without locks: it has no gates."],
+                    4,
+                    None,
+                ),
+                update(
+                    "c",
+                    "Hoover Dam",
+                    &["An arch-gravity dam on the Colorado River."],
+                    6,
+                    None,
+                ),
+            ],
+            vec![],
+        )
+        .unwrap();
+    // Stemming and case folding: "designing" matches "designed".
+    let bm25 = index
+        .lexical("Who was designing the LOCKS?", 3, &Filter::default())
+        .unwrap();
+    let top = index.chunks(&[bm25[0].0]).unwrap();
+    assert_eq!(top[0].doc_id.as_str(), "a");
+    // Query syntax characters are plain text, not an error.
+    assert!(
+        index
+            .lexical("title:(\"locks\" OR", 3, &Filter::default())
+            .is_ok()
+    );
+    let dense = index.nearest(&vector(6), 1, &Filter::default()).unwrap();
+    assert_eq!(index.chunks(&[dense[0].0]).unwrap()[0].doc_id.as_str(), "c");
+    assert!(
+        (dense[0].1 - 1.0).abs() < 1e-4,
+        "cosine of identical vectors is 1"
+    );
+}
+
+#[test]
+fn filters_restrict_both_rankings() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(
+            vec![
+                update(
+                    "a",
+                    "Canal report 2001",
+                    &["canal locks and gates"],
+                    0,
+                    Some(1_000_000_000),
+                ),
+                update(
+                    "b",
+                    "Canal report 2011",
+                    &["canal locks and dredging"],
+                    0,
+                    Some(1_300_000_000),
+                ),
+            ],
+            vec![],
+        )
+        .unwrap();
+    let only_b = docs(&["b"]);
+    let r = index.lexical("canal locks", 10, &only_b).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(index.chunks(&[r[0].0]).unwrap()[0].doc_id.as_str(), "b");
+    let r = index.nearest(&vector(0), 10, &only_b).unwrap();
+    assert_eq!(r.len(), 1);
+    let by_title = Filter {
+        title_contains: Some("2001".into()),
+        ..Default::default()
+    };
+    assert_eq!(index.nearest(&vector(0), 10, &by_title).unwrap().len(), 1);
+    let by_date = Filter {
+        date_from: Some(1_200_000_000),
+        ..Default::default()
+    };
+    let r = index.lexical("canal", 10, &by_date).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(index.chunks(&[r[0].0]).unwrap()[0].doc_id.as_str(), "b");
+    assert!(
+        index
+            .lexical("canal", 10, &docs(&["missing"]))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn reopening_with_another_embedder_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(EmbeddedIndex::open(dir.path(), config()).unwrap());
+    let err = EmbeddedIndex::open(dir.path(), IndexConfig::new("other-model", DIM))
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::EmbedderMismatch { .. }));
+    assert_eq!(err.fault(), metarag_core::Fault::User);
+    assert!(err.to_string().contains("test-embedder"), "{err}");
+    let err = EmbeddedIndex::open(dir.path(), IndexConfig::new("test-embedder", DIM + 1))
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::EmbedderMismatch { .. }));
+}
+
+#[test]
+fn wrong_dimension_is_rejected_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(vec![update("a", "A", &["kept text"], 0, None)], vec![])
+        .unwrap();
+    let mut bad = update("b", "B", &["bad vector"], 0, None);
+    bad.chunks[0].1.pop();
+    let err = index
+        .apply(
+            vec![bad, update("a", "A", &["replacement"], 0, None)],
+            vec![],
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::Dimension { .. }), "{err}");
+    // The batch is all or nothing: `a` keeps its old text.
+    assert_eq!(
+        index.lexical("kept", 5, &Filter::default()).unwrap().len(),
+        1
+    );
+    assert!(
+        index
+            .lexical("replacement", 5, &Filter::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn engines_lagging_sqlite_are_rebuilt_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+        index
+            .apply(vec![update("a", "Alpha", &["aardvark"], 0, None)], vec![])
+            .unwrap();
+        index
+            .apply(vec![update("b", "Beta", &["badger"], 2, None)], vec![])
+            .unwrap();
+    }
+    // Simulate a crash in the middle of a vector save: the generation file is missing.
+    std::fs::remove_file(dir.path().join("dense.usearch.generation")).unwrap();
+    // And a BM25 index from an older state: wipe it entirely.
+    std::fs::remove_dir_all(dir.path().join("bm25")).unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    assert_eq!(index.engine_sizes().unwrap(), (2, 2));
+    assert_eq!(
+        index
+            .lexical("badger", 5, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        index
+            .nearest(&vector(2), 1, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn data_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+        index
+            .apply(
+                vec![update("a", "Alpha", &["persistent aardvark"], 1, None)],
+                vec![],
+            )
+            .unwrap();
+    }
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    let doc = index.document(&DocId::new("a").unwrap()).unwrap().unwrap();
+    assert_eq!(doc.text.as_deref(), Some("persistent aardvark"));
+    assert_eq!(doc.chunk_count, 1);
+    assert_eq!(
+        index
+            .lexical("aardvark", 1, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        index
+            .nearest(&vector(1), 1, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn store_trait_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    Store::apply(
+        &index,
+        vec![update("a", "Alpha", &["via the trait"], 0, None)],
+        vec![],
+    )
+    .await
+    .unwrap();
+    let stats = Store::stats(&index).await.unwrap();
+    assert_eq!((stats.documents, stats.chunks), (1, 1));
+    assert_eq!(stats.embedder.as_deref(), Some("test-embedder"));
+    let hits = Store::lexical(&index, "trait", 5, &Filter::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        Store::chunks(&index, &[hits[0].0]).await.unwrap()[0]
+            .draft
+            .text,
+        "via the trait"
+    );
+}

@@ -1,0 +1,188 @@
+//! Structure-aware, token-bounded chunking.
+//!
+//! Sections (headings, pages) come from the parser; inside a section the `text-splitter`
+//! crate cuts at the highest semantic level that fits (paragraphs, then sentences, then
+//! words), measured in tokens of the embedder's own tokenizer. Every chunk is embedded with
+//! a contextual header (title and section path, see [`metarag_core::embedding_input`]), so
+//! the header's tokens are taken off the budget, and each chunk's final embedder input is
+//! re-counted: no chunk is ever longer than the model reads.
+
+use crate::parse::{ParsedDocument, Section};
+use crate::{Error, Result};
+use metarag_core::{ChunkDraft, DocFormat, embedding_input};
+use text_splitter::{ChunkConfig, MarkdownSplitter, TextSplitter};
+use tokenizers::Tokenizer;
+
+/// Chunk size settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkSettings {
+    /// Longest embedder input in tokens, special tokens and header included (the model's
+    /// maximum sequence length by default).
+    pub max_tokens: usize,
+    /// Tokens shared by consecutive chunks of a section.
+    pub overlap: usize,
+}
+
+/// Smallest body budget worth chunking for; below it the header is dropped to a shorter one.
+const MIN_BODY_TOKENS: usize = 16;
+
+/// Splits parsed documents into [`ChunkDraft`]s.
+pub struct Chunker {
+    tokenizer: Tokenizer,
+    settings: ChunkSettings,
+}
+
+impl Chunker {
+    /// A chunker counting with `tokenizer`, which must not truncate (see
+    /// `SentenceEmbedder::tokenizer`).
+    pub fn new(mut tokenizer: Tokenizer, settings: ChunkSettings) -> Result<Self> {
+        if settings.max_tokens < 2 * MIN_BODY_TOKENS {
+            return Err(Error::Chunking(format!(
+                "chunk size {} is too small (at least {})",
+                settings.max_tokens,
+                2 * MIN_BODY_TOKENS
+            )));
+        }
+        if settings.overlap >= settings.max_tokens / 2 {
+            return Err(Error::Chunking(format!(
+                "overlap {} must be under half the chunk size {}",
+                settings.overlap, settings.max_tokens
+            )));
+        }
+        // Counting through a truncating tokenizer would make every text look short.
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        tokenizer.with_padding(None);
+        Ok(Chunker {
+            tokenizer,
+            settings,
+        })
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> ChunkSettings {
+        self.settings
+    }
+
+    /// Tokens of `text` as the embedder sees it, special tokens included.
+    pub fn count(&self, text: &str) -> Result<usize> {
+        Ok(self
+            .tokenizer
+            .encode_fast(text, true)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?
+            .len())
+    }
+
+    /// Chunks a document, section by section.
+    pub fn chunk(&self, doc: &ParsedDocument) -> Result<Vec<ChunkDraft>> {
+        let mut out = Vec::new();
+        for section in &doc.sections {
+            self.chunk_section(doc, section, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn chunk_section(
+        &self,
+        doc: &ParsedDocument,
+        section: &Section,
+        out: &mut Vec<ChunkDraft>,
+    ) -> Result<()> {
+        let body = &doc.text[section.range.clone()];
+        if body.trim().is_empty() {
+            return Ok(());
+        }
+        // Pick the longest header that leaves room for a body: full path, last heading, none.
+        let mut candidates = vec![section.path.clone()];
+        if section.path.len() > 1 {
+            candidates.push(section.path[section.path.len() - 1..].to_vec());
+        }
+        candidates.push(Vec::new());
+        let mut chosen = None;
+        for path in candidates {
+            let header = self.count(&embedding_input(&doc.title, &path, ""))?;
+            if header + MIN_BODY_TOKENS <= self.settings.max_tokens {
+                chosen = Some((path, self.settings.max_tokens - header));
+                break;
+            }
+        }
+        let Some((path, budget)) = chosen else {
+            return Err(Error::Chunking(format!(
+                "{}: the title alone is longer than the chunk size of {} tokens",
+                doc.source, self.settings.max_tokens
+            )));
+        };
+        let pieces = self.split(doc.format, body, budget)?;
+        for (offset, text) in pieces {
+            self.push_bounded(
+                doc,
+                section,
+                &path,
+                section.range.start + offset,
+                text,
+                budget,
+                out,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Splits `body` into pieces of at most `budget` tokens (specials excluded).
+    fn split<'a>(
+        &self,
+        format: DocFormat,
+        body: &'a str,
+        budget: usize,
+    ) -> Result<Vec<(usize, &'a str)>> {
+        let overlap = self.settings.overlap.min(budget / 2);
+        let config = ChunkConfig::new(budget)
+            .with_sizer(&self.tokenizer)
+            .with_overlap(overlap)
+            .map_err(|e| Error::Chunking(e.to_string()))?;
+        Ok(if format == DocFormat::Markdown {
+            MarkdownSplitter::new(config).chunk_indices(body).collect()
+        } else {
+            TextSplitter::new(config).chunk_indices(body).collect()
+        })
+    }
+
+    /// Re-counts the real embedder input and splits again in the rare case that joining
+    /// header and body tokenizes longer than the parts did.
+    #[allow(clippy::too_many_arguments)]
+    fn push_bounded(
+        &self,
+        doc: &ParsedDocument,
+        section: &Section,
+        path: &[String],
+        start: usize,
+        text: &str,
+        budget: usize,
+        out: &mut Vec<ChunkDraft>,
+    ) -> Result<()> {
+        let tokens = self.count(&embedding_input(&doc.title, path, text))?;
+        if tokens > self.settings.max_tokens {
+            let excess = tokens - self.settings.max_tokens;
+            let smaller = budget.saturating_sub(excess.max(1));
+            if smaller < MIN_BODY_TOKENS {
+                return Err(Error::Chunking(format!(
+                    "{}: could not fit a chunk into {} tokens",
+                    doc.source, self.settings.max_tokens
+                )));
+            }
+            for (offset, piece) in self.split(doc.format, text, smaller)? {
+                self.push_bounded(doc, section, path, start + offset, piece, smaller, out)?;
+            }
+            return Ok(());
+        }
+        out.push(ChunkDraft {
+            ordinal: out.len() as u32,
+            section: path.to_vec(),
+            pages: section.pages,
+            bytes: start..start + text.len(),
+            token_count: tokens as u32,
+            text: text.to_string(),
+        });
+        Ok(())
+    }
+}

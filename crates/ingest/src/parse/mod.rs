@@ -1,0 +1,233 @@
+//! Parsers: raw bytes of one file in, one or more [`ParsedDocument`]s out.
+
+mod docx;
+mod html;
+mod json;
+mod markdown;
+mod pdf;
+
+use crate::{Error, Result};
+use metarag_core::{DocFormat, DocId};
+use std::ops::Range;
+use std::path::Path;
+
+pub use json::CorpusMode;
+
+/// A contiguous part of a document's text under one heading path (or on one page).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// Heading path from the root.
+    pub path: Vec<String>,
+    /// Page range for paged formats (1-based, inclusive).
+    pub pages: Option<(u32, u32)>,
+    /// Byte range inside [`ParsedDocument::text`].
+    pub range: Range<usize>,
+}
+
+/// A document after parsing, before chunking.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedDocument {
+    /// Stable id.
+    pub id: DocId,
+    /// Title.
+    pub title: String,
+    /// File path or `file:LINE`.
+    pub source: String,
+    /// Parser used.
+    pub format: DocFormat,
+    /// The extracted text; sections and chunk offsets point into it.
+    pub text: String,
+    /// Sections in order; their ranges don't overlap.
+    pub sections: Vec<Section>,
+    /// Hash of the raw content (blake3 hex).
+    pub raw_hash: String,
+    /// Size of the raw content.
+    pub bytes: u64,
+    /// Date, if the source had one (Unix seconds).
+    pub date: Option<i64>,
+}
+
+/// Which parser reads a file: by extension, or forced.
+pub fn detect(path: &Path) -> Option<DocFormat> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "pdf" => DocFormat::Pdf,
+        "docx" => DocFormat::Docx,
+        "html" | "htm" | "xhtml" => DocFormat::Html,
+        "md" | "markdown" | "mdx" => DocFormat::Markdown,
+        "txt" | "text" | "rst" | "log" => DocFormat::Text,
+        "json" | "jsonl" | "ndjson" => DocFormat::Json,
+        _ => return None,
+    })
+}
+
+/// Parses one file. `id` is the document id for single-document formats; JSON(L) files
+/// yield one document per record, each record error reported beside the good documents.
+pub fn parse_file(
+    path: &Path,
+    id: &DocId,
+    bytes: &[u8],
+    format: DocFormat,
+    corpus: CorpusMode,
+) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+    let one = |doc: Result<ParsedDocument>| doc.map(|d| (vec![d], Vec::new()));
+    // Third-party parsers can panic on hostile input; one bad file must not stop a run.
+    let result = std::panic::catch_unwind(|| match format {
+        DocFormat::Pdf => one(pdf::parse(path, id, bytes)),
+        DocFormat::Docx => one(docx::parse(path, id, bytes)),
+        DocFormat::Html => one(html::parse(path, id, bytes)),
+        DocFormat::Markdown => one(markdown::parse(path, id, bytes)),
+        DocFormat::Text => one(text(path, id, bytes)),
+        DocFormat::Json | DocFormat::CorpusLine => json::parse(path, id, bytes, corpus),
+    });
+    result.unwrap_or_else(|_| {
+        Err(Error::Parse {
+            path: path.to_path_buf(),
+            format: format.as_str(),
+            reason: "the parser crashed on this file".into(),
+        })
+    })
+}
+
+/// Blake3 of raw bytes, hex.
+pub(crate) fn hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// The file name without extension: the title of last resort.
+pub(crate) fn file_title(path: &Path) -> String {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("untitled")
+        .to_string()
+}
+
+pub(crate) fn utf8<'a>(path: &Path, bytes: &'a [u8], format: &'static str) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| Error::Parse {
+        path: path.to_path_buf(),
+        format,
+        reason: format!("not UTF-8 ({e})"),
+    })
+}
+
+/// A single-section document over `text`.
+pub(crate) fn whole(
+    path: &Path,
+    id: &DocId,
+    title: String,
+    format: DocFormat,
+    text: String,
+    raw: &[u8],
+) -> ParsedDocument {
+    let range = 0..text.len();
+    ParsedDocument {
+        id: id.clone(),
+        title,
+        source: path.display().to_string(),
+        format,
+        text,
+        sections: vec![Section {
+            path: Vec::new(),
+            pages: None,
+            range,
+        }],
+        raw_hash: hash(raw),
+        bytes: raw.len() as u64,
+        date: None,
+    }
+}
+
+fn text(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
+    let s = utf8(path, bytes, "text")?;
+    Ok(whole(
+        path,
+        id,
+        file_title(path),
+        DocFormat::Text,
+        s.to_string(),
+        bytes,
+    ))
+}
+
+/// Builds a document's text section by section, keeping heading paths.
+pub(crate) struct TextBuilder {
+    text: String,
+    sections: Vec<Section>,
+    headings: Vec<(u8, String)>,
+    section_start: usize,
+    pages: Option<(u32, u32)>,
+}
+
+impl TextBuilder {
+    pub fn new() -> Self {
+        TextBuilder {
+            text: String::new(),
+            sections: Vec::new(),
+            headings: Vec::new(),
+            section_start: 0,
+            pages: None,
+        }
+    }
+
+    pub fn push(&mut self, s: &str) {
+        self.text.push_str(s);
+    }
+
+    /// Ends the current paragraph: at most one blank line between blocks.
+    pub fn break_block(&mut self) {
+        let trimmed = self.text.trim_end_matches([' ', '\t']).len();
+        self.text.truncate(trimmed);
+        if self.text.is_empty() || self.text.ends_with("\n\n") {
+            return;
+        }
+        self.text.push_str(if self.text.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        });
+    }
+
+    pub fn ends_with_space(&self) -> bool {
+        self.text.is_empty() || self.text.ends_with(char::is_whitespace)
+    }
+
+    /// Closes the current section and opens one under a heading of `level` (1 = top).
+    pub fn heading(&mut self, level: u8, title: &str) {
+        self.close_section();
+        while self.headings.last().is_some_and(|(l, _)| *l >= level) {
+            self.headings.pop();
+        }
+        self.headings.push((level, title.to_string()));
+    }
+
+    /// Closes the current section and opens one for a page.
+    pub fn page(&mut self, page: u32) {
+        self.close_section();
+        self.pages = Some((page, page));
+    }
+
+    fn close_section(&mut self) {
+        self.break_block();
+        let end = self.text.len();
+        if self.text[self.section_start..end].trim().is_empty() {
+            self.section_start = end;
+            return;
+        }
+        self.sections.push(Section {
+            path: self.headings.iter().map(|(_, t)| t.clone()).collect(),
+            pages: self.pages,
+            range: self.section_start..end,
+        });
+        self.section_start = end;
+    }
+
+    pub fn finish(mut self) -> (String, Vec<Section>) {
+        self.close_section();
+        (self.text, self.sections)
+    }
+}
+
+/// Collapses runs of whitespace to single spaces.
+pub(crate) fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

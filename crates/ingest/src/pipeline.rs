@@ -1,0 +1,416 @@
+//! The ingest run: find files, parse, chunk, embed in batches, write to the store.
+
+use crate::chunk::Chunker;
+use crate::parse::{self, CorpusMode, ParsedDocument};
+use crate::{Error, Result};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use metarag_core::{DocFormat, DocId, Document, DocumentUpdate, Embedder, Store};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Settings of an ingest run.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Only files matching one of these globs (relative to the directory walked); empty
+    /// means every supported file.
+    pub include: Vec<String>,
+    /// Skip files matching any of these globs.
+    pub exclude: Vec<String>,
+    /// Files above this size are refused.
+    pub max_file_bytes: u64,
+    /// Parse every file with this parser instead of guessing from the extension.
+    pub format: Option<DocFormat>,
+    /// How JSON records are read.
+    pub corpus: CorpusMode,
+    /// Chunks embedded and written per batch: larger batches amortise index commits,
+    /// smaller ones lose less work to an interruption.
+    pub batch_chunks: usize,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            include: Vec::new(),
+            exclude: Vec::new(),
+            max_file_bytes: 64 << 20,
+            format: None,
+            corpus: CorpusMode::Auto,
+            batch_chunks: 1024,
+        }
+    }
+}
+
+/// What happened to one input file.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct FileOutcome {
+    /// New documents.
+    pub added: usize,
+    /// Changed documents, replaced.
+    pub updated: usize,
+    /// Documents whose content hash was unchanged.
+    pub unchanged: usize,
+    /// Records or the file that failed.
+    pub failed: usize,
+}
+
+/// Progress events for a front end.
+#[derive(Debug, Clone)]
+pub enum IngestEvent<'a> {
+    /// The files to read are known.
+    Started {
+        /// How many.
+        files: usize,
+    },
+    /// A file was read and parsed.
+    File {
+        /// The file.
+        path: &'a Path,
+        /// Its documents.
+        outcome: &'a FileOutcome,
+    },
+    /// A batch was embedded and written.
+    Batch {
+        /// Chunks in the batch.
+        chunks: usize,
+        /// Their tokens.
+        tokens: usize,
+    },
+    /// An error that skips a file or record; the run goes on.
+    Failed(&'a Failure),
+}
+
+/// A file or record that could not be ingested.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Failure {
+    /// The file (or `file:line`).
+    pub source: String,
+    /// Why.
+    pub error: String,
+}
+
+/// Totals of an ingest run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestReport {
+    /// Files read.
+    pub files: usize,
+    /// New documents.
+    pub added: usize,
+    /// Replaced documents.
+    pub updated: usize,
+    /// Unchanged documents (no-op).
+    pub unchanged: usize,
+    /// Chunks written.
+    pub chunks: usize,
+    /// Tokens embedded.
+    pub tokens: usize,
+    /// Seconds spent embedding.
+    pub embed_seconds: f64,
+    /// Seconds for the whole run.
+    pub seconds: f64,
+    /// Files and records that failed.
+    pub failures: Vec<Failure>,
+}
+
+/// Finds the files under `paths`: files given directly are always taken (and fail later if
+/// unsupported); directories are walked recursively for supported files, skipping hidden
+/// entries, filtered by the include/exclude globs.
+pub fn discover(
+    paths: &[PathBuf],
+    options: &IngestOptions,
+) -> Result<(Vec<PathBuf>, Vec<Failure>)> {
+    let include = globs(&options.include)?;
+    let exclude = globs(&options.exclude)?;
+    let mut files = Vec::new();
+    let mut failures = Vec::new();
+    for root in paths {
+        if root.is_file() {
+            files.push(root.clone());
+            continue;
+        }
+        if !root.exists() {
+            failures.push(Failure {
+                source: root.display().to_string(),
+                error: "no such file or directory".into(),
+            });
+            continue;
+        }
+        let walker = walkdir::WalkDir::new(root)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| {
+                e.depth() == 0 || !e.file_name().to_str().is_some_and(|n| n.starts_with('.'))
+            });
+        for entry in walker {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    failures.push(Failure {
+                        source: e.path().unwrap_or(root).display().to_string(),
+                        error: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            if options.format.is_none() && parse::detect(entry.path()).is_none() {
+                continue;
+            }
+            if include.as_ref().is_some_and(|g| !g.is_match(rel)) {
+                continue;
+            }
+            if exclude.as_ref().is_some_and(|g| g.is_match(rel)) {
+                continue;
+            }
+            files.push(entry.into_path());
+        }
+    }
+    Ok((files, failures))
+}
+
+fn globs(patterns: &[String]) -> Result<Option<GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(Glob::new(p).map_err(|e| Error::Glob {
+            pattern: p.clone(),
+            reason: e.to_string(),
+        })?);
+    }
+    b.build().map(Some).map_err(|e| Error::Glob {
+        pattern: patterns.join(","),
+        reason: e.to_string(),
+    })
+}
+
+/// Runs ingestion into a store with an embedder.
+pub struct Ingester<'a, E, S> {
+    chunker: &'a Chunker,
+    embedder: &'a E,
+    store: &'a S,
+    options: IngestOptions,
+}
+
+struct Pending {
+    doc: ParsedDocument,
+    chunks: Vec<metarag_core::ChunkDraft>,
+    content_hash: String,
+}
+
+impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
+    /// An ingester writing into `store`.
+    pub fn new(
+        chunker: &'a Chunker,
+        embedder: &'a E,
+        store: &'a S,
+        options: IngestOptions,
+    ) -> Self {
+        Ingester {
+            chunker,
+            embedder,
+            store,
+            options,
+        }
+    }
+
+    /// Identifies the chunking and embedding settings: a document ingested under other
+    /// settings counts as changed and is re-chunked.
+    fn fingerprint(&self) -> String {
+        let s = self.chunker.settings();
+        format!(
+            "v1|{}|{}|{}",
+            self.embedder.model_id(),
+            s.max_tokens,
+            s.overlap
+        )
+    }
+
+    /// Ingests the files, reporting progress to `on_event`. Per-file and per-record errors
+    /// are collected in the report; an embedder or store failure stops the run (batches
+    /// already written stay).
+    pub async fn run(
+        &self,
+        files: &[PathBuf],
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<IngestReport> {
+        let _span = tracing::info_span!("ingest", files = files.len()).entered();
+        let started = Instant::now();
+        let mut report = IngestReport {
+            files: files.len(),
+            ..Default::default()
+        };
+        on_event(IngestEvent::Started { files: files.len() });
+        let existing: HashMap<DocId, String> = self
+            .store
+            .documents()
+            .await?
+            .into_iter()
+            .map(|d| (d.id, d.content_hash))
+            .collect();
+        let fingerprint = self.fingerprint();
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut pending_chunks = 0;
+        for path in files {
+            let mut outcome = FileOutcome::default();
+            let fail = |report: &mut IngestReport,
+                        outcome: &mut FileOutcome,
+                        source: String,
+                        e: &Error| {
+                outcome.failed += 1;
+                let f = Failure {
+                    source,
+                    error: e.to_string(),
+                };
+                on_event(IngestEvent::Failed(&f));
+                report.failures.push(f);
+            };
+            match self.read(path) {
+                Err(e) => fail(&mut report, &mut outcome, path.display().to_string(), &e),
+                Ok((docs, errors)) => {
+                    for e in &errors {
+                        fail(&mut report, &mut outcome, path.display().to_string(), e);
+                    }
+                    for doc in docs {
+                        let content_hash =
+                            blake3::hash(format!("{}|{fingerprint}", doc.raw_hash).as_bytes())
+                                .to_hex()
+                                .to_string();
+                        let previous = existing.get(&doc.id);
+                        if previous == Some(&content_hash) {
+                            outcome.unchanged += 1;
+                            continue;
+                        }
+                        let chunks = match self.chunker.chunk(&doc) {
+                            Ok(c) if c.is_empty() => {
+                                let e = Error::Empty {
+                                    path: doc.source.clone(),
+                                };
+                                fail(&mut report, &mut outcome, doc.source.clone(), &e);
+                                continue;
+                            }
+                            Ok(c) => c,
+                            Err(e) => {
+                                fail(&mut report, &mut outcome, doc.source.clone(), &e);
+                                continue;
+                            }
+                        };
+                        if previous.is_some() {
+                            outcome.updated += 1;
+                        } else {
+                            outcome.added += 1;
+                        }
+                        pending_chunks += chunks.len();
+                        pending.push(Pending {
+                            doc,
+                            chunks,
+                            content_hash,
+                        });
+                        if pending_chunks >= self.options.batch_chunks {
+                            self.flush(std::mem::take(&mut pending), &mut report, on_event)
+                                .await?;
+                            pending_chunks = 0;
+                        }
+                    }
+                }
+            }
+            report.added += outcome.added;
+            report.updated += outcome.updated;
+            report.unchanged += outcome.unchanged;
+            on_event(IngestEvent::File {
+                path,
+                outcome: &outcome,
+            });
+        }
+        self.flush(pending, &mut report, on_event).await?;
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Reads and parses one file.
+    fn read(&self, path: &Path) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+        let format = match self.options.format.or_else(|| parse::detect(path)) {
+            Some(f) => f,
+            None => {
+                return Err(Error::Unsupported {
+                    path: path.to_path_buf(),
+                });
+            }
+        };
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if meta.len() > self.options.max_file_bytes {
+            return Err(Error::TooLarge {
+                path: path.to_path_buf(),
+                size: meta.len(),
+                limit: self.options.max_file_bytes,
+            });
+        }
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let canonical = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+        let id = DocId::new(canonical.display().to_string())?;
+        parse::parse_file(&canonical, &id, &bytes, format, self.options.corpus)
+    }
+
+    async fn flush(
+        &self,
+        batch: Vec<Pending>,
+        report: &mut IngestReport,
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let _span = tracing::info_span!("ingest.batch", documents = batch.len()).entered();
+        let inputs: Vec<String> = batch
+            .iter()
+            .flat_map(|p| p.chunks.iter().map(|c| c.embedding_input(&p.doc.title)))
+            .collect();
+        let tokens: usize = batch
+            .iter()
+            .flat_map(|p| &p.chunks)
+            .map(|c| c.token_count as usize)
+            .sum();
+        let t = Instant::now();
+        let mut vectors = self.embedder.embed(&inputs).await?.into_iter();
+        report.embed_seconds += t.elapsed().as_secs_f64();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let updates: Vec<DocumentUpdate> = batch
+            .into_iter()
+            .map(|p| {
+                let chunks: Vec<_> = p
+                    .chunks
+                    .into_iter()
+                    .map(|c| (c, vectors.next().unwrap_or_default()))
+                    .collect();
+                DocumentUpdate {
+                    document: Document {
+                        id: p.doc.id,
+                        title: p.doc.title,
+                        source: p.doc.source,
+                        format: p.doc.format,
+                        content_hash: p.content_hash,
+                        bytes: p.doc.bytes,
+                        date: p.doc.date,
+                        ingested_at: now,
+                        chunk_count: chunks.len() as u32,
+                        text: Some(p.doc.text),
+                    },
+                    chunks,
+                }
+            })
+            .collect();
+        let chunks = inputs.len();
+        self.store.apply(updates, Vec::new()).await?;
+        report.chunks += chunks;
+        report.tokens += tokens;
+        on_event(IngestEvent::Batch { chunks, tokens });
+        Ok(())
+    }
+}

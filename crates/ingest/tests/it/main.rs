@@ -1,0 +1,342 @@
+//! Integration tests: real files of every format through parsing, chunking with the real
+//! embedder's tokenizer, embedding with the real model, and the embedded index.
+
+use metarag_core::{DocFormat, DocId, Embedder, Filter, Store};
+use metarag_index::{EmbeddedIndex, IndexConfig};
+use metarag_ingest::{
+    ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester, discover, parse,
+};
+use proptest::prelude::*;
+use std::path::Path;
+
+fn chunker(max_tokens: usize, overlap: usize) -> Chunker {
+    let e = metarag_testkit::embedder();
+    Chunker::new(
+        e.tokenizer().clone(),
+        ChunkSettings {
+            max_tokens,
+            overlap,
+        },
+    )
+    .unwrap()
+}
+
+fn open_index(dir: &Path) -> EmbeddedIndex {
+    let e = metarag_testkit::embedder();
+    EmbeddedIndex::open(dir, IndexConfig::new(e.model_id(), e.dimension())).unwrap()
+}
+
+fn write_fixtures(dir: &Path) {
+    std::fs::write(
+        dir.join("guide.md"),
+        "# Guide\n\nIntro text about zeppelins.\n\n## Mooring\n\nZeppelins moor at masts.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("page.html"),
+        "<html><head><title>Page</title><script>evil()</script></head><body><nav>menu</nav><h1>Kites</h1><p>Kites fly on strings.</p></body></html>",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("notes.txt"),
+        "Plain notes about gliders and thermals.",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("item.json"),
+        r#"{"name":"Balloon","specs":{"gas":"helium"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("corpus.jsonl"),
+        "{\"doc_id\":\"c1\",\"title\":\"Hang gliding\",\"text\":\"Hang gliders are foot-launched.\"}\n{\"doc_id\":\"c2\",\"title\":\"Paragliding\",\"text\":\"Paragliders have no rigid frame.\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("report.pdf"),
+        metarag_testkit::pdf(
+            "Airship Report",
+            &["Page one mentions dirigibles.", "Page two mentions blimps."],
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("memo.docx"),
+        metarag_testkit::docx(&[
+            ("Title", "Memo"),
+            ("Heading1", "Budget"),
+            ("", "The hangar budget is tight."),
+        ]),
+    )
+    .unwrap();
+    std::fs::write(dir.join("broken.pdf"), b"%PDF-1.4 this is not really a pdf").unwrap();
+    std::fs::write(dir.join("ignored.bin"), [0u8, 1, 2]).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_format_goes_in_and_a_corrupt_file_is_reported() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    write_fixtures(src.path());
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(embedder.max_tokens(), 32);
+    let options = IngestOptions::default();
+    let (files, missing) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    assert!(missing.is_empty());
+    assert_eq!(
+        files.len(),
+        8,
+        "the .bin file is not a supported type: {files:?}"
+    );
+    let ingester = Ingester::new(&chunker, &embedder, &index, options.clone());
+    let report = ingester.run(&files, &|_| {}).await.unwrap();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    assert!(report.failures[0].source.ends_with("broken.pdf"));
+    assert!(
+        report.failures[0].error.contains("not a valid pdf"),
+        "{}",
+        report.failures[0].error
+    );
+    // md, html, txt, json, 2 corpus lines, pdf, docx.
+    assert_eq!(report.added, 8);
+
+    let docs = Store::documents(&index).await.unwrap();
+    let by_format = |f: DocFormat| docs.iter().filter(|d| d.format == f).collect::<Vec<_>>();
+    assert_eq!(by_format(DocFormat::CorpusLine).len(), 2);
+    let pdf = by_format(DocFormat::Pdf)[0];
+    assert_eq!(pdf.title, "Airship Report");
+    let pdf_chunks = index.document_chunks(&pdf.id).unwrap();
+    let pages: Vec<_> = pdf_chunks.iter().map(|c| c.draft.pages).collect();
+    assert_eq!(pages, [Some((1, 1)), Some((2, 2))]);
+    assert!(pdf_chunks[1].draft.text.contains("blimps"));
+    let docx = by_format(DocFormat::Docx)[0];
+    assert_eq!(docx.title, "Memo");
+    let docx_chunks = index.document_chunks(&docx.id).unwrap();
+    assert!(
+        docx_chunks
+            .iter()
+            .any(|c| c.draft.section == ["Memo", "Budget"] && c.draft.text.contains("hangar"))
+    );
+    let html = by_format(DocFormat::Html)[0];
+    let html_doc = Store::document(&index, &html.id).await.unwrap().unwrap();
+    assert!(!html_doc.text.unwrap().contains("evil"));
+    let md = by_format(DocFormat::Markdown)[0];
+    let md_chunks = index.document_chunks(&md.id).unwrap();
+    assert!(
+        md_chunks
+            .iter()
+            .any(|c| c.draft.section == ["Guide", "Mooring"])
+    );
+    // Byte offsets point into the stored text.
+    let md_text = Store::document(&index, &md.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .text
+        .unwrap();
+    for c in &md_chunks {
+        assert_eq!(&md_text[c.draft.bytes.clone()], c.draft.text);
+    }
+
+    // Re-ingesting unchanged files is a no-op.
+    let again = ingester.run(&files, &|_| {}).await.unwrap();
+    assert_eq!(
+        (again.added, again.updated, again.unchanged, again.chunks),
+        (0, 0, 8, 0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_file_replaces_all_of_its_chunks() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(embedder.max_tokens(), 32);
+    let file = src.path().join("doc.md");
+    let long: String = (0..120)
+        .map(|i| format!("Sentence {i} talks about quokkas and wombats. "))
+        .collect();
+    std::fs::write(&file, format!("# Old\n\n{long}\n")).unwrap();
+    let ingester = Ingester::new(&chunker, &embedder, &index, IngestOptions::default());
+    ingester
+        .run(std::slice::from_ref(&file), &|_| {})
+        .await
+        .unwrap();
+    let id = DocId::new(std::fs::canonicalize(&file).unwrap().display().to_string()).unwrap();
+    assert!(
+        index.document_chunks(&id).unwrap().len() > 2,
+        "long text spans several chunks"
+    );
+
+    std::fs::write(&file, "# New\n\nOnly platypuses now.\n").unwrap();
+    let report = ingester
+        .run(std::slice::from_ref(&file), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.updated, 1);
+    let chunks = index.document_chunks(&id).unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert!(
+        index
+            .lexical("quokkas", 10, &Filter::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(index.engine_sizes().unwrap(), (1, 1));
+    assert_eq!(Store::documents(&index).await.unwrap()[0].title, "New");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_files_are_refused_not_truncated() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(embedder.max_tokens(), 32);
+    let big = src.path().join("big.txt");
+    std::fs::write(&big, "word ".repeat(1000)).unwrap();
+    let options = IngestOptions {
+        max_file_bytes: 1000,
+        ..Default::default()
+    };
+    let report = Ingester::new(&chunker, &embedder, &index, options)
+        .run(&[big], &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.failures.len(), 1);
+    assert!(
+        report.failures[0]
+            .error
+            .contains("exceeds the ingest limit")
+    );
+    assert_eq!(index.stats().unwrap().chunks, 0);
+}
+
+#[test]
+fn include_and_exclude_globs() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir(src.path().join("sub")).unwrap();
+    std::fs::create_dir(src.path().join(".git")).unwrap();
+    for f in ["a.md", "b.txt", "sub/c.md", "sub/draft.md", ".git/d.md"] {
+        std::fs::write(src.path().join(f), "x").unwrap();
+    }
+    let options = IngestOptions {
+        include: vec!["**/*.md".into()],
+        exclude: vec!["**/draft*".into()],
+        ..Default::default()
+    };
+    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    let names: Vec<_> = files
+        .iter()
+        .map(|f| f.strip_prefix(src.path()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(names, ["a.md", "sub/c.md"]);
+    let bad = IngestOptions {
+        include: vec!["[".into()],
+        ..Default::default()
+    };
+    assert!(
+        discover(&[src.path().to_path_buf()], &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("invalid glob")
+    );
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric()
+}
+
+fn check_invariants(
+    chunker: &Chunker,
+    title: &str,
+    text: &str,
+    format: DocFormat,
+) -> Result<(), TestCaseError> {
+    let path = Path::new("/t/doc.md");
+    let id = DocId::new("t").unwrap();
+    let ext = match format {
+        DocFormat::Markdown => "md",
+        _ => "txt",
+    };
+    let path = path.with_extension(ext);
+    let (mut docs, _) =
+        parse::parse_file(&path, &id, text.as_bytes(), format, CorpusMode::Auto).unwrap();
+    let mut doc = docs.remove(0);
+    doc.title = title.to_string();
+    let chunks = chunker.chunk(&doc).unwrap();
+    let max = chunker.settings().max_tokens;
+    for c in &chunks {
+        // Never more tokens than the embedder reads, counted on the real embedder input.
+        let counted = chunker.count(&c.embedding_input(&doc.title)).unwrap();
+        prop_assert_eq!(counted, c.token_count as usize);
+        prop_assert!(counted <= max, "chunk of {} tokens > {}", counted, max);
+        // Offsets point at the chunk text.
+        prop_assert_eq!(&doc.text[c.bytes.clone()], c.text.as_str());
+        // Never split inside a word.
+        let before = doc.text[..c.bytes.start].chars().next_back();
+        let first = c.text.chars().next();
+        prop_assert!(
+            !(before.is_some_and(is_word) && first.is_some_and(is_word)),
+            "split before {:?}",
+            &c.text[..c.text.len().min(20)]
+        );
+        let last = c.text.chars().next_back();
+        let after = doc.text[c.bytes.end..].chars().next();
+        prop_assert!(
+            !(last.is_some_and(is_word) && after.is_some_and(is_word)),
+            "split after ...{:?}",
+            &c.text[c.text.len().saturating_sub(20)..]
+        );
+    }
+    // Every word of the text is in some chunk.
+    let covered: String = chunks
+        .iter()
+        .map(|c| c.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    for w in text.split_whitespace().filter(|w| !w.starts_with('#')) {
+        prop_assert!(covered.contains(w), "word {:?} lost", w);
+    }
+    Ok(())
+}
+
+fn words() -> impl Strategy<Value = String> {
+    let word = prop_oneof![
+        "[a-z]{1,12}",
+        "[A-Z][a-z]{2,10}",
+        "[0-9]{1,6}",
+        Just("antidisestablishmentarianism".to_string()),
+        Just("Zürich".to_string()),
+        Just("naïve".to_string()),
+    ];
+    let sep = prop_oneof![
+        Just(" "),
+        Just(" "),
+        Just(", "),
+        Just(". "),
+        Just("\n"),
+        Just("\n\n")
+    ];
+    proptest::collection::vec((word, sep), 1..600)
+        .prop_map(|v| v.into_iter().map(|(w, s)| format!("{w}{s}")).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn text_chunks_respect_the_token_bound(text in words(), max in 40usize..300, title in "[A-Za-z ]{0,40}") {
+        let c = chunker(max, (max / 8).min(32));
+        check_invariants(&c, &title, &text, DocFormat::Text)?;
+    }
+
+    #[test]
+    fn markdown_chunks_respect_the_token_bound(sections in proptest::collection::vec(("[A-Za-z ]{1,30}", words()), 1..5)) {
+        let md: String = sections.iter().enumerate().map(|(i, (h, body))| format!("{} {h}\n\n{body}\n\n", "#".repeat(i % 3 + 1))).collect();
+        let c = chunker(128, 16);
+        check_invariants(&c, "Doc", &md, DocFormat::Markdown)?;
+    }
+}

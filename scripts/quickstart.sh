@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job on a fresh machine: build metarag, fetch the local embedding model,
+# ingest the bundled sample documents and search them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --quiet -p metarag-cli
+metarag="$CARGO_TARGET_DIR/debug/metarag"
+"$metarag" models pull
+"$metarag" ingest examples/docs
+"$metarag" search "who designed the Panama canal locks" --k 3
