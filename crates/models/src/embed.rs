@@ -211,7 +211,7 @@ impl SentenceEmbedder {
     fn forward(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let inner = &*self.inner;
         let encodings = inner
-            .tokenizer
+            .batch_tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
         let len = encodings.first().map_or(0, |e| e.get_ids().len());

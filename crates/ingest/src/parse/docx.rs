@@ -38,10 +38,11 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     })
 }
 
-/// Heading level of a paragraph style id: `Title` is 1, `Heading1` is 1, `Heading2` is 2...
+/// Heading level of a paragraph style id: `Title` is 0 (the root the headings nest under),
+/// `Heading1` is 1, `Heading2` is 2...
 fn heading_level(style: &str) -> Option<u8> {
     if style.eq_ignore_ascii_case("title") {
-        return Some(1);
+        return Some(0);
     }
     let rest = style
         .strip_prefix("Heading")
