@@ -63,6 +63,8 @@ pub struct RawIndex {
     pub hnsw_ef_construction: usize,
     /// HNSW search candidate list.
     pub hnsw_ef_search: usize,
+    /// BM25 weight of title matches relative to text matches.
+    pub bm25_title_boost: f32,
 }
 
 /// `[retrieval]`
@@ -116,6 +118,7 @@ impl Default for RawIndex {
             hnsw_m: 16,
             hnsw_ef_construction: 128,
             hnsw_ef_search: 128,
+            bm25_title_boost: 1.0,
         }
     }
 }
@@ -241,6 +244,12 @@ impl Config {
                 "HNSW candidate lists must be positive",
             ));
         }
+        if !(raw.index.bm25_title_boost >= 0.0 && raw.index.bm25_title_boost.is_finite()) {
+            return Err(invalid(
+                "index.bm25_title_boost",
+                "must be a non-negative number",
+            ));
+        }
         if !(raw.retrieval.rrf_k >= 0.0 && raw.retrieval.rrf_k.is_finite()) {
             return Err(invalid("retrieval.rrf_k", "must be a non-negative number"));
         }
@@ -292,6 +301,7 @@ impl Config {
         c.hnsw_m = self.raw.index.hnsw_m;
         c.hnsw_ef_construction = self.raw.index.hnsw_ef_construction;
         c.hnsw_ef_search = self.raw.index.hnsw_ef_search;
+        c.bm25_title_boost = self.raw.index.bm25_title_boost;
         c
     }
 }

@@ -17,15 +17,13 @@ use tantivy::tokenizer::{
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 const ANALYZER: &str = "metarag_en";
-/// Title matches count more than body matches: in entity-centric corpora (Wikipedia
-/// paragraphs) the title names the entity the passage is about.
-const TITLE_BOOST: f32 = 2.0;
 
 pub(crate) struct Bm25 {
     index: Index,
     reader: IndexReader,
     writer: Mutex<IndexWriter>,
     analyzer: Mutex<TextAnalyzer>,
+    title_boost: f32,
     chunk_id: Field,
     doc_id: Field,
     title: Field,
@@ -57,7 +55,7 @@ fn schema() -> Schema {
 }
 
 impl Bm25 {
-    pub fn open(dir: &Path, writer_memory: usize) -> Result<Self> {
+    pub fn open(dir: &Path, writer_memory: usize, title_boost: f32) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let mmap = MmapDirectory::open(dir).map_err(|e| Error::Tantivy(e.into()))?;
         let index = Index::open_or_create(mmap, schema())?;
@@ -82,6 +80,7 @@ impl Bm25 {
             reader,
             writer: Mutex::new(writer),
             analyzer: Mutex::new(analyzer()),
+            title_boost,
             chunk_id,
             doc_id,
             title,
@@ -191,7 +190,7 @@ impl Bm25 {
                         Term::from_field_text(self.title, t),
                         IndexRecordOption::WithFreqs,
                     )),
-                    TITLE_BOOST,
+                    self.title_boost,
                 )),
             ));
         }

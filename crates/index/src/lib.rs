@@ -43,6 +43,9 @@ pub struct IndexConfig {
     pub hnsw_ef_search: usize,
     /// Memory budget of the tantivy writer, in bytes.
     pub writer_memory: usize,
+    /// Weight of a query term matching a chunk's title relative to its text. Titles name
+    /// the entity a passage is about, so they are worth more than a body match.
+    pub bm25_title_boost: f32,
 }
 
 impl IndexConfig {
@@ -55,6 +58,7 @@ impl IndexConfig {
             hnsw_ef_construction: 128,
             hnsw_ef_search: 128,
             writer_memory: 64 << 20,
+            bm25_title_boost: 1.0,
         }
     }
 }
@@ -86,7 +90,11 @@ impl EmbeddedIndex {
         let db = sql::Db::open(&dir.join("meta.sqlite"))?;
         db.check_embedder(&config.embedder, config.dimension)?;
         let generation = db.generation()?;
-        let bm25 = bm25::Bm25::open(&dir.join("bm25"), config.writer_memory)?;
+        let bm25 = bm25::Bm25::open(
+            &dir.join("bm25"),
+            config.writer_memory,
+            config.bm25_title_boost,
+        )?;
         let dense = dense::Dense::open(&dir.join("dense.usearch"), &config)?;
         if bm25.generation()? != generation {
             tracing::warn!(dir = %dir.display(), "BM25 index out of date, rebuilding from SQLite");

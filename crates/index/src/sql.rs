@@ -351,6 +351,8 @@ fn chunk_ids_of(conn: &Connection, docs: &[&DocId]) -> Result<Vec<ChunkId>> {
 
 type Parsed<T> = std::result::Result<T, Error>;
 
+/// Reads a chunk row. The outer `Result` is SQLite's, the inner one says whether the
+/// stored values make sense (query_map callbacks can only return SQLite errors).
 fn row_to_chunk(r: &rusqlite::Row<'_>) -> rusqlite::Result<Parsed<Chunk>> {
     let id: i64 = r.get(0)?;
     let doc_id: String = r.get(1)?;
@@ -359,32 +361,26 @@ fn row_to_chunk(r: &rusqlite::Row<'_>) -> rusqlite::Result<Parsed<Chunk>> {
         (Some(a), Some(b)) => Some((a, b)),
         _ => None,
     };
-    let title: String = r.get(2)?;
-    let draft = |section| ChunkDraft {
-        ordinal: 0,
-        section,
+    let draft = ChunkDraft {
+        ordinal: r.get(3)?,
+        section: Vec::new(),
         pages,
-        bytes: 0..0,
-        token_count: 0,
-        text: String::new(),
+        bytes: r.get::<_, i64>(7)? as usize..r.get::<_, i64>(8)? as usize,
+        token_count: r.get(9)?,
+        text: r.get(10)?,
     };
-    let section: Vec<String> = match serde_json::from_str(&section) {
-        Ok(s) => s,
-        Err(e) => return Ok(Err(Error::Corrupt(format!("chunk {id}: section: {e}")))),
-    };
-    let mut d = draft(section);
-    d.ordinal = r.get(3)?;
-    d.bytes = r.get::<_, i64>(7)? as usize..r.get::<_, i64>(8)? as usize;
-    d.token_count = r.get(9)?;
-    d.text = r.get(10)?;
-    Ok(DocId::new(doc_id)
-        .map_err(|e| Error::Corrupt(e.to_string()))
-        .map(|doc_id| Chunk {
+    let title: String = r.get(2)?;
+    Ok((|| {
+        let section = serde_json::from_str(&section)
+            .map_err(|e| Error::Corrupt(format!("chunk {id}: section: {e}")))?;
+        let doc_id = DocId::new(doc_id).map_err(|e| Error::Corrupt(e.to_string()))?;
+        Ok(Chunk {
             id: ChunkId(id as u64),
             doc_id,
             title,
-            draft: d,
-        }))
+            draft: ChunkDraft { section, ..draft },
+        })
+    })())
 }
 
 fn row_to_document(r: &rusqlite::Row<'_>, with_text: bool) -> rusqlite::Result<Parsed<Document>> {

@@ -357,18 +357,7 @@ fn extract(
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
         let mut out = std::fs::File::create(&out_path).map_err(|e| Error::io(&out_path, e))?;
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = reader.read(&mut buf).map_err(|e| Error::io(name, e))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n])
-                .map_err(|e| Error::io(&out_path, e))?;
-        }
-        let got = hex(&hasher.finalize());
+        let got = copy_hashing(reader, Some(&mut out), name)?;
         if let Some(expected) = f.sha256 {
             check_sha(&out_path, expected, &got)?;
         }
@@ -400,14 +389,26 @@ fn extract(
 
 fn hash_file(path: &Path) -> Result<String> {
     let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    copy_hashing(&mut f, None, &path.display().to_string())
+}
+
+/// Streams `reader` into `out` (if any) and returns the sha256 of what passed through.
+fn copy_hashing(
+    reader: &mut dyn Read,
+    mut out: Option<&mut dyn Write>,
+    name: &str,
+) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        let n = reader.read(&mut buf).map_err(|e| Error::io(name, e))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
+        if let Some(out) = out.as_mut() {
+            out.write_all(&buf[..n]).map_err(|e| Error::io(name, e))?;
+        }
     }
     Ok(hex(&hasher.finalize()))
 }

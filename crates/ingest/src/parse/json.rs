@@ -1,7 +1,7 @@
 //! JSON and JSONL: `{doc_id, title, text}` corpus records, or arbitrary JSON documents
 //! rendered as `key: value` lines.
 
-use super::{ParsedDocument, Section, file_title, hash, utf8, whole};
+use super::{ParsedDocument, file_title, utf8, whole};
 use crate::{Error, Result};
 use metarag_core::{DocFormat, DocId};
 use serde_json::Value;
@@ -117,22 +117,16 @@ fn record_doc(
             return Err(rec_err("`text` is empty"));
         }
         let title = title_of(&v).unwrap_or_else(|| id.to_string());
-        let range = 0..text.len();
-        return Ok(ParsedDocument {
-            id,
+        let mut d = whole(
+            Path::new(&source),
+            &id,
             title,
-            source,
-            format: DocFormat::CorpusLine,
-            text: text.to_string(),
-            sections: vec![Section {
-                path: Vec::new(),
-                pages: None,
-                range,
-            }],
-            raw_hash: hash(raw),
-            bytes: raw.len() as u64,
-            date: date_of(&v),
-        });
+            DocFormat::CorpusLine,
+            text.to_string(),
+            raw,
+        );
+        d.date = date_of(&v);
+        return Ok(d);
     }
     if mode == CorpusMode::Corpus {
         return Err(rec_err("a corpus record needs a string `text` field"));

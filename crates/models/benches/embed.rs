@@ -1,0 +1,48 @@
+//! Embedding throughput of the default local model on real HotpotQA passages.
+//! Run with `cargo bench -p metarag-models`; tokens/s is reported through divan's counter.
+
+use metarag_core::embedding_input;
+use std::sync::OnceLock;
+
+fn main() {
+    divan::main();
+}
+
+fn passages() -> &'static (Vec<String>, usize) {
+    static P: OnceLock<(Vec<String>, usize)> = OnceLock::new();
+    P.get_or_init(|| {
+        let path = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
+        let text = std::fs::read_to_string(&path).expect("the shared HotpotQA corpus");
+        let texts: Vec<String> = text
+            .lines()
+            .take(64)
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("corpus line");
+                embedding_input(
+                    v["title"].as_str().unwrap_or(""),
+                    &[],
+                    v["text"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        let e = metarag_testkit::embedder();
+        let tokens = texts.iter().map(|t| e.count_tokens(t).unwrap()).sum();
+        (texts, tokens)
+    })
+}
+
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn embed_64_passages(bencher: divan::Bencher) {
+    let e = metarag_testkit::embedder();
+    let (texts, tokens) = passages();
+    bencher
+        .counter(divan::counter::ItemsCount::new(*tokens))
+        .bench(|| e.embed_blocking(texts).unwrap());
+}
+
+#[divan::bench(sample_count = 20)]
+fn embed_one_query(bencher: divan::Bencher) {
+    let e = metarag_testkit::embedder();
+    let q = vec!["Which country is the director of Jaws from?".to_string()];
+    bencher.bench(|| e.embed_blocking(&q).unwrap());
+}
