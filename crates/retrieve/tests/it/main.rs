@@ -96,8 +96,7 @@ async fn hybrid_search_finds_supporting_passages_on_hotpotqa() {
             .any(|s| s.retriever == RetrieverKind::Dense)
     );
 
-    // Across the subset, hybrid finds at least one supporting title in the top 5 nearly always
-    // and never does worse than the weaker single retriever.
+    // Across the subset, hybrid finds most supporting titles in the top 5.
     let mut found = [0usize; 3];
     for (q, support) in &questions {
         for (i, mode) in [SearchMode::Bm25, SearchMode::Dense, SearchMode::Hybrid]
@@ -126,7 +125,11 @@ async fn hybrid_search_finds_supporting_passages_on_hotpotqa() {
         "hybrid found {} of {total} supporting titles in the top 5",
         found[2]
     );
-    assert!(found[2] >= found[0].min(found[1]), "hybrid {found:?}");
+    // Fusion must not wreck either ranking: within two titles of the better retriever.
+    assert!(
+        found[2] + 2 >= found[0].max(found[1]),
+        "bm25, dense, hybrid: {found:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
