@@ -310,11 +310,15 @@ impl App {
                 .iter()
                 .map(|s| format!("{:?}#{}", s.retriever, s.rank).to_lowercase())
                 .collect();
-            let section = if h.chunk.draft.section.is_empty() {
-                String::new()
-            } else {
-                format!(" > {}", h.chunk.draft.section.join(" > "))
-            };
+            // The top heading usually repeats the title; print the path below it.
+            let section: String = h
+                .chunk
+                .draft
+                .section
+                .iter()
+                .filter(|s| **s != h.chunk.title)
+                .map(|s| format!(" > {s}"))
+                .collect();
             let pages = h
                 .chunk
                 .draft
