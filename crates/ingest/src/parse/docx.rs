@@ -1,6 +1,6 @@
 //! DOCX: paragraphs and tables in document order; `Heading N` / `Title` styles make sections.
 
-use super::{ParsedDocument, TextBuilder, file_title, hash};
+use super::{ParsedDocument, TextBuilder, assemble, file_title};
 use crate::{Error, Result};
 use docx_rs::{
     DocumentChild, InsertChild, Paragraph, ParagraphChild, RunChild, Table, TableCellContent,
@@ -25,17 +25,14 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         }
     }
     let (text, sections) = b.finish();
-    Ok(ParsedDocument {
-        id: id.clone(),
-        title: title.unwrap_or_else(|| file_title(path)),
-        source: path.display().to_string(),
-        format: DocFormat::Docx,
-        text,
-        sections,
-        raw_hash: hash(bytes),
-        bytes: bytes.len() as u64,
-        date: None,
-    })
+    Ok(assemble(
+        path,
+        id,
+        title.unwrap_or_else(|| file_title(path)),
+        DocFormat::Docx,
+        (text, sections),
+        bytes,
+    ))
 }
 
 /// Heading level of a paragraph style id: `Title` is 0 (the root the headings nest under),

@@ -1,6 +1,6 @@
 //! HTML: visible text with headings as sections; scripts, styles and navigation dropped.
 
-use super::{ParsedDocument, TextBuilder, collapse_ws, file_title, hash};
+use super::{ParsedDocument, TextBuilder, assemble, collapse_ws, file_title};
 use crate::Result;
 use metarag_core::{DocFormat, DocId};
 use scraper::{ElementRef, Html, Node, Selector};
@@ -47,17 +47,14 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let mut first_h1 = None;
     walk(html.root_element(), &mut b, &mut first_h1, false);
     let (text, sections) = b.finish();
-    Ok(ParsedDocument {
-        id: id.clone(),
-        title: title.or(first_h1).unwrap_or_else(|| file_title(path)),
-        source: path.display().to_string(),
-        format: DocFormat::Html,
-        text,
-        sections,
-        raw_hash: hash(bytes),
-        bytes: bytes.len() as u64,
-        date: None,
-    })
+    Ok(assemble(
+        path,
+        id,
+        title.or(first_h1).unwrap_or_else(|| file_title(path)),
+        DocFormat::Html,
+        (text, sections),
+        bytes,
+    ))
 }
 
 fn walk(el: ElementRef<'_>, b: &mut TextBuilder, first_h1: &mut Option<String>, pre: bool) {

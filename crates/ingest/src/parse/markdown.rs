@@ -1,6 +1,6 @@
 //! Markdown: the raw text is kept as is; sections follow the heading hierarchy.
 
-use super::{ParsedDocument, Section, file_title, hash, utf8};
+use super::{ParsedDocument, Section, assemble, file_title, utf8};
 use crate::Result;
 use metarag_core::{DocFormat, DocId};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
@@ -9,17 +9,14 @@ use std::path::Path;
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let text = utf8(path, bytes, "markdown")?;
     let (title, sections) = sections(text);
-    Ok(ParsedDocument {
-        id: id.clone(),
-        title: title.unwrap_or_else(|| file_title(path)),
-        source: path.display().to_string(),
-        format: DocFormat::Markdown,
-        text: text.to_string(),
-        sections,
-        raw_hash: hash(bytes),
-        bytes: bytes.len() as u64,
-        date: None,
-    })
+    Ok(assemble(
+        path,
+        id,
+        title.unwrap_or_else(|| file_title(path)),
+        DocFormat::Markdown,
+        (text.to_string(), sections),
+        bytes,
+    ))
 }
 
 /// Splits markdown at headings. Each section runs from its heading line to the next

@@ -110,6 +110,28 @@ pub(crate) fn utf8<'a>(path: &Path, bytes: &'a [u8], format: &'static str) -> Re
     })
 }
 
+/// Assembles a parsed file: source, hash and size come from the path and raw bytes.
+pub(crate) fn assemble(
+    path: &Path,
+    id: &DocId,
+    title: String,
+    format: DocFormat,
+    (text, sections): (String, Vec<Section>),
+    raw: &[u8],
+) -> ParsedDocument {
+    ParsedDocument {
+        id: id.clone(),
+        title,
+        source: path.display().to_string(),
+        format,
+        text,
+        sections,
+        raw_hash: hash(raw),
+        bytes: raw.len() as u64,
+        date: None,
+    }
+}
+
 /// A single-section document over `text`.
 pub(crate) fn whole(
     path: &Path,
@@ -119,22 +141,12 @@ pub(crate) fn whole(
     text: String,
     raw: &[u8],
 ) -> ParsedDocument {
-    let range = 0..text.len();
-    ParsedDocument {
-        id: id.clone(),
-        title,
-        source: path.display().to_string(),
-        format,
-        text,
-        sections: vec![Section {
-            path: Vec::new(),
-            pages: None,
-            range,
-        }],
-        raw_hash: hash(raw),
-        bytes: raw.len() as u64,
-        date: None,
-    }
+    let section = Section {
+        path: Vec::new(),
+        pages: None,
+        range: 0..text.len(),
+    };
+    assemble(path, id, title, format, (text, vec![section]), raw)
 }
 
 fn text(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {

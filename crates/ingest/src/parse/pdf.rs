@@ -1,6 +1,6 @@
 //! PDF: text per page with lopdf, pdf-extract as the fallback for files lopdf reads badly.
 
-use super::{ParsedDocument, TextBuilder, file_title, hash};
+use super::{ParsedDocument, TextBuilder, assemble, file_title};
 use crate::{Error, Result};
 use metarag_core::{DocFormat, DocId};
 use std::path::Path;
@@ -49,17 +49,14 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
             path: format!("{} (a scanned PDF needs OCR first)", path.display()),
         });
     }
-    Ok(ParsedDocument {
-        id: id.clone(),
+    Ok(assemble(
+        path,
+        id,
         title,
-        source: path.display().to_string(),
-        format: DocFormat::Pdf,
-        text,
-        sections,
-        raw_hash: hash(bytes),
-        bytes: bytes.len() as u64,
-        date: None,
-    })
+        DocFormat::Pdf,
+        (text, sections),
+        bytes,
+    ))
 }
 
 /// The `/Title` of the document information dictionary, if it is a readable string.
