@@ -56,11 +56,9 @@ impl Dense {
     /// The generation of the saved file, `None` if unknown (missing, or a save was cut off).
     pub fn generation(&self) -> Option<u64> {
         if !self.path.exists() {
-            // A new, empty index is consistent with an empty SQLite (generation 0).
-            return std::fs::read_to_string(&self.generation_path)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .or(Some(0));
+            // No file and no generation: a new, empty index (generation 0). A generation
+            // without its file means the file was lost: unknown, so it gets rebuilt.
+            return (!self.generation_path.exists()).then_some(0);
         }
         std::fs::read_to_string(&self.generation_path)
             .ok()?

@@ -151,6 +151,7 @@ impl EmbeddedIndex {
         )
         .entered();
         let _guard = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
+        let updates = effective_updates(updates, &removals);
         let dim = self.inner.config.dimension;
         for u in &updates {
             for (i, (_, v)) in u.chunks.iter().enumerate() {
@@ -318,6 +319,21 @@ impl EmbeddedIndex {
             })?
             .map_err(Into::into)
     }
+}
+
+/// The updates that survive in a batch: for a document updated twice the later update wins,
+/// and a removal in the same batch wins over any update (removals apply last). Without this
+/// the engines would index chunks SQLite no longer holds.
+fn effective_updates(updates: Vec<DocumentUpdate>, removals: &[DocId]) -> Vec<DocumentUpdate> {
+    let removed: HashSet<&DocId> = removals.iter().collect();
+    let mut seen = HashSet::new();
+    let mut kept: Vec<DocumentUpdate> = updates
+        .into_iter()
+        .rev()
+        .filter(|u| !removed.contains(&u.document.id) && seen.insert(u.document.id.clone()))
+        .collect();
+    kept.reverse();
+    kept
 }
 
 fn rebuild_bm25(db: &sql::Db, bm25: &bm25::Bm25, generation: u64) -> Result<()> {

@@ -312,6 +312,54 @@ fn engines_lagging_sqlite_are_rebuilt_on_open() {
 }
 
 #[test]
+fn duplicate_ids_in_one_batch_leave_no_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(
+            vec![
+                update("a", "A", &["first version"], 0, None),
+                update("a", "A", &["second version"], 1, None),
+                update("b", "B", &["doomed"], 2, None),
+            ],
+            vec![DocId::new("b").unwrap()],
+        )
+        .unwrap();
+    // The later update wins, the removal wins over the update, and the engines hold exactly
+    // what SQLite holds.
+    assert_eq!(index.stats().unwrap().chunks, 1);
+    assert_eq!(index.engine_sizes().unwrap(), (1, 1));
+    assert!(
+        index
+            .lexical("first", 5, &Filter::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        index
+            .lexical("second", 5, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(index.document(&DocId::new("b").unwrap()).unwrap().is_none());
+}
+
+#[test]
+fn a_lost_vector_file_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+        index
+            .apply(vec![update("a", "Alpha", &["aardvark"], 0, None)], vec![])
+            .unwrap();
+    }
+    std::fs::remove_file(dir.path().join("dense.usearch")).unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    assert_eq!(index.engine_sizes().unwrap(), (1, 1));
+}
+
+#[test]
 fn data_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
