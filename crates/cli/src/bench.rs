@@ -17,7 +17,8 @@ pub struct RetrievalArgs {
     /// Corpus of `{doc_id, title, text}` lines.
     #[arg(long)]
     corpus: PathBuf,
-    /// Questions with `supporting_titles` (the normalised QA JSONL).
+    /// Questions with supporting titles: the normalised QA JSONL, or the official HotpotQA,
+    /// 2WikiMultiHopQA or MuSiQue dev files.
     #[arg(long)]
     questions: PathBuf,
     /// Evaluate only the first N questions.
@@ -60,7 +61,7 @@ pub async fn retrieval(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
     let ingest = app
         .ingest_into(&dir, std::slice::from_ref(&args.corpus), options, &embedder)
         .await?;
-    let mut questions = metarag_eval::load_jsonl(&args.questions)?;
+    let mut questions = metarag_eval::load_dataset(&args.questions)?;
     if let Some(n) = args.n {
         questions.truncate(n);
     }
