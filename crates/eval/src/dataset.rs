@@ -40,27 +40,6 @@ pub struct QaRecord {
     pub contexts: Vec<QaContext>,
 }
 
-/// Loads every record of a JSONL file; the first bad line is an error naming it.
-pub fn load_jsonl(path: &Path) -> Result<Vec<QaRecord>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let rec: QaRecord = serde_json::from_str(line).map_err(|e| Error::Record {
-            path: path.to_path_buf(),
-            line: i + 1,
-            reason: e.to_string(),
-        })?;
-        out.push(rec);
-    }
-    Ok(out)
-}
-
 /// Loads questions from any supported layout: the normalised JSONL, HotpotQA's official
 /// JSON (`hotpot_dev_distractor_v1.json`), 2WikiMultiHopQA's `dev.json`, or MuSiQue's
 /// `musique_ans_v1.0_dev.jsonl`. The layout is read from the records themselves.
@@ -214,7 +193,7 @@ mod tests {
             "{\"id\":\"1\",\"question\":\"q?\",\"type\":\"bridge\"}\n{\"id\":2}\n",
         )
         .unwrap();
-        let err = load_jsonl(&p).unwrap_err().to_string();
+        let err = load_dataset(&p).unwrap_err().to_string();
         assert!(err.contains("q.jsonl:2"), "{err}");
     }
 

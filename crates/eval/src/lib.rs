@@ -10,7 +10,7 @@ mod error;
 mod metrics;
 mod retrieval;
 
-pub use dataset::{QaContext, QaRecord, load_dataset, load_jsonl};
+pub use dataset::{QaContext, QaRecord, load_dataset};
 pub use error::{Error, Result};
 pub use metrics::{AnswerScores, normalize_answer, score_answer, token_f1};
 pub use retrieval::{ModeReport, RetrievalReport, evaluate_retrieval, percentile};
