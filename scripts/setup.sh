@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and running metarag needs on a fresh Debian/Ubuntu machine:
-# a C/C++ toolchain (usearch, SQLite and oniguruma build from source), Python with pip
+# a C/C++ toolchain (usearch, SQLite and oniguruma build from source), cmake and libclang
+# (llama.cpp is built with cmake, its bindings generated with bindgen), Python with pip
 # (model packages come from PyPI), and Rust through rustup if cargo is missing.
 set -euo pipefail
 need=()
@@ -10,6 +11,10 @@ command -v make >/dev/null 2>&1 || need+=(make)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v clang >/dev/null 2>&1 || need+=(clang)
+# bindgen loads libclang.so at build time; Debian ships it in libclang-dev's dependencies.
+compgen -G '/usr/lib/llvm-*/lib/libclang-[0-9]*.so*' >/dev/null || need+=(libclang-dev)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "setup: installing ${need[*]}" >&2

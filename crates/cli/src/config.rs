@@ -7,7 +7,16 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-const SECTIONS: &[&str] = &["home", "embedder", "ingest", "index", "retrieval", "models"];
+const SECTIONS: &[&str] = &[
+    "home",
+    "embedder",
+    "ingest",
+    "index",
+    "retrieval",
+    "models",
+    "llm",
+    "cache",
+];
 
 /// Settings as read, before validation. Every field has a default.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -25,6 +34,80 @@ pub struct RawConfig {
     pub retrieval: RawRetrieval,
     /// Model fetching.
     pub models: RawModels,
+    /// The chat model.
+    pub llm: RawLlm,
+    /// The LLM call cache.
+    pub cache: RawCache,
+}
+
+/// Which chat backend runs the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmBackend {
+    /// A GGUF model run in-process with llama.cpp.
+    Local,
+    /// Any OpenAI-compatible HTTP endpoint.
+    Openai,
+}
+
+/// `[llm]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawLlm {
+    /// `local` or `openai`.
+    pub backend: LlmBackend,
+    /// Local: an installed model name. OpenAI: the server's model name.
+    pub model: String,
+    /// Local: a GGUF file to run instead of an installed model.
+    pub path: Option<PathBuf>,
+    /// Local: CPU threads (0: one per core).
+    pub threads: usize,
+    /// Local: context window in tokens.
+    pub context_size: u32,
+    /// Local: keep the KV cache of the common prefix between calls.
+    pub prefix_reuse: bool,
+    /// OpenAI: base URL including `/v1`.
+    pub base_url: String,
+    /// OpenAI: API key (prefer `api_key_env`).
+    pub api_key: Option<String>,
+    /// OpenAI: environment variable holding the API key.
+    pub api_key_env: String,
+    /// OpenAI: seconds per HTTP attempt.
+    pub timeout_secs: u64,
+    /// OpenAI: retries on 429/5xx/connection errors.
+    pub max_retries: u32,
+    /// US dollars per million prompt tokens (for cost accounting).
+    pub price_prompt_per_million: f64,
+    /// US dollars per million completion tokens.
+    pub price_completion_per_million: f64,
+}
+
+impl Default for RawLlm {
+    fn default() -> Self {
+        RawLlm {
+            backend: LlmBackend::Local,
+            model: "qwen2.5-0.5b-instruct".into(),
+            path: None,
+            threads: 0,
+            context_size: 4096,
+            prefix_reuse: true,
+            base_url: "https://api.openai.com/v1".into(),
+            api_key: None,
+            api_key_env: "OPENAI_API_KEY".into(),
+            timeout_secs: 120,
+            max_retries: 4,
+            price_prompt_per_million: 0.0,
+            price_completion_per_million: 0.0,
+        }
+    }
+}
+
+/// `[cache]`
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawCache {
+    /// The SQLite file (default: `<home>/cache/llm-calls.sqlite`).
+    pub path: Option<PathBuf>,
 }
 
 /// `[embedder]`
@@ -264,6 +347,38 @@ impl Config {
         if raw.retrieval.k == 0 || raw.retrieval.candidates == 0 {
             return Err(invalid("retrieval.k", "k and candidates must be positive"));
         }
+        if raw.llm.model.trim().is_empty() && raw.llm.path.is_none() {
+            return Err(invalid("llm.model", "must not be empty"));
+        }
+        if raw.llm.context_size < 256 {
+            return Err(invalid("llm.context_size", "must be at least 256 tokens"));
+        }
+        if raw.llm.timeout_secs == 0 {
+            return Err(invalid("llm.timeout_secs", "must be positive"));
+        }
+        for (field, p) in [
+            (
+                "llm.price_prompt_per_million",
+                raw.llm.price_prompt_per_million,
+            ),
+            (
+                "llm.price_completion_per_million",
+                raw.llm.price_completion_per_million,
+            ),
+        ] {
+            if !(p >= 0.0 && p.is_finite()) {
+                return Err(invalid(field, "must be a non-negative number"));
+            }
+        }
+        if raw.llm.backend == LlmBackend::Openai
+            && !(raw.llm.base_url.starts_with("http://")
+                || raw.llm.base_url.starts_with("https://"))
+        {
+            return Err(invalid(
+                "llm.base_url",
+                "must start with http:// or https://",
+            ));
+        }
         let home = match &raw.home {
             Some(h) => h.clone(),
             None => directories::ProjectDirs::from("", "", "metarag")
@@ -277,6 +392,48 @@ impl Config {
     /// The model cache.
     pub fn models_dir(&self) -> PathBuf {
         self.home.join("models")
+    }
+
+    /// The LLM call cache file.
+    pub fn cache_path(&self) -> PathBuf {
+        self.raw
+            .cache
+            .path
+            .clone()
+            .unwrap_or_else(|| self.home.join("cache").join("llm-calls.sqlite"))
+    }
+
+    /// Pricing of the configured chat model, keyed by the id its calls are recorded under.
+    pub fn pricing(
+        &self,
+        model_id: &str,
+    ) -> std::collections::BTreeMap<String, metarag_models::Pricing> {
+        let l = &self.raw.llm;
+        [(
+            model_id.to_string(),
+            metarag_models::Pricing {
+                prompt_per_million: l.price_prompt_per_million,
+                completion_per_million: l.price_completion_per_million,
+            },
+        )]
+        .into_iter()
+        .collect()
+    }
+
+    /// The OpenAI-compatible client settings, with the key from `api_key` or the variable
+    /// named by `api_key_env`.
+    pub fn openai(&self) -> metarag_models::OpenAiConfig {
+        let l = &self.raw.llm;
+        let key = l
+            .api_key
+            .clone()
+            .or_else(|| std::env::var(&l.api_key_env).ok())
+            .filter(|k| !k.is_empty());
+        let mut c =
+            metarag_models::OpenAiConfig::new(l.base_url.clone(), l.model.clone()).api_key(key);
+        c.timeout = std::time::Duration::from_secs(l.timeout_secs);
+        c.max_retries = l.max_retries;
+        c
     }
 
     /// The default index.

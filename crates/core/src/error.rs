@@ -42,6 +42,15 @@ pub enum Error {
         /// The id that was asked for.
         id: String,
     },
+    /// A model's reply did not have the required shape (JSON that does not parse or does
+    /// not match the schema). Callers fall back from this one (a heuristic, a retry).
+    #[error("model output is not valid: {reason}")]
+    InvalidOutput {
+        /// What is wrong with it.
+        reason: String,
+        /// The reply as the model wrote it.
+        raw: String,
+    },
     /// A failure inside an implementation of one of the traits.
     #[error("{context}: {source}")]
     Backend {
@@ -60,6 +69,7 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Invalid { .. } | Error::NotFound { .. } => Fault::User,
+            Error::InvalidOutput { .. } => Fault::Internal,
             Error::Backend { fault, .. } => *fault,
         }
     }

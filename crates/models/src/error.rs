@@ -21,6 +21,16 @@ pub enum Error {
         "unknown model `{0}`; `metarag models list --available` shows the known ones, `metarag models add` takes a directory"
     )]
     UnknownModel(String),
+    /// The model is installed but is not of the kind asked for.
+    #[error(
+        "model `{name}` is not {expected}; `metarag models list` shows what each installed model is"
+    )]
+    WrongKind {
+        /// Model name.
+        name: String,
+        /// What was needed.
+        expected: &'static str,
+    },
     /// A model directory lacks a required file.
     #[error(
         "{dir}: missing {file} (a sentence-transformer directory needs config.json, tokenizer.json and model.safetensors)"
@@ -78,6 +88,46 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// llama.cpp failed while loading or running a chat model.
+    #[error("llama.cpp: {0}")]
+    Llama(String),
+    /// A chat request that cannot be served as given (bad parameters, a schema llama.cpp
+    /// cannot turn into a grammar).
+    #[error("invalid request: {0}")]
+    Request(String),
+    /// Prompt plus completion do not fit in the context window.
+    #[error(
+        "the prompt takes {prompt_tokens} tokens and up to {max_tokens} may be generated, but the context window is {context} tokens; shorten the evidence or raise llm.context_size"
+    )]
+    ContextOverflow {
+        /// Prompt tokens.
+        prompt_tokens: usize,
+        /// Requested completion tokens.
+        max_tokens: usize,
+        /// The context window.
+        context: usize,
+    },
+    /// An OpenAI-compatible server answered with an error status.
+    #[error("{url}: HTTP {status}: {message}")]
+    Api {
+        /// The endpoint.
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// The server's message.
+        message: String,
+    },
+    /// The HTTP exchange itself failed (connection, timeout, unreadable reply).
+    #[error("{0}")]
+    Http(String),
+    /// The call cache database failed.
+    #[error("call cache {path}: {reason}")]
+    Cache {
+        /// The database file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// The tokenizer failed.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
@@ -99,8 +149,15 @@ impl Error {
         match self {
             Error::NotInstalled { .. }
             | Error::UnknownModel(_)
+            | Error::WrongKind { .. }
+            | Error::Request(_)
+            | Error::ContextOverflow { .. }
             | Error::MissingFile { .. }
             | Error::Config { .. } => Fault::User,
+            // Bad key, unknown model, malformed request: fixable in the configuration.
+            Error::Api { status, .. } if matches!(status, 400 | 401 | 403 | 404 | 422) => {
+                Fault::User
+            }
             Error::Io { source, .. }
                 if matches!(
                     source.kind(),

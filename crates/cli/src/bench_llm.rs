@@ -1,0 +1,398 @@
+//! `metarag bench llm`: the local chat model on gold multi-hop questions. Reports answer
+//! quality (EM, F1, Sub-EM), seconds per question, prompt and generation tokens/s, and what
+//! prefix reuse saves on a second call over the same evidence.
+//!
+//! `metarag bench rerank`: the local model as a pointwise reranker of hybrid retrieval:
+//! recall@k and NDCG@10 of supporting titles before and after, and pairs/s.
+
+use crate::app::App;
+use crate::output::print_json;
+use anyhow::{Context, Result};
+use clap::Args;
+use metarag_core::{ChatRequest, Llm, Message, Reranker, Retriever, SearchMode, SearchRequest};
+use metarag_eval::{QaRecord, score_answer};
+use metarag_models::{LlmReranker, LocalLlm, LocalLlmConfig};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct LlmArgs {
+    /// Questions with context paragraphs (normalised QA JSONL or an official dev file).
+    #[arg(long)]
+    questions: PathBuf,
+    /// Installed chat models to compare, comma-separated (default: the configured one).
+    #[arg(long, value_delimiter = ',')]
+    models: Vec<String>,
+    /// Questions to run (the first N).
+    #[arg(long, default_value_t = 50)]
+    n: usize,
+    /// Evidence given: only the gold supporting paragraphs, or every context paragraph.
+    #[arg(long, value_enum, default_value = "supporting")]
+    context: ContextArg,
+    /// Also write the JSON report here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum ContextArg {
+    Supporting,
+    All,
+}
+
+const ANSWER_SYSTEM: &str = "You answer questions using only the numbered passages. Reply with \
+the answer alone: a name, a date, a number, a short phrase, or yes/no. No explanation.";
+
+fn evidence(q: &QaRecord, context: ContextArg) -> String {
+    let mut out = String::from("Passages:\n");
+    let paragraphs = q
+        .contexts
+        .iter()
+        .filter(|c| matches!(context, ContextArg::All) || c.is_supporting);
+    for (i, c) in paragraphs.enumerate() {
+        let _ = writeln!(out, "[{}] {}: {}", i + 1, c.title, c.text.trim());
+    }
+    out
+}
+
+/// The answer call: evidence first, question last, so calls over the same evidence share
+/// the longest possible prefix.
+fn answer_request(evidence: &str, question: &str) -> ChatRequest {
+    ChatRequest::new(vec![
+        Message::system(ANSWER_SYSTEM),
+        Message::user(format!("{evidence}\nQuestion: {question}")),
+    ])
+    .max_tokens(24)
+    .stop("\n")
+}
+
+/// A second call over the same evidence (the shape of a verify or critic call).
+fn followup_request(evidence: &str, question: &str) -> ChatRequest {
+    ChatRequest::new(vec![
+        Message::system(ANSWER_SYSTEM),
+        Message::user(format!(
+            "{evidence}\nQuestion: Which passage numbers are needed to answer \"{question}\"?"
+        )),
+    ])
+    .max_tokens(8)
+    .stop("\n")
+}
+
+#[derive(Debug, Default, Serialize)]
+struct ModelReport {
+    model: String,
+    questions: usize,
+    em: f64,
+    f1: f64,
+    sub_em: f64,
+    seconds_per_question_mean: f64,
+    seconds_per_question_p50: f64,
+    seconds_per_question_p95: f64,
+    prompt_tokens_per_question: f64,
+    prompt_tokens_per_second: f64,
+    generation_tokens_per_second: f64,
+    followup_prompt_tokens: u64,
+    followup_reused_tokens: u64,
+    followup_prompt_ms_with_reuse: f64,
+    followup_prompt_ms_without_reuse: f64,
+    followup_wall_ms_with_reuse: f64,
+    followup_wall_ms_without_reuse: f64,
+    threads: usize,
+    predictions: Vec<Prediction>,
+}
+
+#[derive(Debug, Serialize)]
+struct Prediction {
+    id: String,
+    kind: Option<String>,
+    question: String,
+    answers: Vec<String>,
+    prediction: String,
+    f1: f64,
+    seconds: f64,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    metarag_eval::percentile(sorted, p)
+}
+
+pub async fn llm(app: &App, args: LlmArgs) -> Result<ExitCode> {
+    let mut questions = metarag_eval::load_dataset(&args.questions)?;
+    questions.truncate(args.n);
+    let models = if args.models.is_empty() {
+        vec![app.config.raw.llm.model.clone()]
+    } else {
+        args.models.clone()
+    };
+    let l = &app.config.raw.llm;
+    let mut reports = Vec::new();
+    for name in &models {
+        let path = app.models.gguf_path(name)?;
+        let load = |reuse: bool| {
+            LocalLlm::load(
+                LocalLlmConfig::new(name.clone(), path.clone())
+                    .threads(l.threads)
+                    .context_size(l.context_size)
+                    .prefix_reuse(reuse),
+            )
+        };
+        let with = load(true)?;
+        let without = load(false)?;
+        let mut r = ModelReport {
+            model: name.clone(),
+            threads: with.info().threads,
+            ..ModelReport::default()
+        };
+        let (mut prompt_tokens, mut prompt_ms, mut gen_tokens, mut gen_ms) = (0u64, 0.0, 0u64, 0.0);
+        let mut seconds = Vec::new();
+        for (i, q) in questions.iter().enumerate() {
+            let ev = evidence(q, args.context);
+            let started = Instant::now();
+            let answer = with.chat(&answer_request(&ev, &q.question)).await?;
+            let secs = started.elapsed().as_secs_f64();
+            let follow = followup_request(&ev, &q.question);
+            let reused = with.chat(&follow).await?;
+            // Same call on an instance that keeps nothing: the price of no reuse.
+            without.chat(&answer_request(&ev, &q.question)).await?;
+            let fresh = without.chat(&follow).await?;
+            let u = &answer.usage;
+            prompt_tokens += u.prompt_tokens - u.cached_prompt_tokens;
+            prompt_ms += u.prompt_ms.unwrap_or(0.0);
+            gen_tokens += u.completion_tokens;
+            gen_ms += u.generation_ms.unwrap_or(0.0);
+            r.prompt_tokens_per_question += u.prompt_tokens as f64;
+            r.followup_prompt_tokens += reused.usage.prompt_tokens;
+            r.followup_reused_tokens += reused.usage.cached_prompt_tokens;
+            r.followup_prompt_ms_with_reuse += reused.usage.prompt_ms.unwrap_or(0.0);
+            r.followup_prompt_ms_without_reuse += fresh.usage.prompt_ms.unwrap_or(0.0);
+            r.followup_wall_ms_with_reuse += reused.usage.wall_ms;
+            r.followup_wall_ms_without_reuse += fresh.usage.wall_ms;
+            let prediction = answer.text.trim().to_string();
+            let s = score_answer(&prediction, &q.answers);
+            r.em += s.em;
+            r.f1 += s.f1;
+            r.sub_em += s.sub_em;
+            seconds.push(secs);
+            eprintln!(
+                "[{name} {}/{}] {:.1}s F1 {:.2} | {} -> {:?} (gold {:?})",
+                i + 1,
+                questions.len(),
+                secs,
+                s.f1,
+                q.question,
+                prediction,
+                q.answers.first()
+            );
+            r.predictions.push(Prediction {
+                id: q.id.clone(),
+                kind: q.kind.clone(),
+                question: q.question.clone(),
+                answers: q.answers.clone(),
+                prediction,
+                f1: s.f1,
+                seconds: secs,
+            });
+        }
+        let n = questions.len().max(1) as f64;
+        r.questions = questions.len();
+        r.em /= n;
+        r.f1 /= n;
+        r.sub_em /= n;
+        r.prompt_tokens_per_question /= n;
+        r.seconds_per_question_mean = seconds.iter().sum::<f64>() / n;
+        r.seconds_per_question_p50 = percentile(&seconds, 50.0);
+        r.seconds_per_question_p95 = percentile(&seconds, 95.0);
+        r.prompt_tokens_per_second = prompt_tokens as f64 * 1e3 / prompt_ms.max(1e-9);
+        r.generation_tokens_per_second = gen_tokens as f64 * 1e3 / gen_ms.max(1e-9);
+        reports.push(r);
+    }
+    let json = serde_json::json!({
+        "questions": args.questions,
+        "context": args.context,
+        "n": questions.len(),
+        "models": reports,
+    });
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    if app.json {
+        print_json(&json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "| model | n | EM | F1 | Sub-EM | s/question (mean, p50, p95) | prompt tok/s | gen tok/s | 2nd call: prompt tokens reused | 2nd call ms, reuse vs none |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in &reports {
+        println!(
+            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.1}, {:.1}, {:.1} | {:.1} | {:.1} | {:.0}% | {:.0} vs {:.0} |",
+            r.model,
+            r.questions,
+            r.em,
+            r.f1,
+            r.sub_em,
+            r.seconds_per_question_mean,
+            r.seconds_per_question_p50,
+            r.seconds_per_question_p95,
+            r.prompt_tokens_per_second,
+            r.generation_tokens_per_second,
+            100.0 * r.followup_reused_tokens as f64 / r.followup_prompt_tokens.max(1) as f64,
+            r.followup_wall_ms_with_reuse / r.questions.max(1) as f64,
+            r.followup_wall_ms_without_reuse / r.questions.max(1) as f64,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct RerankArgs {
+    /// Corpus of `{doc_id, title, text}` lines (indexed once under the data dir).
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Questions with supporting titles.
+    #[arg(long)]
+    questions: PathBuf,
+    /// Questions to run (the first N).
+    #[arg(long, default_value_t = 20)]
+    n: usize,
+    /// Hybrid candidates reranked per question.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Passages are cut to this many characters in the reranking prompt.
+    #[arg(long, default_value_t = 600)]
+    max_chars: usize,
+    /// Also write the JSON report here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Binary-relevance metrics of one ranked list of titles.
+fn ranking_metrics(titles: &[String], gold: &[String], ks: &[usize]) -> (Vec<f64>, f64) {
+    let relevant = |t: &String| gold.iter().any(|g| g == t);
+    // Count each gold title once, at its best rank (chunks of one passage repeat titles).
+    let mut seen = std::collections::HashSet::new();
+    let first_ranks: Vec<usize> = titles
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| relevant(t) && seen.insert(t.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    let recall = ks
+        .iter()
+        .map(|&k| first_ranks.iter().filter(|&&r| r < k).count() as f64 / gold.len().max(1) as f64)
+        .collect();
+    let dcg: f64 = first_ranks
+        .iter()
+        .filter(|&&r| r < 10)
+        .map(|&r| 1.0 / ((r + 2) as f64).log2())
+        .sum();
+    let ideal: f64 = (0..gold.len().min(10))
+        .map(|r| 1.0 / ((r + 2) as f64).log2())
+        .sum();
+    (recall, if ideal > 0.0 { dcg / ideal } else { 0.0 })
+}
+
+pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
+    let embedder = app.embedder()?;
+    let stem = args
+        .corpus
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("corpus")
+        .to_string();
+    let dir = app.config.home.join("bench").join(format!(
+        "{stem}-{}",
+        metarag_core::Embedder::model_id(&embedder)
+    ));
+    let options = app.ingest_options(Some(crate::FormatArg::CorpusJsonl), Vec::new(), Vec::new());
+    app.ingest_into(&dir, std::slice::from_ref(&args.corpus), options, &embedder)
+        .await?;
+    let index = app.open_index(&dir, &embedder)?;
+    let retriever = metarag_retrieve::HybridRetriever::new(embedder, index, app.config.retrieval());
+    let mut questions = metarag_eval::load_dataset(&args.questions)?;
+    questions.truncate(args.n);
+    let llm: Arc<LocalLlm> = app.local_llm(None)?;
+    let reranker = LlmReranker::new(llm, args.max_chars);
+    let ks = [2usize, 5, 10];
+    let (mut before_r, mut after_r) = (vec![0.0; ks.len()], vec![0.0; ks.len()]);
+    let (mut before_ndcg, mut after_ndcg) = (0.0, 0.0);
+    let (mut pairs, mut rerank_secs) = (0usize, 0.0);
+    for (qi, q) in questions.iter().enumerate() {
+        let request = SearchRequest {
+            mode: SearchMode::Hybrid,
+            ..SearchRequest::new(q.question.clone(), args.top)
+        };
+        let hits = retriever.search(&request).await?;
+        let titles: Vec<String> = hits.iter().map(|h| h.chunk.title.clone()).collect();
+        let texts: Vec<String> = hits
+            .iter()
+            .map(|h| format!("{}: {}", h.chunk.title, h.chunk.draft.text))
+            .collect();
+        let started = Instant::now();
+        let scores = reranker.score(&q.question, &texts).await?;
+        rerank_secs += started.elapsed().as_secs_f64();
+        pairs += texts.len();
+        let mut order: Vec<usize> = (0..hits.len()).collect();
+        // Stable: ties keep the fused order.
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+        let reranked: Vec<String> = order.iter().map(|&i| titles[i].clone()).collect();
+        let (rb, nb) = ranking_metrics(&titles, &q.supporting_titles, &ks);
+        let (ra, na) = ranking_metrics(&reranked, &q.supporting_titles, &ks);
+        for i in 0..ks.len() {
+            before_r[i] += rb[i];
+            after_r[i] += ra[i];
+        }
+        before_ndcg += nb;
+        after_ndcg += na;
+        eprintln!(
+            "[rerank {}/{}] NDCG@10 {:.2} -> {:.2} ({:.1} pairs/s)",
+            qi + 1,
+            questions.len(),
+            nb,
+            na,
+            pairs as f64 / rerank_secs.max(1e-9)
+        );
+    }
+    let n = questions.len().max(1) as f64;
+    let json = serde_json::json!({
+        "corpus": args.corpus,
+        "questions": args.questions,
+        "n": questions.len(),
+        "top": args.top,
+        "reranker": reranker.model_id(),
+        "ks": ks,
+        "recall_before": before_r.iter().map(|v| v / n).collect::<Vec<_>>(),
+        "recall_after": after_r.iter().map(|v| v / n).collect::<Vec<_>>(),
+        "ndcg10_before": before_ndcg / n,
+        "ndcg10_after": after_ndcg / n,
+        "pairs": pairs,
+        "pairs_per_second": pairs as f64 / rerank_secs.max(1e-9),
+    });
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    print_json(&json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranking_metrics_count_each_gold_title_once() {
+        let t = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (r, ndcg) = ranking_metrics(&t(&["a", "x", "a", "b"]), &t(&["a", "b"]), &[1, 2, 4]);
+        assert_eq!(r, vec![0.5, 0.5, 1.0]);
+        let ideal = 1.0 + 1.0 / 3f64.log2();
+        let got = 1.0 + 1.0 / 5f64.log2();
+        assert!((ndcg - got / ideal).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,501 @@
+//! Chat models and rerankers: the request and completion records and the traits every
+//! backend (embedded llama.cpp, OpenAI-compatible HTTP, the call cache, the scripted fake)
+//! implements.
+
+use crate::traits::BoxFuture;
+use crate::{Error, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::sync::Arc;
+
+/// Who wrote a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions that frame the conversation.
+    System,
+    /// The user's turn.
+    User,
+    /// The model's turn.
+    Assistant,
+}
+
+impl Role {
+    /// The name chat templates and the OpenAI wire format use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Message {
+    /// Author.
+    pub role: Role,
+    /// Text.
+    pub content: String,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+    /// An assistant message.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// Sampling parameters. The defaults are deterministic (greedy) because metarag's calls
+/// are judged and cached: the same request should give the same answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GenParams {
+    /// 0 means greedy decoding.
+    pub temperature: f32,
+    /// Nucleus sampling mass (1.0 disables it).
+    pub top_p: f32,
+    /// Most tokens to generate.
+    pub max_tokens: u32,
+    /// Generation stops before the first occurrence of any of these.
+    pub stop: Vec<String>,
+    /// Seed of the sampler (ignored when greedy).
+    pub seed: u64,
+}
+
+impl Default for GenParams {
+    fn default() -> Self {
+        GenParams {
+            temperature: 0.0,
+            top_p: 1.0,
+            max_tokens: 512,
+            stop: Vec::new(),
+            seed: 0,
+        }
+    }
+}
+
+impl GenParams {
+    /// Checks the ranges, naming the field at fault.
+    pub fn validate(&self) -> Result<()> {
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return Err(Error::invalid("temperature", "must be within 0..=2"));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(Error::invalid("top_p", "must be within (0, 1]"));
+        }
+        if self.max_tokens == 0 {
+            return Err(Error::invalid("max_tokens", "must be at least 1"));
+        }
+        if self.stop.iter().any(String::is_empty) {
+            return Err(Error::invalid("stop", "stop strings must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+/// A JSON schema the completion must satisfy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// A short name (OpenAI's `json_schema.name`).
+    pub name: String,
+    /// The JSON schema document.
+    pub schema: serde_json::Value,
+}
+
+impl OutputSchema {
+    /// The schema of `T`, derived with schemars.
+    pub fn of<T: schemars::JsonSchema>() -> Self {
+        let schema = schemars::schema_for!(T);
+        let name: String = T::schema_name()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        OutputSchema {
+            name,
+            schema: schema.to_value(),
+        }
+    }
+}
+
+/// One chat call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation so far; the model writes the next assistant turn.
+    pub messages: Vec<Message>,
+    /// Sampling parameters.
+    #[serde(default)]
+    pub params: GenParams,
+    /// When set, the completion must be JSON matching this schema.
+    #[serde(default)]
+    pub schema: Option<OutputSchema>,
+}
+
+impl ChatRequest {
+    /// A request with default parameters.
+    pub fn new(messages: Vec<Message>) -> Self {
+        ChatRequest {
+            messages,
+            params: GenParams::default(),
+            schema: None,
+        }
+    }
+
+    /// A single user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(vec![Message::user(content)])
+    }
+
+    /// Sets the most tokens to generate.
+    pub fn max_tokens(mut self, n: u32) -> Self {
+        self.params.max_tokens = n;
+        self
+    }
+
+    /// Sets the temperature.
+    pub fn temperature(mut self, t: f32) -> Self {
+        self.params.temperature = t;
+        self
+    }
+
+    /// Adds a stop string.
+    pub fn stop(mut self, s: impl Into<String>) -> Self {
+        self.params.stop.push(s.into());
+        self
+    }
+
+    /// Requires JSON output matching the schema of `T`.
+    pub fn json_schema<T: schemars::JsonSchema>(mut self) -> Self {
+        self.schema = Some(OutputSchema::of::<T>());
+        self
+    }
+
+    /// Checks the request, naming the field at fault.
+    pub fn validate(&self) -> Result<()> {
+        if self.messages.is_empty() {
+            return Err(Error::invalid("messages", "at least one message is needed"));
+        }
+        self.params.validate()
+    }
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model ended its turn or hit a stop string.
+    Stop,
+    /// `max_tokens` was reached.
+    Length,
+}
+
+/// Tokens and time one call cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    /// Tokens of the prompt, including any the backend did not have to evaluate.
+    pub prompt_tokens: u64,
+    /// Of those, tokens served from a kept KV cache (prefix reuse) instead of evaluated.
+    pub cached_prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// Wall time of the call in milliseconds, as the caller saw it.
+    pub wall_ms: f64,
+    /// Time spent evaluating the prompt, where the backend reports it.
+    pub prompt_ms: Option<f64>,
+    /// Time spent generating, where the backend reports it.
+    pub generation_ms: Option<f64>,
+}
+
+/// A finished chat call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The assistant's text (JSON when a schema was given).
+    pub text: String,
+    /// Why it stopped.
+    pub finish: FinishReason,
+    /// What it cost.
+    pub usage: Usage,
+    /// The model that produced it.
+    pub model: String,
+    /// True when the call cache served it without calling the model.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+/// Receives generated text as it is produced.
+pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// A chat model.
+pub trait Llm: Send + Sync {
+    /// A stable name of the model (part of the call-cache key and of every trace).
+    fn model_id(&self) -> &str;
+
+    /// Runs one chat call to completion.
+    fn chat(&self, request: &ChatRequest) -> impl Future<Output = Result<Completion>> + Send;
+
+    /// Runs one chat call, handing text to `sink` as it is generated. Backends that can't
+    /// stream hand over the whole text at the end.
+    fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        sink: TokenSink<'_>,
+    ) -> impl Future<Output = Result<Completion>> + Send {
+        async move {
+            let completion = self.chat(request).await?;
+            sink(&completion.text);
+            Ok(completion)
+        }
+    }
+}
+
+impl<T: Llm + ?Sized> Llm for Arc<T> {
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
+    fn chat(&self, request: &ChatRequest) -> impl Future<Output = Result<Completion>> + Send {
+        (**self).chat(request)
+    }
+    fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        sink: TokenSink<'_>,
+    ) -> impl Future<Output = Result<Completion>> + Send {
+        (**self).chat_stream(request, sink)
+    }
+}
+
+/// Object-safe twin of [`Llm`], for backends chosen from configuration at run time.
+/// `Arc<dyn DynLlm>` implements [`Llm`] again.
+pub trait DynLlm: Send + Sync {
+    /// See [`Llm::model_id`].
+    fn model_id(&self) -> &str;
+    /// See [`Llm::chat`].
+    fn chat_dyn<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion>>;
+    /// See [`Llm::chat_stream`].
+    fn chat_stream_dyn<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        sink: TokenSink<'a>,
+    ) -> BoxFuture<'a, Result<Completion>>;
+}
+
+impl<T: Llm> DynLlm for T {
+    fn model_id(&self) -> &str {
+        Llm::model_id(self)
+    }
+    fn chat_dyn<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion>> {
+        Box::pin(self.chat(request))
+    }
+    fn chat_stream_dyn<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        sink: TokenSink<'a>,
+    ) -> BoxFuture<'a, Result<Completion>> {
+        Box::pin(self.chat_stream(request, sink))
+    }
+}
+
+impl Llm for dyn DynLlm {
+    fn model_id(&self) -> &str {
+        DynLlm::model_id(self)
+    }
+    async fn chat(&self, request: &ChatRequest) -> Result<Completion> {
+        self.chat_dyn(request).await
+    }
+    async fn chat_stream(&self, request: &ChatRequest, sink: TokenSink<'_>) -> Result<Completion> {
+        self.chat_stream_dyn(request, sink).await
+    }
+}
+
+/// A completion whose text was parsed into `T`.
+#[derive(Debug, Clone)]
+pub struct Structured<T> {
+    /// The parsed value.
+    pub value: T,
+    /// The raw completion (text, usage).
+    pub completion: Completion,
+}
+
+/// Runs a chat call that must answer with JSON matching the schema of `T`, and parses it.
+///
+/// The schema is attached to the request (backends constrain decoding with it: a grammar
+/// for llama.cpp, `response_format` for OpenAI-compatible servers). A reply that still
+/// does not parse is [`Error::InvalidOutput`], which callers are expected to fall back from.
+pub async fn chat_json<T, L>(llm: &L, request: ChatRequest) -> Result<Structured<T>>
+where
+    T: schemars::JsonSchema + DeserializeOwned,
+    L: Llm + ?Sized,
+{
+    let request = ChatRequest {
+        schema: Some(OutputSchema::of::<T>()),
+        ..request
+    };
+    let completion = llm.chat(&request).await?;
+    let value = parse_json(&completion.text)?;
+    Ok(Structured { value, completion })
+}
+
+/// Parses a model's JSON reply, tolerating the wrappers models add when they were not
+/// constrained (a ```json fence, text before the first brace).
+pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T> {
+    let trimmed = text.trim();
+    let direct = serde_json::from_str::<T>(trimmed);
+    let err = match direct {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    if let Some(candidate) = json_span(trimmed)
+        && let Ok(v) = serde_json::from_str::<T>(candidate)
+    {
+        return Ok(v);
+    }
+    Err(Error::InvalidOutput {
+        reason: err.to_string(),
+        raw: text.to_string(),
+    })
+}
+
+/// The outermost `{...}` or `[...]` in `text`, if any.
+fn json_span(text: &str) -> Option<&str> {
+    let start = text.find(['{', '['])?;
+    let close = if text[start..].starts_with('{') {
+        '}'
+    } else {
+        ']'
+    };
+    let end = text.rfind(close)?;
+    (end > start).then(|| &text[start..=end])
+}
+
+/// Scores passages for their use in answering a query (higher is more useful).
+pub trait Reranker: Send + Sync {
+    /// A stable name of the model.
+    fn model_id(&self) -> &str;
+    /// One score per passage, in the order given.
+    fn score(
+        &self,
+        query: &str,
+        passages: &[String],
+    ) -> impl Future<Output = Result<Vec<f32>>> + Send;
+}
+
+impl<T: Reranker + ?Sized> Reranker for Arc<T> {
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
+    fn score(
+        &self,
+        query: &str,
+        passages: &[String],
+    ) -> impl Future<Output = Result<Vec<f32>>> + Send {
+        (**self).score(query, passages)
+    }
+}
+
+/// Object-safe twin of [`Reranker`].
+pub trait DynReranker: Send + Sync {
+    /// See [`Reranker::model_id`].
+    fn model_id(&self) -> &str;
+    /// See [`Reranker::score`].
+    fn score_dyn<'a>(
+        &'a self,
+        query: &'a str,
+        passages: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<f32>>>;
+}
+
+impl<T: Reranker> DynReranker for T {
+    fn model_id(&self) -> &str {
+        Reranker::model_id(self)
+    }
+    fn score_dyn<'a>(
+        &'a self,
+        query: &'a str,
+        passages: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<f32>>> {
+        Box::pin(self.score(query, passages))
+    }
+}
+
+impl Reranker for dyn DynReranker {
+    fn model_id(&self) -> &str {
+        DynReranker::model_id(self)
+    }
+    async fn score(&self, query: &str, passages: &[String]) -> Result<Vec<f32>> {
+        self.score_dyn(query, passages).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Deserialize, schemars::JsonSchema)]
+    struct Verdict {
+        answer: String,
+        confident: bool,
+    }
+
+    #[test]
+    fn parses_fenced_and_prefixed_json() {
+        let v: Verdict =
+            parse_json("Sure!\n```json\n{\"answer\": \"Paris\", \"confident\": true}\n```")
+                .unwrap();
+        assert_eq!(v.answer, "Paris");
+        assert!(v.confident);
+    }
+
+    #[test]
+    fn invalid_json_is_a_typed_error_with_the_raw_text() {
+        let err = parse_json::<Verdict>("{\"answer\": \"Paris\"").unwrap_err();
+        match err {
+            Error::InvalidOutput { raw, .. } => assert_eq!(raw, "{\"answer\": \"Paris\""),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn schema_names_are_wire_safe_and_describe_fields() {
+        let s = OutputSchema::of::<Vec<Verdict>>();
+        assert!(
+            s.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        );
+        let text = s.schema.to_string();
+        assert!(text.contains("confident"), "{text}");
+    }
+
+    #[test]
+    fn params_are_validated_by_field() {
+        let bad = ChatRequest::user("hi").temperature(3.0);
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("temperature")
+        );
+        assert!(ChatRequest::new(vec![]).validate().is_err());
+        assert!(ChatRequest::user("hi").validate().is_ok());
+    }
+}

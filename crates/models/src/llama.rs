@@ -1,0 +1,690 @@
+//! The embedded chat model: a GGUF file run in-process by llama.cpp on the CPU.
+//!
+//! llama.cpp's context borrows its model and is not thread-safe, so both live on one
+//! dedicated worker thread that takes jobs from a channel; async callers await a oneshot
+//! reply. Inference is CPU-bound and serial anyway (one context), so the thread costs
+//! nothing and keeps blocking work off the async runtime.
+//!
+//! The worker keeps the tokens currently in the KV cache. A new prompt that starts with the
+//! same tokens (same system prompt and evidence, another question about it) only evaluates
+//! the part after the longest common prefix: the calls metarag makes for one question share
+//! long prefixes, and prompt evaluation dominates on a CPU.
+
+use crate::{Error, Result};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use metarag_core::{ChatRequest, Completion, FinishReason, Llm, Message, TokenSink, Usage};
+use serde::Serialize;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::time::Instant;
+use tokio::sync::{mpsc as tmpsc, oneshot};
+use tracing::Instrument;
+
+/// Settings of the embedded model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalLlmConfig {
+    /// Name recorded in traces and the call cache (the model's cache name, or the file stem).
+    pub model_id: String,
+    /// The GGUF file.
+    pub path: PathBuf,
+    /// CPU threads for generation and prompt evaluation; 0 means one per available core.
+    pub threads: usize,
+    /// Context window in tokens (prompt plus completion).
+    pub context_size: u32,
+    /// Most prompt tokens evaluated in one llama.cpp batch.
+    pub batch_size: u32,
+    /// Keep the KV cache of the longest common prefix between consecutive calls.
+    pub prefix_reuse: bool,
+}
+
+impl LocalLlmConfig {
+    /// Defaults for a model file: all cores, 4096-token context, prefix reuse on.
+    pub fn new(model_id: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        LocalLlmConfig {
+            model_id: model_id.into(),
+            path: path.into(),
+            threads: 0,
+            context_size: 4096,
+            batch_size: 512,
+            prefix_reuse: true,
+        }
+    }
+
+    /// Sets the thread count (0: one per core).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Sets the context window.
+    pub fn context_size(mut self, tokens: u32) -> Self {
+        self.context_size = tokens;
+        self
+    }
+
+    /// Turns prefix reuse on or off.
+    pub fn prefix_reuse(mut self, on: bool) -> Self {
+        self.prefix_reuse = on;
+        self
+    }
+}
+
+/// What the loaded model file says about itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalLlmInfo {
+    /// `general.name` from the GGUF metadata, if present.
+    pub name: Option<String>,
+    /// Parameter count.
+    pub parameters: u64,
+    /// File size in bytes of the weights.
+    pub size_bytes: u64,
+    /// Context length the model was trained with.
+    pub trained_context: u32,
+    /// Context window of this instance.
+    pub context_size: u32,
+    /// Threads in use.
+    pub threads: usize,
+    /// Whether the model ships a chat template (otherwise ChatML is used).
+    pub has_chat_template: bool,
+}
+
+enum Job {
+    Chat {
+        request: ChatRequest,
+        tokens: Option<tmpsc::UnboundedSender<String>>,
+        reply: oneshot::Sender<Result<Completion>>,
+    },
+    YesProbability {
+        messages: Vec<Message>,
+        reply: oneshot::Sender<Result<(f32, Usage)>>,
+    },
+    CountTokens {
+        messages: Vec<Message>,
+        reply: oneshot::Sender<Result<usize>>,
+    },
+}
+
+/// A GGUF chat model run in-process with llama.cpp. Cheap to share behind an `Arc`; calls
+/// are served one at a time in arrival order.
+pub struct LocalLlm {
+    model_id: String,
+    jobs: mpsc::Sender<Job>,
+    info: LocalLlmInfo,
+}
+
+impl std::fmt::Debug for LocalLlm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalLlm")
+            .field("model_id", &self.model_id)
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+fn backend() -> Result<&'static LlamaBackend> {
+    static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            // llama.cpp logs every tensor it loads to stderr; route it into tracing instead
+            // (visible with RUST_LOG=llama_cpp_2=debug).
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Llama(format!("initialising llama.cpp: {e}")))
+}
+
+impl LocalLlm {
+    /// Loads the model and starts its worker thread. Blocks while the file is mapped and
+    /// the context allocated (about a second for a 0.5B model).
+    pub fn load(config: LocalLlmConfig) -> Result<Self> {
+        if !config.path.is_file() {
+            return Err(Error::MissingFile {
+                dir: config.path.parent().map(PathBuf::from).unwrap_or_default(),
+                file: config
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            });
+        }
+        if config.context_size < 256 {
+            return Err(Error::Config {
+                path: config.path.clone(),
+                reason: "llm.context_size must be at least 256 tokens".into(),
+            });
+        }
+        let backend = backend()?;
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalLlmInfo>>(1);
+        let model_id = config.model_id.clone();
+        std::thread::Builder::new()
+            .name(format!("llama:{}", config.model_id))
+            .spawn(move || worker(backend, config, rx, ready_tx))
+            .map_err(|e| Error::Llama(format!("starting the model thread: {e}")))?;
+        let info = ready_rx
+            .recv()
+            .map_err(|_| Error::Llama("the model thread exited while loading".into()))??;
+        Ok(LocalLlm {
+            model_id,
+            jobs,
+            info,
+        })
+    }
+
+    /// What the model file says about itself.
+    pub fn info(&self) -> &LocalLlmInfo {
+        &self.info
+    }
+
+    /// Probability that the model's next word is "yes" rather than "no" after `messages`
+    /// (read from the logits of the first generated token; nothing is sampled). This is
+    /// how the local model serves as a pointwise reranker or a calibrated yes/no judge.
+    pub async fn yes_probability(&self, messages: Vec<Message>) -> Result<(f32, Usage)> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Job::YesProbability { messages, reply })?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    /// Tokens the rendered chat prompt takes.
+    pub async fn count_tokens(&self, messages: Vec<Message>) -> Result<usize> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Job::CountTokens { messages, reply })?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    fn send(&self, job: Job) -> Result<()> {
+        self.jobs.send(job).map_err(|_| gone())
+    }
+
+    async fn run(&self, request: &ChatRequest, sink: Option<TokenSink<'_>>) -> Result<Completion> {
+        request
+            .validate()
+            .map_err(|e| Error::Request(e.to_string()))?;
+        let started = Instant::now();
+        let (reply, rx) = oneshot::channel();
+        let (tokens, mut token_rx) = match sink {
+            Some(_) => {
+                let (tx, rx) = tmpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        self.send(Job::Chat {
+            request: request.clone(),
+            tokens,
+            reply,
+        })?;
+        if let (Some(sink), Some(rx)) = (sink, token_rx.as_mut()) {
+            while let Some(piece) = rx.recv().await {
+                sink(&piece);
+            }
+        }
+        let mut completion = rx.await.map_err(|_| gone())??;
+        completion.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(completion)
+    }
+}
+
+fn gone() -> Error {
+    Error::Llama("the model thread has stopped (it panicked or failed earlier)".into())
+}
+
+impl Llm for LocalLlm {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
+        let span = tracing::info_span!("llm.local", model = %self.model_id);
+        Ok(self.run(request, None).instrument(span).await?)
+    }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        sink: TokenSink<'_>,
+    ) -> metarag_core::Result<Completion> {
+        let span = tracing::info_span!("llm.local", model = %self.model_id, stream = true);
+        Ok(self.run(request, Some(sink)).instrument(span).await?)
+    }
+}
+
+fn llama_err(what: &str) -> impl Fn(String) -> Error + '_ {
+    move |e| Error::Llama(format!("{what}: {e}"))
+}
+
+fn worker(
+    backend: &'static LlamaBackend,
+    config: LocalLlmConfig,
+    jobs: mpsc::Receiver<Job>,
+    ready: mpsc::SyncSender<Result<LocalLlmInfo>>,
+) {
+    let threads = if config.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        config.threads
+    };
+    let loaded = LlamaModel::load_from_file(backend, &config.path, &LlamaModelParams::default())
+        .map_err(|e| Error::Config {
+            path: config.path.clone(),
+            reason: format!("llama.cpp cannot load this GGUF file: {e}"),
+        });
+    let model = match loaded {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(config.context_size))
+        .with_n_batch(config.batch_size)
+        .with_n_ubatch(config.batch_size)
+        .with_n_threads(threads as i32)
+        .with_n_threads_batch(threads as i32);
+    let ctx = match model.new_context(backend, params) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = ready.send(Err(Error::Llama(format!("creating the context: {e}"))));
+            return;
+        }
+    };
+    let template = model.chat_template(None).ok();
+    let info = LocalLlmInfo {
+        name: model.meta_val_str("general.name").ok(),
+        parameters: model.n_params(),
+        size_bytes: model.size(),
+        trained_context: model.n_ctx_train(),
+        context_size: ctx.n_ctx(),
+        threads,
+        has_chat_template: template.is_some(),
+    };
+    let mut engine = Engine {
+        model: &model,
+        ctx,
+        kv: Vec::new(),
+        template,
+        model_id: config.model_id.clone(),
+        prefix_reuse: config.prefix_reuse,
+        batch_size: config.batch_size as usize,
+        yes_no: None,
+    };
+    if ready.send(Ok(info)).is_err() {
+        return;
+    }
+    while let Ok(job) = jobs.recv() {
+        match job {
+            Job::Chat {
+                request,
+                tokens,
+                reply,
+            } => {
+                let result = engine.chat(&request, tokens.as_ref());
+                if result.is_err() {
+                    engine.reset();
+                }
+                let _ = reply.send(result);
+            }
+            Job::YesProbability { messages, reply } => {
+                let result = engine.yes_probability(&messages);
+                if result.is_err() {
+                    engine.reset();
+                }
+                let _ = reply.send(result);
+            }
+            Job::CountTokens { messages, reply } => {
+                let _ = reply.send(engine.render(&messages).map(|p| engine.tokenize(&p).len()));
+            }
+        }
+    }
+}
+
+struct Engine<'m> {
+    model: &'m LlamaModel,
+    ctx: LlamaContext<'m>,
+    /// Tokens whose keys and values are in the KV cache, at positions 0..len.
+    kv: Vec<LlamaToken>,
+    template: Option<LlamaChatTemplate>,
+    model_id: String,
+    prefix_reuse: bool,
+    batch_size: usize,
+    yes_no: Option<(Vec<LlamaToken>, Vec<LlamaToken>)>,
+}
+
+impl Engine<'_> {
+    fn reset(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.kv.clear();
+    }
+
+    fn render(&self, messages: &[Message]) -> Result<String> {
+        if let Some(template) = &self.template {
+            let chat = messages
+                .iter()
+                .map(|m| LlamaChatMessage::new(m.role.as_str().to_string(), m.content.clone()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::Request(format!("message contains a NUL byte: {e}")))?;
+            if let Ok(prompt) = self.model.apply_chat_template(template, &chat, true) {
+                return Ok(prompt);
+            }
+            tracing::warn!(
+                model = %self.model_id,
+                "the model's chat template is not supported by llama.cpp; using ChatML"
+            );
+        }
+        // ChatML: what Qwen and SmolLM use, and the most common template for GGUF models.
+        let mut prompt = String::new();
+        for m in messages {
+            prompt.push_str("<|im_start|>");
+            prompt.push_str(m.role.as_str());
+            prompt.push('\n');
+            prompt.push_str(&m.content);
+            prompt.push_str("<|im_end|>\n");
+        }
+        prompt.push_str("<|im_start|>assistant\n");
+        Ok(prompt)
+    }
+
+    fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
+        // parse_special: the template's role markers are special tokens.
+        self.model.vocab().tokenize(text.as_bytes(), true, true)
+    }
+
+    /// Brings the KV cache to hold exactly `tokens`, evaluating only what is not already
+    /// there. Returns how many tokens were reused and the batch index of the last token's
+    /// logits.
+    fn prepare(&mut self, tokens: &[LlamaToken]) -> Result<(usize, i32)> {
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.is_empty() {
+            return Err(Error::Request("the prompt is empty".into()));
+        }
+        if tokens.len() >= n_ctx {
+            return Err(Error::ContextOverflow {
+                prompt_tokens: tokens.len(),
+                max_tokens: 0,
+                context: n_ctx,
+            });
+        }
+        let mut reuse = if self.prefix_reuse {
+            self.kv
+                .iter()
+                .zip(tokens)
+                .take_while(|(a, b)| a == b)
+                .count()
+        } else {
+            0
+        };
+        // The last prompt token is always evaluated again: its logits are what the first
+        // sampled token comes from.
+        reuse = reuse.min(tokens.len() - 1);
+        if reuse == 0 {
+            self.reset();
+        } else if reuse < self.kv.len() {
+            let removed = self
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some(reuse as u32), None)
+                .map_err(|e| llama_err("trimming the KV cache")(e.to_string()))?;
+            if !removed {
+                self.reset();
+                reuse = 0;
+            } else {
+                self.kv.truncate(reuse);
+            }
+        }
+        let rest = &tokens[reuse..];
+        let mut batch = LlamaBatch::new(self.batch_size, 1);
+        let mut last_index = 0;
+        for (chunk_no, chunk) in rest.chunks(self.batch_size).enumerate() {
+            batch.clear();
+            let is_last_chunk = (chunk_no + 1) * self.batch_size >= rest.len();
+            for (i, token) in chunk.iter().enumerate() {
+                let pos = (reuse + chunk_no * self.batch_size + i) as i32;
+                let logits = is_last_chunk && i + 1 == chunk.len();
+                batch
+                    .add(*token, pos, &[0], logits)
+                    .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
+            }
+            self.ctx
+                .decode(&mut batch)
+                .map_err(|e| llama_err("evaluating the prompt")(e.to_string()))?;
+            self.kv.extend_from_slice(chunk);
+            last_index = chunk.len() as i32 - 1;
+        }
+        Ok((reuse, last_index))
+    }
+
+    fn sampler(&self, request: &ChatRequest) -> Result<LlamaSampler> {
+        let mut chain = Vec::new();
+        if let Some(schema) = &request.schema {
+            let grammar =
+                llama_cpp_2::json_schema_to_grammar(&schema.schema.to_string()).map_err(|e| {
+                    Error::Request(format!(
+                        "schema `{}` cannot be turned into a grammar: {e}",
+                        schema.name
+                    ))
+                })?;
+            chain.push(
+                LlamaSampler::grammar(self.model, &grammar, "root")
+                    .map_err(|e| llama_err("compiling the JSON grammar")(e.to_string()))?,
+            );
+        }
+        let p = &request.params;
+        if p.temperature <= 0.0 {
+            chain.push(LlamaSampler::greedy());
+        } else {
+            if p.top_p < 1.0 {
+                chain.push(LlamaSampler::top_p(p.top_p, 1));
+            }
+            chain.push(LlamaSampler::temp(p.temperature));
+            chain.push(LlamaSampler::dist(p.seed as u32));
+        }
+        Ok(LlamaSampler::chain_simple(chain))
+    }
+
+    fn chat(
+        &mut self,
+        request: &ChatRequest,
+        stream: Option<&tmpsc::UnboundedSender<String>>,
+    ) -> Result<Completion> {
+        let prompt = self.render(&request.messages)?;
+        let tokens = self.tokenize(&prompt);
+        let max_tokens = request.params.max_tokens as usize;
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.len() + max_tokens > n_ctx {
+            return Err(Error::ContextOverflow {
+                prompt_tokens: tokens.len(),
+                max_tokens,
+                context: n_ctx,
+            });
+        }
+        let mut sampler = self.sampler(request)?;
+        let prompt_started = Instant::now();
+        let (reused, mut logits_index) = self.prepare(&tokens)?;
+        let prompt_ms = prompt_started.elapsed().as_secs_f64() * 1e3;
+
+        let generation_started = Instant::now();
+        let vocab = self.model.vocab();
+        let stop = &request.params.stop;
+        let hold_back = stop.iter().map(String::len).max().unwrap_or(1) - 1;
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut emitted = 0usize;
+        let mut generated = 0usize;
+        let mut finish = FinishReason::Length;
+        let mut cut_at: Option<usize> = None;
+        let mut batch = LlamaBatch::new(1, 1);
+        while generated < max_tokens {
+            // `sample` also feeds the token to every sampler in the chain (the grammar
+            // advances); it must not be accepted a second time.
+            let token = sampler.sample(&self.ctx, logits_index);
+            if vocab.is_eog(token) {
+                finish = FinishReason::Stop;
+                break;
+            }
+            generated += 1;
+            bytes.extend(vocab.token_to_piece(token, false, None));
+            let text = valid_utf8_prefix(&bytes);
+            if let Some(at) = first_stop(text, stop) {
+                cut_at = Some(at);
+                finish = FinishReason::Stop;
+                break;
+            }
+            if let Some(tx) = stream {
+                let safe = floor_boundary(text, text.len().saturating_sub(hold_back));
+                if safe > emitted {
+                    let _ = tx.send(text[emitted..safe].to_string());
+                    emitted = safe;
+                }
+            }
+            if generated == max_tokens {
+                break;
+            }
+            batch.clear();
+            batch
+                .add(token, self.kv.len() as i32, &[0], true)
+                .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
+            self.ctx
+                .decode(&mut batch)
+                .map_err(|e| llama_err("generating")(e.to_string()))?;
+            self.kv.push(token);
+            logits_index = 0;
+        }
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some(at) = cut_at {
+            text.truncate(at);
+        }
+        if let Some(tx) = stream
+            && text.len() > emitted
+        {
+            let _ = tx.send(text[emitted..].to_string());
+        }
+        let generation_ms = generation_started.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(
+            prompt_tokens = tokens.len(),
+            reused,
+            generated,
+            prompt_ms,
+            generation_ms,
+            "llm call"
+        );
+        Ok(Completion {
+            text,
+            finish,
+            usage: Usage {
+                prompt_tokens: tokens.len() as u64,
+                cached_prompt_tokens: reused as u64,
+                completion_tokens: generated as u64,
+                wall_ms: prompt_ms + generation_ms,
+                prompt_ms: Some(prompt_ms),
+                generation_ms: Some(generation_ms),
+            },
+            model: self.model_id.clone(),
+            cached: false,
+        })
+    }
+
+    /// Single-token spellings of yes and no in this vocabulary.
+    fn yes_no_tokens(&mut self) -> Result<(Vec<LlamaToken>, Vec<LlamaToken>)> {
+        if let Some(v) = &self.yes_no {
+            return Ok(v.clone());
+        }
+        let single = |words: &[&str]| -> Vec<LlamaToken> {
+            let mut out: Vec<LlamaToken> = words
+                .iter()
+                .filter_map(|w| {
+                    let t = self.model.vocab().tokenize(w.as_bytes(), false, false);
+                    (t.len() == 1).then(|| t[0])
+                })
+                .collect();
+            out.sort_by_key(|t| t.0);
+            out.dedup();
+            out
+        };
+        let yes = single(&["yes", "Yes", "YES", " yes", " Yes"]);
+        let no = single(&["no", "No", "NO", " no", " No"]);
+        if yes.is_empty() || no.is_empty() {
+            return Err(Error::Llama(
+                "this model's vocabulary has no single-token yes/no".into(),
+            ));
+        }
+        self.yes_no = Some((yes.clone(), no.clone()));
+        Ok((yes, no))
+    }
+
+    fn yes_probability(&mut self, messages: &[Message]) -> Result<(f32, Usage)> {
+        let (yes, no) = self.yes_no_tokens()?;
+        let prompt = self.render(messages)?;
+        let tokens = self.tokenize(&prompt);
+        let started = Instant::now();
+        let (reused, index) = self.prepare(&tokens)?;
+        let logits = self.ctx.get_logits_ith(index);
+        let lse = |ids: &[LlamaToken]| {
+            let vals: Vec<f32> = ids.iter().map(|t| logits[t.0 as usize]).collect();
+            let max = vals.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            max + vals.iter().map(|v| (v - max).exp()).sum::<f32>().ln()
+        };
+        let (ly, ln) = (lse(&yes), lse(&no));
+        let p = 1.0 / (1.0 + (ln - ly).exp());
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok((
+            p,
+            Usage {
+                prompt_tokens: tokens.len() as u64,
+                cached_prompt_tokens: reused as u64,
+                completion_tokens: 0,
+                wall_ms: ms,
+                prompt_ms: Some(ms),
+                generation_ms: Some(0.0),
+            },
+        ))
+    }
+}
+
+/// The longest prefix of `bytes` that is valid UTF-8 (a token can end mid-character).
+fn valid_utf8_prefix(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to here"),
+    }
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Byte offset of the earliest stop string in `text`.
+fn first_stop(text: &str, stop: &[String]) -> Option<usize> {
+    stop.iter().filter_map(|s| text.find(s.as_str())).min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_strings_cut_at_the_earliest() {
+        let stop = vec!["\n\n".to_string(), "Question:".to_string()];
+        assert_eq!(first_stop("Paris.\n\nQuestion: x", &stop), Some(6));
+        assert_eq!(first_stop("Paris.", &stop), None);
+    }
+
+    #[test]
+    fn partial_utf8_is_held_back() {
+        let bytes = "né".as_bytes();
+        assert_eq!(valid_utf8_prefix(&bytes[..2]), "n");
+        assert_eq!(valid_utf8_prefix(bytes), "né");
+        assert_eq!(floor_boundary("né", 2), 1);
+    }
+}

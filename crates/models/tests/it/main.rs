@@ -1,0 +1,195 @@
+//! Integration tests of the model layer: the real local chat model (llama.cpp), the call
+//! cache, and the cross-encoder's mechanics on a tiny randomly initialised BERT.
+
+use metarag_core::{ChatRequest, Fault, FinishReason, Llm, Message, Reranker, chat_json};
+use metarag_models::{CachedLlm, CallCache, CrossEncoder, LlmReranker, LocalLlm, LocalLlmConfig};
+use metarag_testkit::{LLM, ScriptedLlm, local_llm, models_dir};
+use serde::Deserialize;
+use std::sync::{Arc, Mutex};
+
+mod cross_encoder;
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct CapitalAnswer {
+    /// The city.
+    city: String,
+    /// The country it is the capital of.
+    country: String,
+}
+
+#[tokio::test]
+async fn constrained_json_from_the_local_model_deserializes_into_a_struct() {
+    let llm = local_llm();
+    let request = ChatRequest::new(vec![
+        Message::system("You answer geography questions as JSON."),
+        Message::user("What is the capital of France?"),
+    ])
+    .max_tokens(64);
+    let out = chat_json::<CapitalAnswer, _>(&*llm, request)
+        .await
+        .expect("grammar-constrained output parses");
+    assert!(
+        out.value.city.to_lowercase().contains("paris"),
+        "{:?}",
+        out.value
+    );
+    assert!(
+        out.value.country.to_lowercase().contains("france"),
+        "{:?}",
+        out.value
+    );
+    assert!(out.completion.usage.completion_tokens > 0);
+}
+
+#[tokio::test]
+async fn streamed_pieces_add_up_to_the_completion() {
+    let llm = local_llm();
+    let pieces = Mutex::new(Vec::<String>::new());
+    let sink = |p: &str| pieces.lock().unwrap().push(p.to_string());
+    let request = ChatRequest::user("Name three primary colours, comma separated.").max_tokens(24);
+    let c = llm.chat_stream(&request, &sink).await.unwrap();
+    let pieces = pieces.into_inner().unwrap();
+    assert!(pieces.len() > 1, "expected several pieces, got {pieces:?}");
+    assert_eq!(pieces.concat(), c.text);
+}
+
+#[tokio::test]
+async fn max_tokens_and_stop_strings_end_generation() {
+    let llm = local_llm();
+    let c = llm
+        .chat(&ChatRequest::user("Count from 1 to 50, separated by spaces.").max_tokens(5))
+        .await
+        .unwrap();
+    assert_eq!(c.finish, FinishReason::Length);
+    assert_eq!(c.usage.completion_tokens, 5);
+    let c = llm
+        .chat(
+            &ChatRequest::user("Count from 1 to 20, separated by spaces.")
+                .max_tokens(60)
+                .stop(" 5"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(c.finish, FinishReason::Stop);
+    assert!(
+        !c.text.contains(" 5") && c.text.contains('4'),
+        "{:?}",
+        c.text
+    );
+}
+
+#[tokio::test]
+async fn an_overlong_prompt_is_a_user_error_and_the_model_keeps_working() {
+    let llm = local_llm();
+    let huge = "word ".repeat(5000);
+    let err = llm
+        .chat(&ChatRequest::user(huge).max_tokens(8))
+        .await
+        .unwrap_err();
+    assert_eq!(err.fault(), Fault::User, "{err}");
+    assert!(err.to_string().contains("context"), "{err}");
+    let ok = llm.chat(&ChatRequest::user("Say hi.").max_tokens(4)).await;
+    assert!(ok.is_ok());
+}
+
+const EVIDENCE: &str = "Evidence:\n[1] Jaws is a 1975 American thriller film directed by Steven \
+Spielberg, based on the 1974 novel by Peter Benchley.\n[2] Steven Spielberg (born December 18, \
+1946) is an American film director, producer and screenwriter.\n[3] Peter Benchley was an American \
+author and screenwriter, known for the novel Jaws.";
+
+fn over_evidence(question: &str) -> ChatRequest {
+    ChatRequest::new(vec![
+        Message::system(format!("Answer briefly from the evidence.\n\n{EVIDENCE}")),
+        Message::user(question.to_string()),
+    ])
+    .max_tokens(16)
+}
+
+#[tokio::test]
+async fn prefix_reuse_skips_the_shared_prefix_and_changes_nothing() {
+    let path = metarag_models::ModelStore::new(models_dir(), "python3")
+        .gguf_path(LLM)
+        .unwrap_or_else(|_| {
+            local_llm();
+            metarag_models::ModelStore::new(models_dir(), "python3")
+                .gguf_path(LLM)
+                .unwrap()
+        });
+    let with = LocalLlm::load(LocalLlmConfig::new(LLM, &path).context_size(1024)).unwrap();
+    let without = LocalLlm::load(
+        LocalLlmConfig::new(LLM, &path)
+            .context_size(1024)
+            .prefix_reuse(false),
+    )
+    .unwrap();
+    let first = over_evidence("Who directed Jaws?");
+    let second = over_evidence("Which country is the director of Jaws from?");
+    with.chat(&first).await.unwrap();
+    let reused = with.chat(&second).await.unwrap();
+    without.chat(&first).await.unwrap();
+    let fresh = without.chat(&second).await.unwrap();
+    // The system prompt with the evidence is shared: well over 60 tokens.
+    assert!(reused.usage.cached_prompt_tokens > 60, "{:?}", reused.usage);
+    assert_eq!(fresh.usage.cached_prompt_tokens, 0);
+    assert_eq!(reused.usage.prompt_tokens, fresh.usage.prompt_tokens);
+    // Greedy decoding over the same tokens: reusing the KV cache must not change a thing.
+    assert_eq!(reused.text, fresh.text);
+}
+
+#[tokio::test]
+async fn the_local_model_as_reranker_prefers_the_passage_that_answers() {
+    let reranker = LlmReranker::new(local_llm(), 1000);
+    let passages = vec![
+        "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889.".to_string(),
+        "Jaws is a 1975 American thriller film directed by Steven Spielberg.".to_string(),
+        "Bananas are rich in potassium and grow in tropical climates.".to_string(),
+    ];
+    let scores = reranker
+        .score("Who directed the film Jaws?", &passages)
+        .await
+        .unwrap();
+    assert_eq!(scores.len(), 3);
+    assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
+    assert!(scores[1] > scores[0] && scores[1] > scores[2], "{scores:?}");
+}
+
+#[tokio::test]
+async fn a_cache_hit_returns_the_stored_completion_without_calling_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("calls.sqlite");
+    let fake = Arc::new(ScriptedLlm::new().on(&["capital"], "Paris"));
+    let request = ChatRequest::user("What is the capital of France?");
+    {
+        let cached = CachedLlm::new(fake.clone(), Arc::new(CallCache::open(&path).unwrap()));
+        let first = cached.chat(&request).await.unwrap();
+        assert!(!first.cached);
+        let second = cached.chat(&request).await.unwrap();
+        assert!(second.cached);
+        assert_eq!(second.text, "Paris");
+        assert_eq!(fake.call_count(), 1, "the hit must not reach the model");
+    }
+    // Persisted: a new process (a reopened cache) is served from disk too.
+    let cache = Arc::new(CallCache::open(&path).unwrap());
+    let cached = CachedLlm::new(fake.clone(), cache.clone());
+    assert!(cached.chat(&request).await.unwrap().cached);
+    assert_eq!(fake.call_count(), 1);
+    // Anything that changes the answer is a different key.
+    let other = request.clone().max_tokens(7);
+    assert!(!cached.chat(&other).await.unwrap().cached);
+    assert_eq!(fake.call_count(), 2);
+    let stats = cache.stats().unwrap();
+    assert_eq!((stats.entries, stats.hits), (2, 2));
+    assert_eq!(cache.clear(None).unwrap(), 2);
+    assert!(!cached.chat(&request).await.unwrap().cached);
+    // Failures are not stored.
+    let failing = CachedLlm::new(Arc::new(ScriptedLlm::new()), cache.clone());
+    assert!(failing.chat(&ChatRequest::user("x")).await.is_err());
+    assert_eq!(cache.stats().unwrap().entries, 1);
+}
+
+#[test]
+fn cross_encoder_loading_names_the_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = CrossEncoder::load(dir.path(), "x").unwrap_err().to_string();
+    assert!(err.contains("config.json"), "{err}");
+}

@@ -1,0 +1,140 @@
+//! The OpenAI-compatible client against `serve-llm`'s router on loopback, with the real
+//! local model behind it: plain and streamed replies, structured output, a retry after a
+//! 503 from a full queue, and a 4xx that is not retried.
+
+use metarag_core::{ChatRequest, DynLlm, Fault, Llm, Message, chat_json};
+use metarag_models::{OpenAiConfig, OpenAiLlm};
+use metarag_server::{ServeLimits, openai_router, serve};
+use serde::Deserialize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Starts the server on an ephemeral loopback port; returns its `/v1` base URL.
+async fn start(limits: ServeLimits) -> String {
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(
+        listener,
+        openai_router(llm, limits),
+        std::future::pending(),
+    ));
+    format!("http://{addr}/v1")
+}
+
+fn client(base: &str) -> OpenAiLlm {
+    let mut c = OpenAiConfig::new(base, "qwen2.5-0.5b-instruct");
+    c.backoff = Duration::from_millis(200);
+    OpenAiLlm::new(c).unwrap()
+}
+
+#[tokio::test]
+async fn plain_and_streamed_replies_over_http() {
+    let base = start(ServeLimits::default()).await;
+    let llm = client(&base);
+    let request = ChatRequest::new(vec![
+        Message::system("Answer with one word."),
+        Message::user("What is the capital of France?"),
+    ])
+    .max_tokens(8);
+    let plain = llm.chat(&request).await.unwrap();
+    assert!(plain.text.contains("Paris"), "{:?}", plain.text);
+    assert!(plain.usage.prompt_tokens > 10 && plain.usage.completion_tokens > 0);
+
+    let pieces = Mutex::new(Vec::<String>::new());
+    let sink = |p: &str| pieces.lock().unwrap().push(p.to_string());
+    let streamed = llm
+        .chat_stream(
+            &ChatRequest::user("List four fruits, comma separated.").max_tokens(24),
+            &sink,
+        )
+        .await
+        .unwrap();
+    let pieces = pieces.into_inner().unwrap();
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), streamed.text);
+    assert!(
+        streamed.usage.completion_tokens > 0,
+        "usage arrives in the last chunk"
+    );
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct Person {
+    name: String,
+    born: u32,
+}
+
+#[tokio::test]
+async fn structured_output_through_response_format() {
+    let base = start(ServeLimits::default()).await;
+    let llm = client(&base);
+    let request = ChatRequest::new(vec![
+        Message::system("Extract the person from the text as JSON."),
+        Message::user("Steven Spielberg was born in 1946 in Cincinnati."),
+    ])
+    .max_tokens(48);
+    let out = chat_json::<Person, _>(&llm, request).await.unwrap();
+    assert!(out.value.name.contains("Spielberg"), "{:?}", out.value);
+    assert_eq!(out.value.born, 1946);
+}
+
+#[tokio::test]
+async fn a_503_from_a_full_queue_is_retried_until_it_succeeds() {
+    // One call at a time and no queue: a second concurrent call is refused with 503.
+    let base = start(ServeLimits {
+        concurrent: 1,
+        queue: 0,
+        max_tokens: 256,
+    })
+    .await;
+    let busy = Arc::new(client(&base));
+    let long = {
+        let busy = busy.clone();
+        tokio::spawn(async move {
+            busy.chat(
+                &ChatRequest::user("Count from 1 to 100, separated by spaces.").max_tokens(48),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut config = OpenAiConfig::new(&base, "qwen2.5-0.5b-instruct");
+    config.max_retries = 60;
+    let patient = OpenAiLlm::new(config).unwrap();
+    let reply = patient
+        .chat(&ChatRequest::user("Say OK.").max_tokens(4))
+        .await
+        .unwrap();
+    assert!(!reply.text.is_empty());
+    assert!(
+        patient.retries() >= 1,
+        "the first attempt should have met a 503"
+    );
+    assert!(long.await.unwrap().is_ok());
+}
+
+#[tokio::test]
+async fn a_bad_request_fails_at_once_with_the_servers_message() {
+    let base = start(ServeLimits::default()).await;
+    let llm = client(&base);
+    let err = llm
+        .chat(&ChatRequest::user("hi").max_tokens(100_000))
+        .await
+        .unwrap_err();
+    assert_eq!(err.fault(), Fault::User, "{err}");
+    assert!(err.to_string().contains("max_tokens"), "{err}");
+    assert_eq!(llm.retries(), 0);
+}
+
+#[tokio::test]
+async fn models_endpoint_lists_the_served_model() {
+    let base = start(ServeLimits::default()).await;
+    let body: serde_json::Value = reqwest::get(format!("{base}/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["data"][0]["id"], "qwen2.5-0.5b-instruct");
+}
