@@ -158,7 +158,6 @@ pub async fn llm(app: &App, args: LlmArgs) -> Result<ExitCode> {
             let follow = followup_request(&ev, &q.question);
             let reused = with.chat(&follow).await?;
             // Same call on an instance that keeps nothing: the price of no reuse.
-            without.chat(&answer_request(&ev, &q.question)).await?;
             let fresh = without.chat(&follow).await?;
             let u = &answer.usage;
             prompt_tokens += u.prompt_tokens - u.cached_prompt_tokens;

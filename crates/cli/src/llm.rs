@@ -50,10 +50,11 @@ impl App {
             LlmBackend::Local => {
                 let model = model.map(str::to_string);
                 let this = self.clone();
-                let llm = tokio::task::spawn_blocking(move || this.local_llm(model.as_deref()))
-                    .await
-                    .context("model loading task")??;
-                llm
+                let local: Arc<LocalLlm> =
+                    tokio::task::spawn_blocking(move || this.local_llm(model.as_deref()))
+                        .await
+                        .context("model loading task")??;
+                local
             }
             LlmBackend::Openai => {
                 let mut c = self.config.openai();

@@ -246,7 +246,7 @@ fn main() -> ExitCode {
 
 fn init_tracing(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
+        0 => "warn,llama-cpp-2=error",
         1 => "info",
         _ => "debug",
     };

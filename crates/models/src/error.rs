@@ -155,9 +155,10 @@ impl Error {
             | Error::MissingFile { .. }
             | Error::Config { .. } => Fault::User,
             // Bad key, unknown model, malformed request: fixable in the configuration.
-            Error::Api { status, .. } if matches!(status, 400 | 401 | 403 | 404 | 422) => {
-                Fault::User
-            }
+            Error::Api {
+                status: 400 | 401 | 403 | 404 | 422,
+                ..
+            } => Fault::User,
             Error::Io { source, .. }
                 if matches!(
                     source.kind(),

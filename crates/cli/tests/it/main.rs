@@ -186,3 +186,63 @@ fn models_list_shows_the_installed_embedder() {
     assert!(installed.contains(&"all-minilm-l6-v2"));
     assert!(!v["available"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn chat_answers_with_the_local_model_and_the_cache_replays_it() {
+    metarag_testkit::local_llm();
+    let env = Env::new();
+    // The tests' model (the small one; the default is larger and slower).
+    let ask = [
+        "chat",
+        "What is the capital of France? Answer with one word.",
+        "--max-tokens",
+        "8",
+        "--cache",
+        "--model",
+        metarag_testkit::LLM,
+    ];
+    let first = env.json(&ask);
+    let text = first["completion"]["text"].as_str().unwrap();
+    assert!(text.contains("Paris"), "{first}");
+    assert_eq!(first["completion"]["cached"], false);
+    let model = first["completion"]["model"].as_str().unwrap().to_string();
+    assert_eq!(first["usage"][&model]["calls"], 1);
+
+    // The same call again is served from the cache: same text, counted as a hit.
+    let second = env.json(&ask);
+    assert_eq!(second["completion"]["cached"], true);
+    assert_eq!(second["completion"]["text"], first["completion"]["text"]);
+    assert_eq!(second["usage"][&model]["cache_hits"], 1);
+    assert_eq!(second["usage"][&model]["completion_tokens"], 0);
+
+    let stats = env.json(&["cache", "stats"]);
+    assert_eq!(stats["entries"], 1);
+    assert_eq!(stats["hits"], 1);
+    let cleared = env.json(&["cache", "clear"]);
+    assert_eq!(cleared["removed"], 1);
+
+    // Streaming text mode prints the reply on stdout and the usage line on stderr.
+    let out = env.run(&[
+        "chat",
+        "Say the word yes.",
+        "--max-tokens",
+        "4",
+        "--model",
+        metarag_testkit::LLM,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("generated"));
+}
+
+#[test]
+fn an_unknown_chat_model_is_a_user_error_naming_it() {
+    let env = Env::new();
+    let out = env.run(&["chat", "hi", "--model", "no-such-model"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-model"));
+}

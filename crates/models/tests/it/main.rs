@@ -106,7 +106,7 @@ fn over_evidence(question: &str) -> ChatRequest {
 }
 
 #[tokio::test]
-async fn prefix_reuse_skips_the_shared_prefix_and_changes_nothing() {
+async fn prefix_reuse_skips_the_shared_prefix_and_keeps_the_distribution() {
     let path = metarag_models::ModelStore::new(models_dir(), "python3")
         .gguf_path(LLM)
         .unwrap_or_else(|_| {
@@ -123,17 +123,26 @@ async fn prefix_reuse_skips_the_shared_prefix_and_changes_nothing() {
     )
     .unwrap();
     let first = over_evidence("Who directed Jaws?");
-    let second = over_evidence("Which country is the director of Jaws from?");
+    let second = over_evidence("Is the director of Jaws American? Answer yes or no.");
     with.chat(&first).await.unwrap();
-    let reused = with.chat(&second).await.unwrap();
+    let (p_reused, reused) = with.yes_probability(second.messages.clone()).await.unwrap();
     without.chat(&first).await.unwrap();
-    let fresh = without.chat(&second).await.unwrap();
+    let (p_fresh, fresh) = without
+        .yes_probability(second.messages.clone())
+        .await
+        .unwrap();
     // The system prompt with the evidence is shared: well over 60 tokens.
-    assert!(reused.usage.cached_prompt_tokens > 60, "{:?}", reused.usage);
-    assert_eq!(fresh.usage.cached_prompt_tokens, 0);
-    assert_eq!(reused.usage.prompt_tokens, fresh.usage.prompt_tokens);
-    // Greedy decoding over the same tokens: reusing the KV cache must not change a thing.
-    assert_eq!(reused.text, fresh.text);
+    assert!(reused.cached_prompt_tokens > 60, "{reused:?}");
+    assert_eq!(fresh.cached_prompt_tokens, 0);
+    assert_eq!(reused.prompt_tokens, fresh.prompt_tokens);
+    // Same tokens, same model: the next-token distribution must agree. Not bit for bit
+    // (llama.cpp's kernels accumulate in a different order for a different batch split,
+    // which can flip a near-tie in greedy decoding) but far closer than any misplaced or
+    // stale KV entry would leave it.
+    assert!(
+        (p_reused - p_fresh).abs() < 0.03,
+        "reused {p_reused} vs fresh {p_fresh}"
+    );
 }
 
 #[tokio::test]
