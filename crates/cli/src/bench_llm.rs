@@ -320,7 +320,9 @@ pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
     let reranker = LlmReranker::new(llm, args.max_chars);
     let ks = [2usize, 5, 10];
     let (mut before_r, mut after_r) = (vec![0.0; ks.len()], vec![0.0; ks.len()]);
-    let (mut before_ndcg, mut after_ndcg) = (0.0, 0.0);
+    let mut fused_r = vec![0.0; ks.len()];
+    let (mut before_ndcg, mut after_ndcg, mut fused_ndcg) = (0.0, 0.0, 0.0);
+    let mut per_question = Vec::new();
     let (mut pairs, mut rerank_secs) = (0usize, 0.0);
     for (qi, q) in questions.iter().enumerate() {
         let request = SearchRequest {
@@ -341,20 +343,41 @@ pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
         // Stable: ties keep the fused order.
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
         let reranked: Vec<String> = order.iter().map(|&i| titles[i].clone()).collect();
+        // A weak judge is better used as one more ranking than as the only one: reciprocal
+        // rank fusion of the hybrid order and the reranker's order (k = 60).
+        let mut llm_rank = vec![0usize; hits.len()];
+        for (rank, &i) in order.iter().enumerate() {
+            llm_rank[i] = rank;
+        }
+        let fused_score = |i: usize| 1.0 / (61.0 + i as f64) + 1.0 / (61.0 + llm_rank[i] as f64);
+        let mut fused_order: Vec<usize> = (0..hits.len()).collect();
+        fused_order.sort_by(|&a, &b| fused_score(b).total_cmp(&fused_score(a)));
+        let fused: Vec<String> = fused_order.iter().map(|&i| titles[i].clone()).collect();
         let (rb, nb) = ranking_metrics(&titles, &q.supporting_titles, &ks);
         let (ra, na) = ranking_metrics(&reranked, &q.supporting_titles, &ks);
+        let (rf, nf) = ranking_metrics(&fused, &q.supporting_titles, &ks);
         for i in 0..ks.len() {
             before_r[i] += rb[i];
             after_r[i] += ra[i];
+            fused_r[i] += rf[i];
         }
         before_ndcg += nb;
         after_ndcg += na;
+        fused_ndcg += nf;
+        per_question.push(serde_json::json!({
+            "id": q.id,
+            "supporting_titles": q.supporting_titles,
+            "titles": titles,
+            "scores": scores,
+            "ndcg10": [nb, na, nf],
+        }));
         eprintln!(
-            "[rerank {}/{}] NDCG@10 {:.2} -> {:.2} ({:.1} pairs/s)",
+            "[rerank {}/{}] NDCG@10 {:.2} -> {:.2} reranked, {:.2} fused ({:.1} pairs/s)",
             qi + 1,
             questions.len(),
             nb,
             na,
+            nf,
             pairs as f64 / rerank_secs.max(1e-9)
         );
     }
@@ -370,6 +393,9 @@ pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
         "recall_after": after_r.iter().map(|v| v / n).collect::<Vec<_>>(),
         "ndcg10_before": before_ndcg / n,
         "ndcg10_after": after_ndcg / n,
+        "recall_fused": fused_r.iter().map(|v| v / n).collect::<Vec<_>>(),
+        "ndcg10_fused": fused_ndcg / n,
+        "per_question": per_question,
         "pairs": pairs,
         "pairs_per_second": pairs as f64 / rerank_secs.max(1e-9),
     });

