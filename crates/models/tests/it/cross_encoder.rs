@@ -4,7 +4,7 @@
 
 use candle_core::{DType, Device};
 use candle_nn::{VarBuilder, VarMap};
-use candle_transformers::models::bert;
+use candle_transformers::models::{bert, xlm_roberta};
 use metarag_core::Reranker;
 use metarag_models::CrossEncoder;
 use std::path::Path;
@@ -13,6 +13,7 @@ use tokenizers::models::wordpiece::WordPiece;
 use tokenizers::normalizers::BertNormalizer;
 use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
 use tokenizers::processors::bert::BertProcessing;
+use tokenizers::processors::roberta::RobertaProcessing;
 
 const WORDS: &[&str] = &[
     "who",
@@ -86,6 +87,54 @@ fn write_tiny_model(dir: &Path) {
     varmap.save(dir.join("model.safetensors")).unwrap();
 }
 
+/// A tiny XLM-RoBERTa sequence classifier (bge-reranker's architecture): `<s> q </s></s> p
+/// </s>` pairs, padding id 1, position ids offset past the padding id.
+fn write_tiny_xlmr(dir: &Path) {
+    let mut vocab: Vec<&str> = vec!["<s>", "<pad>", "</s>", "<unk>"];
+    vocab.extend_from_slice(WORDS);
+    let vocab_size = vocab.len();
+    let vocab_file = dir.join("vocab.txt");
+    std::fs::write(&vocab_file, vocab.join("\n")).unwrap();
+    let wordpiece = WordPiece::from_file(vocab_file.to_str().unwrap())
+        .unk_token("<unk>".into())
+        .build()
+        .unwrap();
+    let mut tokenizer = Tokenizer::new(wordpiece);
+    tokenizer
+        .with_normalizer(Some(BertNormalizer::default()))
+        .unwrap();
+    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
+    tokenizer.with_post_processor(Some(RobertaProcessing::new(
+        ("</s>".into(), 2),
+        ("<s>".into(), 0),
+    )));
+    tokenizer.save(dir.join("tokenizer.json"), false).unwrap();
+    let config = serde_json::json!({
+        "architectures": ["XLMRobertaForSequenceClassification"],
+        "model_type": "xlm-roberta",
+        "vocab_size": vocab_size,
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+        "max_position_embeddings": 66,
+        "position_embedding_type": "absolute",
+        "type_vocab_size": 1,
+        "layer_norm_eps": 1e-5,
+        "pad_token_id": 1,
+        "id2label": {"0": "LABEL_0"}
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let cfg: xlm_roberta::Config = serde_json::from_value(config).unwrap();
+    let varmap = VarMap::new();
+    let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+    xlm_roberta::XLMRobertaForSequenceClassification::new(1, &cfg, vb).unwrap();
+    varmap.save(dir.join("model.safetensors")).unwrap();
+}
+
 fn passages(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
@@ -102,12 +151,7 @@ fn passages(n: usize) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn scores_do_not_depend_on_batching_padding_or_position() {
-    let dir = tempfile::tempdir().unwrap();
-    write_tiny_model(dir.path());
-    let ce = CrossEncoder::load(dir.path(), "tiny-ce").unwrap();
-    assert_eq!(ce.model_id(), "tiny-ce");
+async fn check_batching_invariance(ce: &CrossEncoder) {
     let query = "who directed jaws";
     // 21 passages: two batches of 16 and 5, with padding inside each.
     let ps = passages(21);
@@ -124,6 +168,25 @@ async fn scores_do_not_depend_on_batching_padding_or_position() {
     // Different passages get different scores (the pair is really encoded).
     assert!((together[0] - together[1]).abs() > 1e-6);
     assert!(ce.score(query, &[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn bert_scores_do_not_depend_on_batching_padding_or_position() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tiny_model(dir.path());
+    let ce = CrossEncoder::load(dir.path(), "tiny-ce").unwrap();
+    assert_eq!(ce.model_id(), "tiny-ce");
+    check_batching_invariance(&ce).await;
+}
+
+#[tokio::test]
+async fn xlm_roberta_scores_do_not_depend_on_batching_padding_or_position() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tiny_xlmr(dir.path());
+    let ce = CrossEncoder::load(dir.path(), "tiny-xlmr").unwrap();
+    check_batching_invariance(&ce).await;
+    let long = WORDS.repeat(20).join(" ");
+    assert!(ce.score("who directed jaws", &[long]).await.unwrap()[0].is_finite());
 }
 
 #[tokio::test]

@@ -138,3 +138,65 @@ async fn models_endpoint_lists_the_served_model() {
         .unwrap();
     assert_eq!(body["data"][0]["id"], "qwen2.5-0.5b-instruct");
 }
+
+/// A real server in front of the real one that, like some OpenAI-compatible servers,
+/// rejects `response_format`; everything else is passed through.
+async fn start_without_json_schema(seen: Arc<Mutex<Vec<serde_json::Value>>>) -> String {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let inner = start(ServeLimits::default()).await;
+    let handler = move |axum::Json(body): axum::Json<serde_json::Value>| {
+        let (inner, seen) = (inner.clone(), seen.clone());
+        async move {
+            seen.lock().unwrap().push(body.clone());
+            if body.get("response_format").is_some() {
+                let err =
+                    serde_json::json!({"error": {"message": "response_format is not supported"}});
+                return (StatusCode::BAD_REQUEST, axum::Json(err)).into_response();
+            }
+            let resp = reqwest::Client::new()
+                .post(format!("{inner}/chat/completions"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = StatusCode::from_u16(resp.status().as_u16()).unwrap();
+            let reply: serde_json::Value = resp.json().await.unwrap();
+            (status, axum::Json(reply)).into_response()
+        }
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(handler));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, app, std::future::pending()));
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn servers_without_json_schema_get_the_schema_in_the_prompt() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let base = start_without_json_schema(seen.clone()).await;
+    let llm = client(&base);
+    let request = ChatRequest::new(vec![
+        Message::system("Extract the person from the text."),
+        Message::user("Steven Spielberg was born in 1946 in Cincinnati."),
+    ])
+    .max_tokens(64);
+    let out = chat_json::<Person, _>(&llm, request.clone()).await.unwrap();
+    assert!(out.value.name.contains("Spielberg"), "{:?}", out.value);
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "one refused attempt, then the fallback");
+        assert!(seen[0].get("response_format").is_some());
+        assert!(seen[1].get("response_format").is_none());
+        let system = seen[1]["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            system.contains("JSON schema") && system.contains("born"),
+            "{system}"
+        );
+    }
+    // Remembered: the next structured call goes straight to the fallback.
+    chat_json::<Person, _>(&llm, request).await.unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert_eq!(llm.retries(), 0);
+}
