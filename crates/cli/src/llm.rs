@@ -27,6 +27,18 @@ impl App {
     pub fn local_llm(&self, model: Option<&str>) -> Result<Arc<LocalLlm>> {
         let l = &self.config.raw.llm;
         let (id, path) = match (model, &l.path) {
+            // `--model ./file.gguf`: any GGUF file, without installing it.
+            (Some(file), _) if file.ends_with(".gguf") => {
+                let path = std::path::PathBuf::from(file);
+                if !path.is_file() {
+                    return Err(UserError(format!("{file}: no such GGUF file")).into());
+                }
+                (
+                    path.file_stem()
+                        .map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
+                    path,
+                )
+            }
             (Some(name), _) => (name.to_string(), self.models.gguf_path(name)?),
             (None, Some(path)) => (
                 path.file_stem()
@@ -204,8 +216,8 @@ pub struct ChatArgs {
     /// A system prompt.
     #[arg(long)]
     pub system: Option<String>,
-    /// Installed model to use instead of the configured one (local backend), or the
-    /// server's model name (openai backend).
+    /// Installed model or GGUF file to use instead of the configured one (local backend),
+    /// or the server's model name (openai backend).
     #[arg(long)]
     pub model: Option<String>,
     /// Most tokens to generate.
@@ -228,7 +240,7 @@ pub struct ServeLlmArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8089")]
     pub addr: String,
-    /// Installed model to serve instead of the configured one.
+    /// Installed model or GGUF file to serve instead of the configured one.
     #[arg(long)]
     pub model: Option<String>,
     /// Requests allowed to wait while one runs; beyond this the server answers 503.

@@ -246,3 +246,66 @@ fn an_unknown_chat_model_is_a_user_error_naming_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-model"));
 }
+
+#[test]
+fn chat_through_an_openai_backend_served_by_serve_llm() {
+    use std::io::{BufRead, BufReader};
+    metarag_testkit::local_llm();
+    let env = Env::new();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_metarag"))
+        .args([
+            "serve-llm",
+            "--addr",
+            "127.0.0.1:0",
+            "--model",
+            metarag_testkit::LLM,
+        ])
+        .env("METARAG_HOME", env.home.path())
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The server prints its address once the model is loaded and the port is bound.
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    let base = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve-llm exited");
+        if let Some(rest) = line.split("at http://").nth(1) {
+            break format!("http://{}", rest.split_whitespace().next().unwrap());
+        }
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_metarag"))
+        .args([
+            "chat",
+            "What is the capital of France? One word.",
+            "--max-tokens",
+            "8",
+            "--json",
+        ])
+        .env("METARAG_HOME", env.home.path())
+        .env("METARAG_LLM__BACKEND", "openai")
+        .env("METARAG_LLM__BASE_URL", &base)
+        .env("METARAG_LLM__MODEL", metarag_testkit::LLM)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["completion"]["text"].as_str().unwrap().contains("Paris"),
+        "{v}"
+    );
+    let model = format!("openai:{}", metarag_testkit::LLM);
+    assert_eq!(v["completion"]["model"], model);
+    assert!(
+        v["usage"][&model]["prompt_tokens"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+}
