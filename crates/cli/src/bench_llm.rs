@@ -117,10 +117,6 @@ struct Prediction {
     seconds: f64,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    metarag_eval::percentile(sorted, p)
-}
-
 pub async fn llm(app: &App, args: LlmArgs) -> Result<ExitCode> {
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
     questions.truncate(args.n);
@@ -204,8 +200,8 @@ pub async fn llm(app: &App, args: LlmArgs) -> Result<ExitCode> {
         r.sub_em /= n;
         r.prompt_tokens_per_question /= n;
         r.seconds_per_question_mean = seconds.iter().sum::<f64>() / n;
-        r.seconds_per_question_p50 = percentile(&seconds, 50.0);
-        r.seconds_per_question_p95 = percentile(&seconds, 95.0);
+        r.seconds_per_question_p50 = metarag_eval::percentile(&seconds, 50.0);
+        r.seconds_per_question_p95 = metarag_eval::percentile(&seconds, 95.0);
         r.prompt_tokens_per_second = prompt_tokens as f64 * 1e3 / prompt_ms.max(1e-9);
         r.generation_tokens_per_second = gen_tokens as f64 * 1e3 / gen_ms.max(1e-9);
         reports.push(r);

@@ -74,7 +74,8 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     })
 }
 
-fn required(dir: &Path, file: &str) -> Result<PathBuf> {
+/// `dir/file`, or [`Error::MissingFile`] naming both.
+pub(crate) fn required(dir: &Path, file: &str) -> Result<PathBuf> {
     let p = dir.join(file);
     if p.is_file() {
         Ok(p)

@@ -32,9 +32,7 @@ pub enum Error {
         expected: &'static str,
     },
     /// A model directory lacks a required file.
-    #[error(
-        "{dir}: missing {file} (a sentence-transformer directory needs config.json, tokenizer.json and model.safetensors)"
-    )]
+    #[error("{dir}: missing {file}")]
     MissingFile {
         /// The directory.
         dir: PathBuf,

@@ -148,13 +148,9 @@ impl LocalLlm {
     /// the context allocated (about a second for a 0.5B model).
     pub fn load(config: LocalLlmConfig) -> Result<Self> {
         if !config.path.is_file() {
-            return Err(Error::MissingFile {
-                dir: config.path.parent().map(PathBuf::from).unwrap_or_default(),
-                file: config
-                    .path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+            return Err(Error::Config {
+                path: config.path.clone(),
+                reason: "no such GGUF file".into(),
             });
         }
         if config.context_size < 256 {

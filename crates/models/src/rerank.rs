@@ -1,6 +1,7 @@
 //! Rerankers: a BERT-family cross-encoder on candle, and the local chat model as a
 //! pointwise yes/no judge.
 
+use crate::embed::required;
 use crate::{Error, LocalLlm, Result};
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Linear, VarBuilder};
@@ -69,20 +70,9 @@ struct CrossInner {
 impl CrossEncoder {
     /// Loads the checkpoint in `dir` under the name `name`.
     pub fn load(dir: &Path, name: &str) -> Result<Self> {
-        let need = |f: &str| {
-            let p = dir.join(f);
-            if p.is_file() {
-                Ok(p)
-            } else {
-                Err(Error::MissingFile {
-                    dir: dir.to_path_buf(),
-                    file: f.to_string(),
-                })
-            }
-        };
-        let config_path = need("config.json")?;
-        let tokenizer_path = need("tokenizer.json")?;
-        let weights_path = need("model.safetensors")?;
+        let config_path = required(dir, "config.json")?;
+        let tokenizer_path = required(dir, "tokenizer.json")?;
+        let weights_path = required(dir, "model.safetensors")?;
         let config_text =
             std::fs::read_to_string(&config_path).map_err(|e| Error::io(&config_path, e))?;
         let bad_config = |reason: String| Error::Config {
