@@ -7,9 +7,11 @@ use crate::{FormatArg, ModeArg};
 use anyhow::Result;
 use clap::Args;
 use metarag_core::Embedder;
+use metarag_ingest::IngestReport;
+use metarag_models::SentenceEmbedder;
 use metarag_retrieve::HybridRetriever;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -43,24 +45,36 @@ pub struct RetrievalArgs {
     out: Option<PathBuf>,
 }
 
-pub async fn retrieval(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
-    let embedder = app.embedder()?;
-    let stem = args
-        .corpus
+/// Ingests a benchmark corpus into its own index (`index`, or a per-corpus, per-embedder
+/// directory under the data dir), once: later runs find it unchanged. Returns the directory
+/// and what the ingest did.
+pub async fn corpus_index(
+    app: &App,
+    corpus: &Path,
+    index: Option<PathBuf>,
+    embedder: &SentenceEmbedder,
+) -> Result<(PathBuf, IngestReport)> {
+    let stem = corpus
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("corpus")
         .to_string();
-    let dir = args.index.clone().unwrap_or_else(|| {
+    let dir = index.unwrap_or_else(|| {
         app.config
             .home
             .join("bench")
             .join(format!("{stem}-{}", embedder.model_id()))
     });
     let options = app.ingest_options(Some(FormatArg::CorpusJsonl), Vec::new(), Vec::new());
-    let ingest = app
-        .ingest_into(&dir, std::slice::from_ref(&args.corpus), options, &embedder)
+    let report = app
+        .ingest_into(&dir, &[corpus.to_path_buf()], options, embedder)
         .await?;
+    Ok((dir, report))
+}
+
+pub async fn retrieval(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
+    let embedder = app.embedder()?;
+    let (dir, ingest) = corpus_index(app, &args.corpus, args.index.clone(), &embedder).await?;
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
     if let Some(n) = args.n {
         questions.truncate(n);

@@ -295,19 +295,7 @@ fn ranking_metrics(titles: &[String], gold: &[String], ks: &[usize]) -> (Vec<f64
 
 pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
     let embedder = app.embedder()?;
-    let stem = args
-        .corpus
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("corpus")
-        .to_string();
-    let dir = app.config.home.join("bench").join(format!(
-        "{stem}-{}",
-        metarag_core::Embedder::model_id(&embedder)
-    ));
-    let options = app.ingest_options(Some(crate::FormatArg::CorpusJsonl), Vec::new(), Vec::new());
-    app.ingest_into(&dir, std::slice::from_ref(&args.corpus), options, &embedder)
-        .await?;
+    let (dir, _) = crate::bench::corpus_index(app, &args.corpus, None, &embedder).await?;
     let index = app.open_index(&dir, &embedder)?;
     let retriever = metarag_retrieve::HybridRetriever::new(embedder, index, app.config.retrieval());
     let mut questions = metarag_eval::load_dataset(&args.questions)?;

@@ -38,14 +38,20 @@ const WORDS: &[&str] = &[
     "by",
 ];
 
-fn write_tiny_model(dir: &Path) {
-    let mut vocab: Vec<&str> = vec!["[PAD]", "[UNK]", "[CLS]", "[SEP]"];
+/// A WordPiece tokenizer over `specials` then [`WORDS`], saved as `dir/tokenizer.json`;
+/// returns the vocabulary size.
+fn write_tokenizer(
+    dir: &Path,
+    specials: &[&str],
+    unk: &str,
+    post: impl Into<tokenizers::PostProcessorWrapper>,
+) -> usize {
+    let mut vocab: Vec<&str> = specials.to_vec();
     vocab.extend_from_slice(WORDS);
-    let vocab_size = vocab.len();
     let vocab_file = dir.join("vocab.txt");
     std::fs::write(&vocab_file, vocab.join("\n")).unwrap();
     let wordpiece = WordPiece::from_file(vocab_file.to_str().unwrap())
-        .unk_token("[UNK]".into())
+        .unk_token(unk.into())
         .build()
         .unwrap();
     let mut tokenizer = Tokenizer::new(wordpiece);
@@ -53,12 +59,18 @@ fn write_tiny_model(dir: &Path) {
         .with_normalizer(Some(BertNormalizer::default()))
         .unwrap();
     tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
-    tokenizer.with_post_processor(Some(BertProcessing::new(
-        ("[SEP]".into(), 3),
-        ("[CLS]".into(), 2),
-    )));
+    tokenizer.with_post_processor(Some(post));
     tokenizer.save(dir.join("tokenizer.json"), false).unwrap();
+    vocab.len()
+}
 
+fn write_tiny_model(dir: &Path) {
+    let vocab_size = write_tokenizer(
+        dir,
+        &["[PAD]", "[UNK]", "[CLS]", "[SEP]"],
+        "[UNK]",
+        BertProcessing::new(("[SEP]".into(), 3), ("[CLS]".into(), 2)),
+    );
     let config = serde_json::json!({
         "architectures": ["BertForSequenceClassification"],
         "model_type": "bert",
@@ -90,25 +102,12 @@ fn write_tiny_model(dir: &Path) {
 /// A tiny XLM-RoBERTa sequence classifier (bge-reranker's architecture): `<s> q </s></s> p
 /// </s>` pairs, padding id 1, position ids offset past the padding id.
 fn write_tiny_xlmr(dir: &Path) {
-    let mut vocab: Vec<&str> = vec!["<s>", "<pad>", "</s>", "<unk>"];
-    vocab.extend_from_slice(WORDS);
-    let vocab_size = vocab.len();
-    let vocab_file = dir.join("vocab.txt");
-    std::fs::write(&vocab_file, vocab.join("\n")).unwrap();
-    let wordpiece = WordPiece::from_file(vocab_file.to_str().unwrap())
-        .unk_token("<unk>".into())
-        .build()
-        .unwrap();
-    let mut tokenizer = Tokenizer::new(wordpiece);
-    tokenizer
-        .with_normalizer(Some(BertNormalizer::default()))
-        .unwrap();
-    tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
-    tokenizer.with_post_processor(Some(RobertaProcessing::new(
-        ("</s>".into(), 2),
-        ("<s>".into(), 0),
-    )));
-    tokenizer.save(dir.join("tokenizer.json"), false).unwrap();
+    let vocab_size = write_tokenizer(
+        dir,
+        &["<s>", "<pad>", "</s>", "<unk>"],
+        "<unk>",
+        RobertaProcessing::new(("</s>".into(), 2), ("<s>".into(), 0)),
+    );
     let config = serde_json::json!({
         "architectures": ["XLMRobertaForSequenceClassification"],
         "model_type": "xlm-roberta",
