@@ -9,9 +9,11 @@ use crate::app::App;
 use crate::output::print_json;
 use anyhow::{Context, Result};
 use clap::Args;
-use metarag_core::{ChatRequest, Llm, Message, Reranker, Retriever, SearchMode, SearchRequest};
+use metarag_core::{
+    ChatRequest, DynReranker, Llm, Message, Reranker, Retriever, SearchMode, SearchRequest,
+};
 use metarag_eval::{QaRecord, score_answer};
-use metarag_models::{LlmReranker, LocalLlm, LocalLlmConfig};
+use metarag_models::{CrossEncoder, LlmReranker, LocalLlm, LocalLlmConfig};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -262,6 +264,10 @@ pub struct RerankArgs {
     /// Passages are cut to this many characters in the reranking prompt.
     #[arg(long, default_value_t = 600)]
     max_chars: usize,
+    /// Rerank with this cross-encoder directory (config.json, tokenizer.json,
+    /// model.safetensors) instead of the local chat model.
+    #[arg(long, value_name = "DIR")]
+    cross_encoder: Option<PathBuf>,
     /// Also write the JSON report here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -300,8 +306,16 @@ pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
     let retriever = metarag_retrieve::HybridRetriever::new(embedder, index, app.config.retrieval());
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
     questions.truncate(args.n);
-    let llm: Arc<LocalLlm> = app.local_llm(None)?;
-    let reranker = LlmReranker::new(llm, args.max_chars);
+    let reranker: Arc<dyn DynReranker> = match &args.cross_encoder {
+        Some(dir) => {
+            let name = dir.file_name().map_or_else(
+                || "cross-encoder".into(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            Arc::new(CrossEncoder::load(dir, &name)?)
+        }
+        None => Arc::new(LlmReranker::new(app.local_llm(None)?, args.max_chars)),
+    };
     let ks = [2usize, 5, 10];
     let (mut before_r, mut after_r) = (vec![0.0; ks.len()], vec![0.0; ks.len()]);
     let mut fused_r = vec![0.0; ks.len()];
@@ -371,7 +385,7 @@ pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
         "questions": args.questions,
         "n": questions.len(),
         "top": args.top,
-        "reranker": reranker.model_id(),
+        "reranker": Reranker::model_id(&reranker),
         "ks": ks,
         "recall_before": before_r.iter().map(|v| v / n).collect::<Vec<_>>(),
         "recall_after": after_r.iter().map(|v| v / n).collect::<Vec<_>>(),

@@ -51,6 +51,9 @@ async fn streamed_pieces_add_up_to_the_completion() {
     let pieces = pieces.into_inner().unwrap();
     assert!(pieces.len() > 1, "expected several pieces, got {pieces:?}");
     assert_eq!(pieces.concat(), c.text);
+    // The token count of a prompt is what the call then reports evaluating.
+    let counted = llm.count_tokens(request.messages.clone()).await.unwrap();
+    assert_eq!(counted as u64, c.usage.prompt_tokens);
 }
 
 #[tokio::test]
