@@ -190,6 +190,17 @@ impl<S: GraphState> Graph<S> {
     /// Runs the graph from its start node until a node stops, a node fails, a transition
     /// leaves the declared edges, or the budget runs out.
     pub async fn run(&self, state: &mut S, budget: &Budget) -> GraphTrace {
+        self.run_observed(state, budget, &|_| {}).await
+    }
+
+    /// [`Graph::run`], calling `observer` with each node's name before the node runs (the
+    /// CLI's progress spinner, the server's SSE progress events).
+    pub async fn run_observed(
+        &self,
+        state: &mut S,
+        budget: &Budget,
+        observer: &(dyn Fn(&str) + Send + Sync),
+    ) -> GraphTrace {
         let started = Instant::now();
         let ms = |t: Instant| t.duration_since(started).as_secs_f64() * 1e3;
         let mut events = Vec::new();
@@ -202,6 +213,7 @@ impl<S: GraphState> Graph<S> {
             let Some(spec) = self.nodes.get(current) else {
                 break StopReason::Failed(format!("no node `{current}`"));
             };
+            observer(current);
             let node_started = Instant::now();
             let span = tracing::info_span!("node", name = current);
             let outcome = tracing::Instrument::instrument((spec.run)(state), span).await;

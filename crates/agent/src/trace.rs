@@ -1,0 +1,249 @@
+//! The serializable record of one run, shared by every strategy. `ask --trace`, the
+//! server, the benchmark runner and the snapshot tests all read this one type.
+
+use crate::config::{Complexity, RouteConfig};
+use crate::evidence::{GuardrailReport, RetrievalDiagnostics, Source};
+use crate::graph::{GraphTrace, StopReason};
+use crate::metacog::{Category, Diagnosis, MonitorResult};
+use crate::verify::Verification;
+use serde::{Deserialize, Serialize};
+
+/// Version of the trace format; bumped when a field changes meaning.
+pub const TRACE_VERSION: u32 = 1;
+
+/// Where the evidence came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceMode {
+    /// Searched in the index.
+    Retrieval,
+    /// Given paragraphs (gold context): no retrieval.
+    Context,
+    /// No evidence at all (the `direct` strategy).
+    ClosedBook,
+}
+
+/// What the plan node decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    /// The query's complexity.
+    pub complexity: Complexity,
+    /// "llm" or "rules".
+    pub method: String,
+    /// The retrieval route it picked.
+    pub route: RouteConfig,
+    /// Why the LLM classification was not used, if it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
+}
+
+/// Why a retrieval ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrievalReason {
+    /// The first search, with the question.
+    Initial,
+    /// A further hop of a multi-hop plan (coverage under its threshold).
+    Hop,
+    /// Targeted re-retrieval of a remediation round.
+    Remediation,
+    /// Gold context paragraphs taken as given.
+    Context,
+}
+
+/// One retrieval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalRecord {
+    /// Why it ran.
+    pub reason: RetrievalReason,
+    /// The query.
+    pub query: String,
+    /// Chunks asked for.
+    pub k: usize,
+    /// Hits returned (or paragraphs given).
+    pub hits: usize,
+    /// Passages new to the evidence pool after the guardrails.
+    pub added: usize,
+    /// What the guardrails dropped.
+    pub guardrails: GuardrailReport,
+    /// Whether the hits were reranked (and by which model), or why not.
+    pub rerank: String,
+    /// Diagnostics of the whole pool after this retrieval.
+    pub diagnostics: RetrievalDiagnostics,
+    /// Milliseconds in search and rerank.
+    pub ms: f64,
+}
+
+/// What a remediation round did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum Remediation {
+    /// Targeted re-retrieval with a sub-query; the pool was augmented.
+    Retrieve {
+        /// The diagnosis category.
+        category: Category,
+        /// The sub-query.
+        query: String,
+    },
+    /// A writing directive for the next write.
+    Directive {
+        /// The diagnosis category.
+        category: Category,
+        /// The directive.
+        text: String,
+    },
+}
+
+/// One write and what followed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// 0 for the first answer, then one per remediation.
+    pub index: usize,
+    /// The writing directive this round wrote under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directive: Option<String>,
+    /// The answer with citations (invalid ones stripped).
+    pub answer: String,
+    /// The short final answer.
+    pub short_answer: String,
+    /// Citations to sources that do not exist, removed.
+    pub stripped_citations: usize,
+    /// Set when the model's reply was not the JSON asked for and the raw text was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_fallback: Option<String>,
+    /// What verify measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+    /// The monitoring gate's outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<MonitorResult>,
+    /// Similarity to the previous round's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity_to_previous: Option<f64>,
+    /// The diagnosis, when the gate failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Diagnosis>,
+    /// The remediation applied after this round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<Remediation>,
+}
+
+/// One LLM call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The node that made it.
+    pub node: String,
+    /// What for ("write", "facts", "judge", "critic", "closed_book", "plan").
+    pub purpose: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Prompt tokens reused from the KV cache.
+    pub cached_prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Wall time of the call.
+    pub ms: f64,
+    /// Answered from the call cache.
+    pub cached: bool,
+    /// The error, if the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Totals of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunUsage {
+    /// LLM calls.
+    pub llm_calls: u64,
+    /// Calls answered from the cache.
+    pub cached_calls: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Milliseconds inside LLM calls (concurrent calls counted once).
+    pub llm_ms: f64,
+    /// Milliseconds inside search and rerank.
+    pub search_ms: f64,
+}
+
+/// The record of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// [`TRACE_VERSION`].
+    pub version: u32,
+    /// The strategy.
+    pub strategy: String,
+    /// The question.
+    pub question: String,
+    /// The LLM.
+    pub model: String,
+    /// Where the evidence came from.
+    pub mode: EvidenceMode,
+    /// The plan, for strategies that plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanRecord>,
+    /// Every retrieval, in order.
+    pub retrievals: Vec<RetrievalRecord>,
+    /// The numbered sources of the final answer.
+    pub sources: Vec<Source>,
+    /// Every write, with its checks.
+    pub rounds: Vec<Round>,
+    /// The final answer (the best round's).
+    pub answer: String,
+    /// The final short answer.
+    pub short_answer: String,
+    /// Which round the final answer is from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_round: Option<usize>,
+    /// Why the run ended.
+    pub stop: StopReason,
+    /// Every LLM call.
+    pub calls: Vec<CallRecord>,
+    /// Totals.
+    pub usage: RunUsage,
+    /// Node visits with timings, and the orchestration overhead.
+    pub graph: GraphTrace,
+}
+
+impl Trace {
+    /// Remediation rounds taken (rounds after the first).
+    pub fn remediation_rounds(&self) -> usize {
+        self.rounds.len().saturating_sub(1)
+    }
+
+    /// Orchestration overhead as a share of the run's wall time.
+    pub fn overhead_share(&self) -> f64 {
+        if self.graph.wall_ms <= 0.0 {
+            0.0
+        } else {
+            self.graph.overhead_ms / self.graph.wall_ms
+        }
+    }
+
+    /// The diagnosis categories of the run, in order.
+    pub fn categories(&self) -> Vec<Category> {
+        self.rounds
+            .iter()
+            .filter_map(|r| r.diagnosis.as_ref().map(|d| d.category))
+            .collect()
+    }
+
+    /// Sets every timing to zero (for snapshot tests and reproducible diffs).
+    pub fn zero_timings(&mut self) {
+        for c in &mut self.calls {
+            c.ms = 0.0;
+        }
+        for r in &mut self.retrievals {
+            r.ms = 0.0;
+        }
+        self.usage.llm_ms = 0.0;
+        self.usage.search_ms = 0.0;
+        self.graph.wall_ms = 0.0;
+        self.graph.overhead_ms = 0.0;
+        for e in &mut self.graph.events {
+            e.start_ms = 0.0;
+            e.elapsed_ms = 0.0;
+        }
+    }
+}
