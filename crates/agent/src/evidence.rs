@@ -362,6 +362,15 @@ fn pick(all: &[String], q: &HashSet<String>, budget: usize) -> Vec<String> {
     chosen.into_iter().map(|i| all[i].clone()).collect()
 }
 
+/// The passages not yet in the pool (by chunk or paragraph identity), in order.
+pub fn fresh(pool: &[Passage], passages: Vec<Passage>) -> Vec<Passage> {
+    let have: HashSet<String> = pool.iter().map(Passage::key).collect();
+    passages
+        .into_iter()
+        .filter(|p| !have.contains(&p.key()))
+        .collect()
+}
+
 /// Merges newly retrieved passages into a pool, skipping ones already present (by chunk
 /// or paragraph identity).
 pub fn merge(pool: &mut Vec<Passage>, new: Vec<Passage>) -> usize {

@@ -11,7 +11,7 @@ use crate::trace::{
     CallRecord, EvidenceMode, PlanRecord, Remediation, RetrievalReason, RetrievalRecord, Round,
     RunUsage, TRACE_VERSION, Trace,
 };
-use crate::verify::{VerifyInput, strip_invalid_citations, verify, without_citations};
+use crate::verify::{VerifyInput, attribute, strip_invalid_citations, verify, without_citations};
 use metarag_core::{
     ChatRequest, Completion, DynLlm, DynReranker, DynRetriever, Llm, SearchRequest, parse_json,
 };
@@ -545,9 +545,11 @@ async fn retrieve(s: &mut RunState) -> NodeResult {
         .clone()
         .ok_or_else(|| "no retriever configured".to_string())?;
     let k = s.route.top_k;
+    // Later searches augment the pool: ask deep enough to find k passages not in it yet.
+    let depth = k + s.pool.len();
     let t = Instant::now();
     let mut hits = retriever
-        .search_dyn(&SearchRequest::new(query.clone(), k))
+        .search_dyn(&SearchRequest::new(query.clone(), depth))
         .await
         .map_err(|e| format!("search: {e}"))?;
     let rerank = match (&s.deps.reranker, s.route.rerank) {
@@ -569,8 +571,9 @@ async fn retrieve(s: &mut RunState) -> NodeResult {
     let ms = t.elapsed().as_secs_f64() * 1e3;
     s.usage.search_ms += ms;
     let n_hits = hits.len();
-    let passages: Vec<Passage> = hits.iter().map(Passage::from_hit).collect();
-    let (kept, guardrails) = evidence::guard(passages, &s.pool, threshold);
+    let passages = evidence::fresh(&s.pool, hits.iter().map(Passage::from_hit).collect());
+    let (mut kept, guardrails) = evidence::guard(passages, &s.pool, threshold);
+    kept.truncate(k);
     let added = evidence::merge(&mut s.pool, kept);
     if reason != RetrievalReason::Remediation {
         s.hops += 1;
@@ -610,14 +613,14 @@ async fn read(s: &mut RunState) -> NodeResult {
 }
 
 async fn write(s: &mut RunState) -> NodeResult {
-    let sources: &[Source] = if s.mode == EvidenceMode::ClosedBook {
-        &[]
+    let sources: Vec<Source> = if s.mode == EvidenceMode::ClosedBook {
+        Vec::new()
     } else {
-        &s.sources
+        s.sources.clone()
     };
     let request = prompts::write(
         &s.question,
-        sources,
+        &sources,
         s.directive.as_deref(),
         s.cfg().answer_max_tokens,
     );
@@ -642,7 +645,13 @@ async fn write(s: &mut RunState) -> NodeResult {
         }
     };
     let (answer, stripped) = strip_invalid_citations(answer.trim(), n_sources);
+    let (answer, attributed) = attribute(&answer, &sources, s.cfg().support_threshold);
     let mut short = without_citations(short.trim());
+    // A "short" answer longer than the answer itself is the model copying a passage.
+    let answer_words = without_citations(&answer).split_whitespace().count();
+    if short.split_whitespace().count() > 12 && answer_words < short.split_whitespace().count() {
+        short = without_citations(&answer);
+    }
     if short.is_empty() && !is_refusal(&answer) {
         short = sentences(&answer)
             .first()
@@ -656,6 +665,7 @@ async fn write(s: &mut RunState) -> NodeResult {
         answer,
         short_answer: short,
         stripped_citations: stripped,
+        attributed_citations: attributed,
         write_fallback,
         verification: None,
         monitor: None,

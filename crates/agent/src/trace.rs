@@ -108,6 +108,8 @@ pub struct Round {
     pub short_answer: String,
     /// Citations to sources that do not exist, removed.
     pub stripped_citations: usize,
+    /// Citations added in code to uncited sentences a source supports.
+    pub attributed_citations: usize,
     /// Set when the model's reply was not the JSON asked for and the raw text was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_fallback: Option<String>,

@@ -75,6 +75,52 @@ pub fn strip_invalid_citations(text: &str, sources: usize) -> (String, usize) {
     (out, removed)
 }
 
+/// Cites the best-supporting source after every sentence that cites none, when a source
+/// holds at least `threshold` of the sentence's content terms (small models often answer
+/// correctly but forget to cite). Returns the text and how many citations were added.
+pub fn attribute(text: &str, sources: &[Source], threshold: f64) -> (String, usize) {
+    if sources.is_empty() {
+        return (text.to_string(), 0);
+    }
+    let terms: Vec<HashSet<String>> = sources
+        .iter()
+        .map(|s| {
+            let mut t = content_terms(&s.text());
+            t.extend(content_terms(&s.passage.title));
+            t
+        })
+        .collect();
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut last = 0;
+    let mut added = 0;
+    for (a, b) in sentences(text) {
+        let sentence = &text[a..b];
+        out.push_str(&text[last..a]);
+        last = b;
+        let claim = content_terms(sentence);
+        if !citations(sentence).is_empty() || claim.is_empty() {
+            out.push_str(sentence);
+            continue;
+        }
+        let best = terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i + 1, recall(&claim, t)))
+            .fold((0, 0.0), |acc, x| if x.1 > acc.1 { x } else { acc });
+        if best.1 < threshold {
+            out.push_str(sentence);
+            continue;
+        }
+        let body = sentence.trim_end_matches(['.', '!', '?']);
+        out.push_str(body);
+        out.push_str(&format!(" [{}]", best.0));
+        out.push_str(&sentence[body.len()..]);
+        added += 1;
+    }
+    out.push_str(&text[last..]);
+    (out, added)
+}
+
 /// Text without its citation markers.
 pub fn without_citations(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -441,6 +487,22 @@ pub(crate) mod tests {
         );
         assert_eq!(without_citations("A [1] b [2, 3]."), "A b.");
         assert!(citations("an [array] of [1a]").is_empty());
+    }
+
+    #[test]
+    fn uncited_supported_sentences_get_their_best_source() {
+        let s = sources();
+        let (text, added) = attribute(
+            "Jaws was directed by Steven Spielberg. He was born in Cincinnati! Bananas are yellow. Cited [1].",
+            &s,
+            0.6,
+        );
+        assert_eq!(
+            text,
+            "Jaws was directed by Steven Spielberg [1]. He was born in Cincinnati [2]! Bananas are yellow. Cited [1]."
+        );
+        assert_eq!(added, 2);
+        assert_eq!(attribute("Iran", &s, 0.6).1, 0);
     }
 
     fn facts(v1: &str, q1: &str) -> FactsReply {

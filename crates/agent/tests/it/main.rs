@@ -1,0 +1,60 @@
+//! Integration tests of the agent: every branch of the metacognitive loop on the scripted
+//! fake LLM, snapshots of the prompts and of a trace, and runs on the real local models.
+
+mod branches;
+mod real;
+
+use metarag_agent::Passage;
+use metarag_core::{DynRetriever, Embedder};
+use metarag_index::{EmbeddedIndex, IndexConfig};
+use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester};
+use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Indexes passages (title, text) with the real embedder into `dir` and returns a hybrid
+/// retriever over them.
+pub async fn index(dir: &Path, passages: &[(String, String)]) -> Arc<dyn DynRetriever> {
+    let embedder = metarag_testkit::embedder();
+    let index = EmbeddedIndex::open(
+        dir.join("index"),
+        IndexConfig::new(embedder.model_id(), embedder.dimension()),
+    )
+    .unwrap();
+    let chunker = Chunker::new(
+        embedder.tokenizer().clone(),
+        ChunkSettings {
+            max_tokens: embedder.max_tokens(),
+            overlap: 32,
+        },
+    )
+    .unwrap();
+    let corpus = dir.join("corpus.jsonl");
+    let lines: Vec<String> = passages
+        .iter()
+        .map(|(t, x)| serde_json::json!({"doc_id": t, "title": t, "text": x}).to_string())
+        .collect();
+    std::fs::write(&corpus, lines.join("\n")).unwrap();
+    let options = IngestOptions {
+        corpus: CorpusMode::Corpus,
+        ..Default::default()
+    };
+    let report = Ingester::new(&chunker, &embedder, &index, options)
+        .run(&[corpus], &|_| {})
+        .await
+        .unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    Arc::new(HybridRetriever::new(
+        embedder,
+        index,
+        RetrievalConfig::default(),
+    ))
+}
+
+/// Passages as gold context.
+pub fn context(passages: &[(&str, &str)]) -> Vec<Passage> {
+    passages
+        .iter()
+        .map(|(t, x)| Passage::paragraph(*t, *x))
+        .collect()
+}

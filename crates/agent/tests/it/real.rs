@@ -1,0 +1,104 @@
+//! The MetaRAG strategy on the real local models: a HotpotQA question over an index of
+//! real dev-set paragraphs, answered by the local LLM with the real embedder.
+
+use crate::index;
+use metarag_agent::verify::citations;
+use metarag_agent::{Agent, AgentConfig, Ask, EvidenceMode, StopReason, Strategy};
+use metarag_core::DynLlm;
+use serde_json::Value;
+use std::sync::Arc;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model() {
+    let text =
+        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .take(3)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut passages = Vec::new();
+    for r in &records {
+        for c in r["contexts"].as_array().unwrap() {
+            let title = c["title"].as_str().unwrap().to_string();
+            if !passages.iter().any(|(t, _): &(String, String)| *t == title) {
+                passages.push((title, c["text"].as_str().unwrap().to_string()));
+            }
+        }
+    }
+    // "The historical Nimavar school in the Nimavar Bazaar, or bazar, is located in which
+    // country?" (gold: Iran; supporting: "Nimavar school", "Bazaar").
+    let q = &records[1];
+    let question = q["question"].as_str().unwrap();
+    let support: Vec<&str> = q["supporting_titles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let retriever = index(tmp.path(), &passages).await;
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let config = AgentConfig {
+        // The test model runs with a 2048-token context, and one remediation round bounds
+        // the test's time.
+        max_evidence_chars: 3000,
+        max_rounds: 1,
+        ..AgentConfig::default()
+    };
+    let agent = Agent::builder(llm)
+        .retriever(retriever)
+        .config(config)
+        .build()
+        .unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let t = agent
+        .ask_observed(&Ask::new(question, Strategy::Metarag), &|node| {
+            seen.lock().unwrap().push(node.to_string())
+        })
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(matches!(t.stop, StopReason::Done(_)), "{json}");
+    assert_eq!(t.mode, EvidenceMode::Retrieval);
+    let nodes: Vec<&str> = t.graph.events.iter().map(|e| e.node.as_str()).collect();
+    assert_eq!(*seen.lock().unwrap(), nodes);
+    assert_eq!(
+        nodes[..6],
+        ["plan", "retrieve", "read", "write", "verify", "monitor"]
+    );
+    // Every call succeeded, and a failed gate was diagnosed.
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    for r in &t.rounds {
+        if r.monitor.is_some_and(|m| !m.passed) && t.rounds.len() > r.index + 1 {
+            assert!(r.diagnosis.is_some(), "{json}");
+        }
+    }
+    // Retrieval found the supporting paragraph, and the answer cites it.
+    assert!(
+        t.sources
+            .iter()
+            .any(|s| s.passage.title == "Nimavar school"),
+        "{json}"
+    );
+    let cited: Vec<usize> = citations(&t.answer)
+        .into_iter()
+        .flat_map(|(_, n)| n)
+        .collect();
+    assert!(!cited.is_empty(), "the answer cites nothing: {json}");
+    assert!(cited.iter().all(|&n| n >= 1 && n <= t.sources.len()));
+    assert!(
+        cited
+            .iter()
+            .any(|&n| support.contains(&t.sources[n - 1].passage.title.as_str())),
+        "no citation of a supporting paragraph: {json}"
+    );
+    assert!(
+        t.answer.contains("Iran") || t.short_answer.contains("Iran"),
+        "{json}"
+    );
+    // Time is accounted for: model and search time within the wall time, overhead reported.
+    assert!(t.usage.llm_ms > 0.0 && t.usage.llm_ms <= t.graph.wall_ms + 1.0);
+    assert!(t.graph.overhead_ms >= 0.0);
+}
