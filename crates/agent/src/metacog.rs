@@ -6,7 +6,8 @@
 //! answer "sufficient" regardless. The rules:
 //!
 //! - **external sufficiency** (do the sources suffice?): every needed fact the model listed
-//!   was found in a source (its quote is there and states its value). Without a facts list,
+//!   was found in a source (its quote is there and states its value), and, when the
+//!   question asks when or how many, one of them states a date or number. Without a facts list,
 //!   the critic's yes counts only when the question's terms are covered by the evidence;
 //!   without a critic either (the heuristic), coverage and the unsupported-claim rate decide.
 //! - **internal sufficiency** (could the model answer without the sources?): a closed-book
@@ -14,14 +15,15 @@
 //!   F1 >= 0.5 with a verified fact value or with a supported short answer). When the
 //!   evidence is not sufficient there is nothing to check it against: then it must agree
 //!   with the written answer, and both the critic and the judge's confidence must back it.
-//! - **error types** are detected in code (repeated sentences; a yes/no question not answered
-//!   yes or no, or an "A or B" question answered with neither; verified facts missing from
+//! - **error types** are detected in code (repeated sentences; a when/how-many question
+//!   answered without a date or number, a yes/no question not answered yes or no, or an "A or B" question answered with neither; verified facts missing from
 //!   the answer); the critic's error types are used only when code finds none.
 
 use crate::config::{AgentConfig, Complexity};
 use crate::prompts::CriticReply;
 use crate::text::{
-    answer_f1, content_terms, is_refusal, is_yes_no_question, jaccard, options, sentences, tokens,
+    AnswerType, answer_f1, answer_type, content_terms, has_number_or_date, is_refusal,
+    is_yes_no_question, jaccard, options, sentences, tokens,
 };
 use crate::verify::Verification;
 use serde::{Deserialize, Serialize};
@@ -198,6 +200,7 @@ pub fn diagnose(input: DiagnoseInput<'_>, cfg: &AgentConfig) -> Diagnosis {
     };
 
     // External sufficiency.
+    let wants = answer_type(input.question);
     let external = match v.facts_all_verified() {
         Some(all) => {
             let found = v.facts.iter().filter(|f| f.verified).count();
@@ -205,7 +208,23 @@ pub fn diagnose(input: DiagnoseInput<'_>, cfg: &AgentConfig) -> Diagnosis {
                 "{found} of {} needed facts found in the sources",
                 v.facts.len()
             ));
-            all
+            // A question asking when or how many is not answered by facts without a
+            // date or number, however many were found.
+            let typed = !matches!(wants, AnswerType::Date | AnswerType::Number)
+                || v.facts
+                    .iter()
+                    .any(|f| f.verified && has_number_or_date(&f.value));
+            if all && !typed {
+                reasons.push(format!(
+                    "the question asks for a {}; no fact found states one",
+                    if wants == AnswerType::Date {
+                        "date"
+                    } else {
+                        "number"
+                    }
+                ));
+            }
+            all && typed
         }
         None => match &critic {
             Some(c) => {
@@ -345,7 +364,12 @@ fn detect_errors(input: &DiagnoseInput<'_>, external: bool) -> Vec<ErrorType> {
         tokens(&short).first().map(String::as_str),
         Some("yes" | "no")
     );
-    let misread = if is_yes_no_question(input.question) && options(input.question).is_none() {
+    let misread = if matches!(
+        answer_type(input.question),
+        AnswerType::Date | AnswerType::Number
+    ) {
+        !has_number_or_date(&short)
+    } else if is_yes_no_question(input.question) && options(input.question).is_none() {
         !yes_no
     } else if let Some((a, b)) = options(input.question) {
         answer_f1(&short, &a) == 0.0 && answer_f1(&short, &b) == 0.0 && !yes_no

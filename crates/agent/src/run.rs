@@ -454,7 +454,10 @@ pub fn classify(question: &str) -> Complexity {
     if COMPARE.iter().any(|c| q.contains(c))
         || q.contains("'s ")
         || (q.contains(" the ") && q.contains(" of "))
-        || q.contains(" who ") && !q.trim_start().starts_with("who ")
+        // A relative clause after the first word ("the palace at which X died").
+        || [" who ", " which ", " whose ", " that ", " where "]
+            .iter()
+            .any(|w| q[1..].contains(w))
     {
         Complexity::MultiHop
     } else if ["why ", "how ", "explain", "describe"]
@@ -465,6 +468,14 @@ pub fn classify(question: &str) -> Complexity {
         Complexity::Complex
     } else {
         Complexity::Simple
+    }
+}
+
+fn rank(c: Complexity) -> u8 {
+    match c {
+        Complexity::Simple => 0,
+        Complexity::Complex => 1,
+        Complexity::MultiHop => 2,
     }
 }
 
@@ -483,6 +494,9 @@ async fn plan(s: &mut RunState) -> NodeResult {
         let c = call(llm.as_ref(), "plan", prompts::plan(&s.question)).await;
         s.record("plan", &[&c], c.ms);
         match parsed::<PlanReply>(&c) {
+            // The rules see nesting ("the palace at which X died") a small model misses:
+            // the more complex of the two wins.
+            Ok(p) if rank(rules) > rank(p.complexity) => (rules, "llm+rules", None),
             Ok(p) => (p.complexity, "llm", None),
             Err(e) => (rules, "rules", Some(e)),
         }
@@ -808,13 +822,15 @@ async fn diagnose(s: &mut RunState) -> NodeResult {
     let llm = s.deps.llm.clone();
     let critic_req = prompts::critic(&s.question, &s.sources, &round.answer, &findings(&round));
     let t = Instant::now();
-    let (cb, critic) = tokio::join!(
+    // The critic goes first: it shares the evidence prefix with the calls before it, so a
+    // local model reuses that prefix (the closed-book probe would evict it).
+    let (critic, cb) = tokio::join!(
+        tokio::time::timeout(cfg.critic_timeout, call(llm.as_ref(), "critic", critic_req)),
         call(
             llm.as_ref(),
             "closed_book",
             prompts::closed_book(&s.question)
-        ),
-        tokio::time::timeout(cfg.critic_timeout, call(llm.as_ref(), "critic", critic_req))
+        )
     );
     let block = t.elapsed().as_secs_f64() * 1e3;
     let critic_result: std::result::Result<CriticReply, String> = match &critic {
@@ -929,6 +945,11 @@ mod tests {
         );
         assert_eq!(classify("Why do stars shine?"), Complexity::Complex);
         assert_eq!(classify("When was Jaws released?"), Complexity::Simple);
+        assert_eq!(
+            classify("When was the palace founded at which Columba de Dunbar died in 1435?"),
+            Complexity::MultiHop
+        );
+        assert_eq!(classify("Who directed Jaws?"), Complexity::Simple);
     }
 
     #[test]

@@ -195,6 +195,81 @@ pub fn is_yes_no_question(question: &str) -> bool {
         .is_some_and(|first| AUX.contains(&first.as_str()))
 }
 
+/// The kind of answer a question asks for, from its wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerType {
+    /// "When ...", "What year ...": a date or year.
+    Date,
+    /// "How many ...", "How much ...", "How old ...": a number.
+    Number,
+    /// "Is ...", "Did ...": yes or no.
+    YesNo,
+    /// Anything else.
+    Other,
+}
+
+/// What a question asks for.
+pub fn answer_type(question: &str) -> AnswerType {
+    let q = question.trim().to_lowercase();
+    let t = tokens(&q);
+    let starts = |w: &[&str]| t.len() >= w.len() && t.iter().zip(w).all(|(a, b)| a == b);
+    if starts(&["when"])
+        || q.contains("what year")
+        || q.contains("which year")
+        || q.contains("what date")
+    {
+        AnswerType::Date
+    } else if starts(&["how", "many"])
+        || starts(&["how", "much"])
+        || starts(&["how", "old"])
+        || starts(&["how", "long"])
+    {
+        AnswerType::Number
+    } else if is_yes_no_question(&q) && options(question).is_none() {
+        AnswerType::YesNo
+    } else {
+        AnswerType::Other
+    }
+}
+
+/// Whether text has a number or a date in it (a digit, a month, or a number word).
+pub fn has_number_or_date(text: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "century",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "hundred",
+        "thousand",
+        "million",
+        "billion",
+        "dozen",
+    ];
+    text.chars().any(|c| c.is_ascii_digit())
+        || tokens(text).iter().any(|t| WORDS.contains(&t.as_str()))
+}
+
 /// The two options of an "A or B" question ("Who is older, Alice or Bob?"), if any: the
 /// text before " or " back to the last comma/colon or question word, and after it up to
 /// the question mark.
@@ -303,5 +378,18 @@ mod tests {
             Some("Gasherbrum II".into())
         );
         assert_eq!(options("Which film came out first?"), None);
+        assert_eq!(
+            answer_type("When was the palace founded?"),
+            AnswerType::Date
+        );
+        assert_eq!(
+            answer_type("How many members did it have?"),
+            AnswerType::Number
+        );
+        assert_eq!(answer_type("Are both ferns?"), AnswerType::YesNo);
+        assert_eq!(answer_type("Who is older, A or B?"), AnswerType::Other);
+        assert!(
+            has_number_or_date("the late 12th century") && !has_number_or_date("Spynie Palace")
+        );
     }
 }

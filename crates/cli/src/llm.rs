@@ -20,6 +20,8 @@ pub struct LlmHandle {
     pub llm: Arc<dyn DynLlm>,
     /// Usage of this run.
     pub ledger: Arc<Ledger>,
+    /// The local model itself, when the backend is local (for the LLM reranker).
+    pub local: Option<Arc<LocalLlm>>,
 }
 
 impl App {
@@ -58,6 +60,7 @@ impl App {
 
     /// Builds the configured backend; with `cache`, behind the call cache.
     pub async fn llm(&self, cache: bool, model: Option<&str>) -> Result<LlmHandle> {
+        let mut local_model = None;
         let base: Arc<dyn DynLlm> = match self.config.raw.llm.backend {
             LlmBackend::Local => {
                 let model = model.map(str::to_string);
@@ -66,6 +69,7 @@ impl App {
                     tokio::task::spawn_blocking(move || this.local_llm(model.as_deref()))
                         .await
                         .context("model loading task")??;
+                local_model = Some(local.clone());
                 local
             }
             LlmBackend::Openai => {
@@ -83,7 +87,11 @@ impl App {
         } else {
             Arc::new(MeteredLlm::new(base, ledger.clone()))
         };
-        Ok(LlmHandle { llm, ledger })
+        Ok(LlmHandle {
+            llm,
+            ledger,
+            local: local_model,
+        })
     }
 
     /// `metarag chat`

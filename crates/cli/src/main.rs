@@ -8,6 +8,7 @@
 //! (bad arguments, input or configuration); 3 finished, but some inputs failed (ingest).
 
 mod app;
+mod ask;
 mod bench;
 mod bench_llm;
 mod config;
@@ -48,6 +49,11 @@ enum Command {
     },
     /// Search the index.
     Search(SearchArgs),
+    /// Answer a question over the index (or given paragraphs) with a strategy; prints the
+    /// answer with numbered sources, or the whole trace.
+    Ask(ask::AskArgs),
+    /// Print a strategy's graph (Mermaid).
+    Graph(ask::GraphArgs),
     /// Send one message to the configured chat model and stream its reply.
     Chat(llm::ChatArgs),
     /// Serve the configured chat model as an OpenAI-compatible endpoint.
@@ -276,6 +282,9 @@ fn fault_of(e: &anyhow::Error) -> Fault {
         if let Some(e) = cause.downcast_ref::<metarag_eval::Error>() {
             return e.fault();
         }
+        if let Some(e) = cause.downcast_ref::<metarag_agent::Error>() {
+            return e.fault();
+        }
         if cause.downcast_ref::<config::ConfigError>().is_some()
             || cause.downcast_ref::<app::UserError>().is_some()
         {
@@ -296,6 +305,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             DocsCommand::Rm { ids } => app.docs_rm(&ids).await,
         },
         Command::Search(args) => app.search(args).await,
+        Command::Ask(args) => app.ask(args).await,
+        Command::Graph(args) => app.graph(args),
         Command::Chat(args) => app.chat(args).await,
         Command::ServeLlm(args) => app.serve_llm(args).await,
         Command::Cache { command } => app.cache(command),

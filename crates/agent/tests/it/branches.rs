@@ -4,8 +4,8 @@ use crate::{context, index};
 use metarag_agent::metacog::{DIRECTIVE_EXTERNAL, DIRECTIVE_INTERNAL};
 use metarag_agent::trace::{Remediation, RetrievalReason};
 use metarag_agent::{
-    Agent, AgentConfig, Ask, Budget, Category, DiagnosisMethod, ErrorType, StopReason, Strategy,
-    Trace, prompts,
+    Agent, AgentConfig, Ask, Budget, Category, DiagnosisMethod, ErrorType, RouteConfig, StopReason,
+    Strategy, Trace, prompts,
 };
 use metarag_core::{DynLlm, Message};
 use metarag_testkit::ScriptedLlm;
@@ -228,7 +228,12 @@ async fn insufficient_knowledge_retrieves_with_the_suggested_query() {
     }
     let retriever = index(tmp.path(), &passages).await;
     let mut config = AgentConfig::default();
-    config.routes[0].top_k = 1;
+    // One chunk per search and one hop, whatever the plan says.
+    config.routes = [RouteConfig {
+        top_k: 1,
+        rerank: false,
+        hops: 1,
+    }; 3];
     let llm = Arc::new(
         ScriptedLlm::new()
             .on(&[PLAN], r#"{"complexity": "simple"}"#)
@@ -247,7 +252,8 @@ async fn insufficient_knowledge_retrieves_with_the_suggested_query() {
         .build()
         .unwrap();
     let t = agent.ask(&Ask::new(Q, Strategy::Metarag)).await.unwrap();
-    assert_eq!(t.plan.as_ref().unwrap().method, "llm");
+    // The model said simple; the rules see "the director of Jaws" as a chain.
+    assert_eq!(t.plan.as_ref().unwrap().method, "llm+rules");
     assert_eq!(t.retrievals[0].k, 1);
     assert_eq!(t.retrievals[0].reason, RetrievalReason::Initial);
     let json = serde_json::to_string_pretty(&t).unwrap();

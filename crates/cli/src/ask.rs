@@ -1,0 +1,404 @@
+//! `metarag ask` and `metarag graph`: answer a question with a strategy, show progress per
+//! node, print the answer with its numbered sources, or the whole trace.
+
+use crate::app::{App, UserError};
+use crate::config::RerankBackend;
+use crate::output::{print_json, truncate};
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use metarag_agent::verify::citations;
+use metarag_agent::{Agent, Ask, Passage, Strategy, Trace};
+use metarag_core::{DynReranker, DynRetriever, Store};
+use metarag_models::{CrossEncoder, LlmReranker};
+use metarag_retrieve::HybridRetriever;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `metarag ask`
+#[derive(Args, Debug)]
+pub struct AskArgs {
+    /// The question.
+    pub question: String,
+    /// direct, standard or metarag.
+    #[arg(long, default_value = "metarag")]
+    pub strategy: String,
+    /// Print the answer, then the trace in readable form (nodes, rounds, diagnosis).
+    #[arg(long)]
+    pub trace: bool,
+    /// Gold-context mode: these paragraphs (JSONL or JSON of `{title, text}`, or a QA
+    /// record with `contexts`) are the only sources; nothing is retrieved.
+    #[arg(long, value_name = "FILE")]
+    pub context: Option<PathBuf>,
+    /// Chat model: an installed name or a .gguf file (default: `llm.model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Replay and record calls in the LLM call cache (off: every call runs).
+    #[arg(long)]
+    pub cache: bool,
+    /// Most remediation rounds (default: `agent.max_rounds`).
+    #[arg(long)]
+    pub max_rounds: Option<usize>,
+}
+
+/// `metarag graph`
+#[derive(Args, Debug)]
+pub struct GraphArgs {
+    /// The strategy whose graph to print.
+    #[arg(long, default_value = "metarag")]
+    pub strategy: String,
+}
+
+impl App {
+    /// `metarag graph`: the strategy's graph as Mermaid.
+    pub fn graph(&self, args: GraphArgs) -> Result<ExitCode> {
+        let strategy = Strategy::parse(&args.strategy)?;
+        print!("{}", metarag_agent::graph(strategy).mermaid());
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// The reranker `[rerank]` configures, if any.
+    fn reranker(
+        &self,
+        local: Option<&Arc<metarag_models::LocalLlm>>,
+    ) -> Result<Option<Arc<dyn DynReranker>>> {
+        let r = &self.config.raw.rerank;
+        Ok(match r.backend {
+            RerankBackend::None => None,
+            RerankBackend::CrossEncoder => {
+                let dir = r.path.as_deref().context("rerank.path is not set")?;
+                let name = dir.file_name().map_or_else(
+                    || "cross-encoder".into(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                Some(Arc::new(CrossEncoder::load(dir, &name)?))
+            }
+            RerankBackend::Llm => {
+                let local = local.ok_or_else(|| {
+                    UserError("rerank.backend = \"llm\" needs the local LLM backend".into())
+                })?;
+                Some(Arc::new(LlmReranker::new(
+                    local.clone(),
+                    r.max_chars.unwrap_or(600),
+                )))
+            }
+        })
+    }
+
+    /// The retriever over the default index; an error naming the fix when it is empty.
+    pub async fn retriever(&self) -> Result<Arc<dyn DynRetriever>> {
+        let embedder = self.embedder()?;
+        let index = self.open_index(&self.config.index_dir(), &embedder)?;
+        if Store::stats(&index).await?.documents == 0 {
+            return Err(UserError(format!(
+                "the index at {} is empty: ingest documents first (`metarag ingest PATH`) or pass --context FILE",
+                self.config.index_dir().display()
+            ))
+            .into());
+        }
+        Ok(Arc::new(HybridRetriever::new(
+            embedder,
+            index,
+            self.config.retrieval(),
+        )))
+    }
+
+    /// `metarag ask`
+    pub async fn ask(&self, args: AskArgs) -> Result<ExitCode> {
+        let strategy = Strategy::parse(&args.strategy)?;
+        let context = args.context.as_deref().map(load_context).transpose()?;
+        let mut config = self.config.raw.agent.to_config();
+        if let Some(r) = args.max_rounds {
+            config.max_rounds = r;
+        }
+        let handle = self.llm(args.cache, args.model.as_deref()).await?;
+        let mut builder = Agent::builder(handle.llm.clone()).config(config);
+        if context.is_none() && strategy != Strategy::Direct {
+            builder = builder.retriever(self.retriever().await?);
+            if let Some(r) = self.reranker(handle.local.as_ref())? {
+                builder = builder.reranker(r);
+            }
+        }
+        let agent = builder.build()?;
+        let mut ask = Ask::new(args.question, strategy);
+        if let Some(c) = context {
+            ask = ask.with_context(c);
+        }
+        let spinner = ProgressBar::new_spinner();
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        spinner.enable_steady_tick(Duration::from_millis(120));
+        let trace = agent
+            .ask_observed(&ask, &|node| spinner.set_message(node.to_string()))
+            .await?;
+        spinner.finish_and_clear();
+        if self.json {
+            print_json(&trace)?;
+        } else {
+            print_answer(&trace);
+            if args.trace {
+                print_trace(&trace);
+            }
+        }
+        Ok(match trace.stop {
+            metarag_agent::StopReason::Failed(_) => {
+                eprintln!("error: the run failed: {:?}", trace.stop);
+                ExitCode::from(1)
+            }
+            _ => ExitCode::SUCCESS,
+        })
+    }
+}
+
+/// Reads gold context paragraphs: JSONL or a JSON array of `{title, text}` (or `sentences`,
+/// or MuSiQue's `paragraph_text`), or one QA record with `contexts`.
+pub fn load_context(path: &Path) -> Result<Vec<Passage>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    let trimmed = text.trim_start();
+    let records: Vec<(usize, Value)> = if trimmed.starts_with('[')
+        || trimmed.starts_with('{') && serde_json::from_str::<Value>(trimmed).is_ok()
+    {
+        let v: Value = serde_json::from_str(trimmed)
+            .map_err(|e| UserError(format!("{}: not valid JSON: {e}", path.display())))?;
+        match v {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, v))
+                .collect(),
+            Value::Object(ref o) if o.contains_key("contexts") => o["contexts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, v))
+                .collect(),
+            other => vec![(1, other)],
+        }
+    } else {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(line).map_err(|e| {
+                UserError(format!("{}:{}: not valid JSON: {e}", path.display(), i + 1))
+            })?;
+            out.push((i + 1, v));
+        }
+        out
+    };
+    let mut passages = Vec::new();
+    for (n, v) in records {
+        let title = v
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let body = v
+            .get("text")
+            .or_else(|| v.get("paragraph_text"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| {
+                v.get("sentences").and_then(Value::as_array).map(|s| {
+                    s.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+            })
+            .ok_or_else(|| {
+                UserError(format!(
+                    "{}: record {n}: no `text` (or `sentences`, `paragraph_text`)",
+                    path.display()
+                ))
+            })?;
+        let title = if title.is_empty() {
+            format!("paragraph {n}")
+        } else {
+            title
+        };
+        passages.push(Passage::paragraph(title, body));
+    }
+    if passages.is_empty() {
+        return Err(UserError(format!("{}: no paragraphs", path.display())).into());
+    }
+    Ok(passages)
+}
+
+fn print_answer(t: &Trace) {
+    if t.answer.is_empty() {
+        println!("(no answer)");
+    } else {
+        println!("{}", t.answer);
+    }
+    if !t.short_answer.is_empty() && t.short_answer != t.answer {
+        println!("\nShort answer: {}", t.short_answer);
+    }
+    let cited: BTreeSet<usize> = citations(&t.answer)
+        .into_iter()
+        .flat_map(|(_, n)| n)
+        .collect();
+    if !t.sources.is_empty() {
+        println!("\nSources:");
+        for s in &t.sources {
+            let p = &s.passage;
+            let section: String = p
+                .section
+                .iter()
+                .filter(|x| **x != p.title)
+                .map(|x| format!(" > {x}"))
+                .collect();
+            let pages = p
+                .pages
+                .map(|(a, b)| {
+                    if a == b {
+                        format!(", p. {a}")
+                    } else {
+                        format!(", pp. {a}-{b}")
+                    }
+                })
+                .unwrap_or_default();
+            let mark = if cited.contains(&s.n) { "*" } else { " " };
+            println!("{mark}[{}] {}{}{}", s.n, p.title, section, pages);
+            println!("     {}", truncate(&s.text().replace('\n', " "), 200));
+        }
+    }
+    let passed = t.rounds.iter().any(|r| r.monitor.is_some_and(|m| m.passed));
+    eprintln!(
+        "\n{} · {} round(s) · {} · {} LLM call(s) · {:.1} s · overhead {:.2}%",
+        t.strategy,
+        t.rounds.len(),
+        match &t.stop {
+            metarag_agent::StopReason::Done(m) if passed || t.strategy != "metarag" => m.clone(),
+            metarag_agent::StopReason::Done(m) => format!("{m}, gate not passed"),
+            metarag_agent::StopReason::Budget(m) => format!("budget: {m}"),
+            metarag_agent::StopReason::Failed(m) => format!("failed: {m}"),
+        },
+        t.usage.llm_calls,
+        t.graph.wall_ms / 1e3,
+        t.overhead_share() * 100.0
+    );
+}
+
+fn print_trace(t: &Trace) {
+    println!("\nTrace");
+    if let Some(p) = &t.plan {
+        println!(
+            "  plan: {} ({}), top_k {}, rerank {}, hops {}",
+            p.complexity.as_str(),
+            p.method,
+            p.route.top_k,
+            p.route.rerank,
+            p.route.hops
+        );
+    }
+    for r in &t.retrievals {
+        println!(
+            "  retrieve ({:?}): {:?} -> {} hits, {} new, dropped {}, coverage {:.2}, diversity {:.2}, rerank {}",
+            r.reason,
+            truncate(&r.query, 60),
+            r.hits,
+            r.added,
+            r.guardrails.total(),
+            r.diagnostics.query_coverage,
+            r.diagnostics.document_diversity,
+            r.rerank
+        );
+    }
+    for r in &t.rounds {
+        println!("  round {}: {}", r.index, truncate(&r.answer, 120));
+        if let Some(d) = &r.directive {
+            println!("    directive: {}", truncate(d, 100));
+        }
+        if let Some(v) = &r.verification {
+            println!(
+                "    faithfulness {:.2}, completeness {:.2}, citation precision {:.2}, unsupported {:.2}, facts found {}/{}",
+                v.faithfulness,
+                v.completeness,
+                v.citation_precision,
+                v.unsupported_claim_rate,
+                v.facts.iter().filter(|f| f.verified).count(),
+                v.facts.len()
+            );
+        }
+        if let Some(m) = &r.monitor {
+            println!("    gate: {}", if m.passed { "passed" } else { "failed" });
+        }
+        if let Some(d) = &r.diagnosis {
+            println!(
+                "    diagnosis: {} {:?} ({:?}): {}",
+                d.category.as_str(),
+                d.error_types,
+                d.method,
+                d.reasons.join("; ")
+            );
+        }
+    }
+    println!("  nodes:");
+    for e in &t.graph.events {
+        println!(
+            "    {:<10} {:>9.1} ms  {} call(s)  {} tokens{}",
+            e.node,
+            e.elapsed_ms,
+            e.llm_calls,
+            e.tokens,
+            e.next
+                .as_deref()
+                .map(|n| format!("  -> {n}"))
+                .unwrap_or_default()
+        );
+    }
+    println!(
+        "  stop: {:?}; wall {:.0} ms, LLM {:.0} ms, search {:.0} ms, overhead {:.1} ms ({:.2}%)",
+        t.stop,
+        t.graph.wall_ms,
+        t.usage.llm_ms,
+        t.usage.search_ms,
+        t.graph.overhead_ms,
+        t.overhead_share() * 100.0
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_files_in_every_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let jsonl = dir.path().join("p.jsonl");
+        std::fs::write(
+            &jsonl,
+            "{\"title\": \"A\", \"text\": \"alpha\"}\n\n{\"sentences\": [\"b1.\", \"b2.\"]}\n",
+        )
+        .unwrap();
+        let p = load_context(&jsonl).unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[1].title, "paragraph 3");
+        assert_eq!(p[1].text, "b1. b2.");
+        let record = dir.path().join("r.json");
+        std::fs::write(
+            &record,
+            r#"{"question": "q", "contexts": [{"title": "T", "text": "x"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(load_context(&record).unwrap()[0].title, "T");
+        let bad = dir.path().join("bad.jsonl");
+        std::fs::write(&bad, "{\"title\": \"A\"}\n").unwrap();
+        let err = load_context(&bad).unwrap_err().to_string();
+        assert!(err.contains("bad.jsonl: record 1: no `text`"), "{err}");
+        std::fs::write(&bad, "{\"title\": \"A\", \"text\": \"x\"}\n{oops\n").unwrap();
+        let err = load_context(&bad).unwrap_err().to_string();
+        assert!(err.contains("bad.jsonl:2: not valid JSON"), "{err}");
+    }
+}
