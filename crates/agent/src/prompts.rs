@@ -87,13 +87,14 @@ pub fn write(
     let directive = directive
         .map(|d| format!("Instruction for this attempt: {d}\n\n"))
         .unwrap_or_default();
-    let shape = "Reply in JSON: {\"answer\": \"...\", \"short_answer\": \"...\"}";
+    let shape = "Reply in JSON: {\"answer\": \"...\", \"short_answer\": \"...\"}. The short_answer is the \
+                 answer alone in as few words as possible (a name, a date, a number, or yes/no), not a sentence.";
     let request = if sources.is_empty() {
         ChatRequest::new(vec![
             Message::system(SYSTEM_CLOSED),
             Message::user(format!(
                 "Question: {question}\n\n{directive}Answer from your own knowledge in one or two sentences. \
-                 Then give the short final answer: only the name, date, number, or yes/no.\n{shape}"
+                 \n{shape}"
             )),
         ])
     } else {
@@ -102,8 +103,7 @@ pub fn write(
             format!(
                 "Question: {question}\n\n{directive}Answer the question using the sources. After every fact, \
                  cite the source that states it by its number in square brackets, like [1]. Use one to three \
-                 sentences. Then give the short final answer: only the name, date, number, or yes/no, \
-                 without citations.\n{shape}"
+                 sentences.\n{shape}"
             ),
         ))
     };
@@ -140,7 +140,7 @@ pub fn facts(question: &str, sources: &[Source]) -> ChatRequest {
              (at most 4). For each fact give: need (what must be known), value (the fact as the sources state \
              it), source (the number of the source stating it) and quote (the exact words of that source). If \
              no source states a fact, give an empty value, source 0 and an empty quote.\n\
-             Reply in JSON: {{\"facts\": [{{\"need\": \"...\", \"value\": \"...\", \"source\": 1, \"quote\": \"...\"}}]}}"
+             Reply in JSON: {{\"facts\": [{{\"need\": \"...\", \"value\": \"...\", \"source\": <number>, \"quote\": \"...\"}}]}}"
         ),
     ))
     .json_schema::<FactsReply>()
@@ -166,7 +166,7 @@ pub fn judge(question: &str, sources: &[Source], answer: &str) -> ChatRequest {
             "Question: {question}\n\nAnswer to check: {answer}\n\nScore the answer from 0 to 1: faithfulness (every \
              claim is supported by the source it cites), completeness (it answers every part of the question), \
              confidence (how sure you are that it is correct).\n\
-             Reply in JSON: {{\"faithfulness\": 0.0, \"completeness\": 0.0, \"confidence\": 0.0}}"
+             Reply in JSON with three numbers from 0 to 1: {{\"faithfulness\": <score>, \"completeness\": <score>, \"confidence\": <score>}}"
         ),
     ))
     .json_schema::<JudgeReply>()
@@ -211,8 +211,8 @@ pub fn critic(
              needs? error_types: which of incomplete_reasoning (missed steps or ignored evidence), \
              answer_redundance (repetitive or verbose), ambiguity_understanding (answered a different question) \
              the answer shows. suggested_query: one search query that would find the missing information.\n\
-             Reply in JSON: {{\"internal_sufficient\": true, \"external_sufficient\": true, \"error_types\": [], \
-             \"suggested_query\": \"...\"}}"
+             Reply in JSON: {{\"internal_sufficient\": <true or false>, \"external_sufficient\": <true or false>, \
+             \"error_types\": [...], \"suggested_query\": \"...\"}}"
         ),
     ))
     .json_schema::<CriticReply>()

@@ -13,7 +13,7 @@
 //! - citation correct: the claim is supported and the cited source alone holds at least
 //!   half of `support_threshold` of its terms; citation precision = correct / all;
 //! - fact verified: its quote's terms are >= 80% in some source and its value's terms are
-//!   >= 50% in that source; the fact is in the answer when >= 50% of its value's terms are;
+//!   >= 50% in that source; the fact is in the answer when >= 2/3 of its value's terms are;
 //! - faithfulness = (1 - w) * supported claims / claims + w * judge;
 //! - completeness = (1 - w) * (verified facts in the answer / facts needed; 0 for a refusal;
 //!   0.5 when no facts were listed) + w * judge.
@@ -444,7 +444,7 @@ fn check_fact(
         source: if quote_recall >= 0.8 { source } else { 0 },
         quote: f.quote.clone(),
         verified,
-        in_answer: verified && recall(&value, answer_terms) >= 0.5,
+        in_answer: verified && recall(&value, answer_terms) >= 0.66,
     }
 }
 
