@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: build metarag, fetch the local embedding model and chat
-# model, ingest the bundled sample documents, search them and ask the local model.
+# model, ingest the bundled sample documents, search them and answer a question with
+# citations (the MetaRAG strategy on the local model).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -11,4 +12,4 @@ metarag="$CARGO_TARGET_DIR/debug/metarag"
 "$metarag" models pull
 "$metarag" ingest examples/docs
 "$metarag" search "who designed the Panama canal locks" --k 3
-"$metarag" chat "Which country is the director of Jaws from?"
+"$metarag" ask "Who designed the lock gates of the Panama Canal?"

@@ -769,7 +769,7 @@ async fn converge(s: &mut RunState) -> NodeResult {
     let similarity = (n >= 2)
         .then(|| metacog::answer_similarity(&s.rounds[n - 2].answer, &s.rounds[n - 1].answer));
     s.current_round()?.similarity_to_previous = similarity;
-    if n - 1 >= max_rounds {
+    if n > max_rounds {
         return Ok(Transition::Stop(StopReason::Done(format!(
             "max_rounds {max_rounds}"
         ))));

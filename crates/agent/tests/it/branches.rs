@@ -227,13 +227,15 @@ async fn insufficient_knowledge_retrieves_with_the_suggested_query() {
         passages.push((t.to_string(), x.to_string()));
     }
     let retriever = index(tmp.path(), &passages).await;
-    let mut config = AgentConfig::default();
     // One chunk per search and one hop, whatever the plan says.
-    config.routes = [RouteConfig {
-        top_k: 1,
-        rerank: false,
-        hops: 1,
-    }; 3];
+    let config = AgentConfig {
+        routes: [RouteConfig {
+            top_k: 1,
+            rerank: false,
+            hops: 1,
+        }; 3],
+        ..AgentConfig::default()
+    };
     let llm = Arc::new(
         ScriptedLlm::new()
             .on(&[PLAN], r#"{"complexity": "simple"}"#)

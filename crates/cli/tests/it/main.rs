@@ -309,3 +309,60 @@ fn chat_through_an_openai_backend_served_by_serve_llm() {
         "{v}"
     );
 }
+
+#[test]
+fn ask_answers_over_the_ingested_examples_with_sources() {
+    metarag_testkit::local_llm();
+    let env = Env::new();
+    // Nothing ingested yet: a user error that says what to do.
+    let out = env.run(&["ask", "Who designed the lock gates?"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ingest documents first"));
+
+    let ingested = env.run(&["ingest", examples().to_str().unwrap()]);
+    assert!(ingested.status.success());
+    // One round (no remediation) keeps the test short; the tests' small model.
+    let out = env.run(&[
+        "ask",
+        "Who designed the lock gates of the Panama Canal?",
+        "--max-rounds",
+        "0",
+        "--model",
+        metarag_testkit::LLM,
+        "--trace",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("Sources:"), "{stdout}");
+    assert!(stdout.contains("] Panama Canal"), "{stdout}");
+    // --trace: the nodes that ran, and the run's summary line on stderr.
+    for node in ["plan", "retrieve", "read", "write", "verify", "monitor"] {
+        assert!(stdout.contains(&format!("    {node} ")), "{node}: {stdout}");
+    }
+    assert!(stderr.contains("metarag · 1 round(s)"), "{stderr}");
+}
+
+#[test]
+fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
+    let env = Env::new();
+    let out = env.run(&["graph", "--strategy", "metarag"]);
+    assert!(out.status.success());
+    let m = String::from_utf8_lossy(&out.stdout);
+    assert!(m.starts_with("flowchart TD\n"), "{m}");
+    assert!(
+        m.contains("remediate -->|insufficient_knowledge| retrieve"),
+        "{m}"
+    );
+
+    let out = env.run(&["graph", "--strategy", "react"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown strategy `react`"));
+
+    let bad = env.home.path().join("ctx.jsonl");
+    std::fs::write(&bad, "{\"title\": \"A\"}\n").unwrap();
+    let out = env.run(&["ask", "--context", bad.to_str().unwrap(), "q?"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ctx.jsonl: record 1: no `text`"), "{err}");
+}
