@@ -17,7 +17,7 @@ const STOPWORDS: &[&str] = &[
     "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there",
     "these", "they", "this", "those", "to", "under", "until", "up", "was", "we", "were", "what",
     "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with",
-    "would", "you", "your",
+    "would", "yes", "you", "your",
 ];
 
 /// Lowercase word tokens (letters and digits; everything else separates).

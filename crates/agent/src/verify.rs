@@ -13,8 +13,10 @@
 //! - citation correct: the claim is supported and the cited source alone holds at least
 //!   half of `support_threshold` of its terms; citation precision = correct / all;
 //! - fact verified: its quote's terms are >= 80% in some source and its value's terms are
-//!   >= 50% in that source; the fact is in the answer when >= 2/3 of its value's terms are;
-//! - faithfulness = (1 - w) * supported claims / claims + w * judge;
+//!   >= 50% in that source (a yes/no value is a judgement: the quote suffices); the fact is in the answer when >= 2/3 of its value's terms are;
+//! - faithfulness = (1 - w) * supported claims / claims + w * judge; a bare yes/no answer
+//!   has no claims to check and rests on the facts: their verified share stands in for
+//!   both the supported-claim share and citation precision;
 //! - completeness = (1 - w) * (verified facts in the answer / facts needed; 0 for a refusal;
 //!   0.5 when no facts were listed) + w * judge.
 
@@ -345,11 +347,23 @@ pub fn verify(input: VerifyInput<'_>) -> Verification {
         || input.answer.trim().is_empty();
     let n = claims.len().max(1) as f64;
     let supported = claims.iter().filter(|c| c.supported).count() as f64;
-    let faithfulness_code = if claims.is_empty() {
-        0.0
-    } else {
-        supported / n
+    // A bare "yes"/"no" has no content terms to check: it rests on the needed facts, and
+    // their verified quotes stand in for its claims and citations.
+    let verified_share = (!facts.is_empty())
+        .then(|| facts.iter().filter(|f| f.verified).count() as f64 / facts.len() as f64);
+    let bare_judgement = claims.is_empty() && !input.answer.trim().is_empty();
+    let faithfulness_code = match (claims.is_empty(), bare_judgement, verified_share) {
+        (false, _, _) => supported / n,
+        (true, true, Some(share)) => share,
+        _ => 0.0,
     };
+    if bare_judgement
+        && citations_total == 0
+        && let Some(share) = verified_share
+    {
+        citations_total = facts.len();
+        citations_ok = (share * facts.len() as f64).round() as usize;
+    }
     let completeness_code = if refusal {
         0.0
     } else if facts.is_empty() {
@@ -432,12 +446,18 @@ fn check_fact(
         }
     }
     let (source, quote_recall) = best.unwrap_or((0, 0.0));
-    let verified = !value.is_empty()
+    // A yes/no value is a judgement drawn from the quote, not words a source states.
+    let judgement = matches!(
+        crate::text::tokens(&f.value).first().map(String::as_str),
+        Some("yes" | "no" | "true" | "false")
+    );
+    let verified = (!value.is_empty() || judgement)
         && !is_refusal(&f.value)
         && quote_recall >= 0.8
-        && source_terms
-            .get(source.wrapping_sub(1))
-            .is_some_and(|s| recall(&value, s) >= 0.5);
+        && (judgement
+            || source_terms
+                .get(source.wrapping_sub(1))
+                .is_some_and(|s| recall(&value, s) >= 0.5));
     Fact {
         need: f.need.clone(),
         value: f.value.clone(),
@@ -576,6 +596,37 @@ pub(crate) mod tests {
         assert!(!v.facts[0].verified);
         assert_eq!(v.faithfulness, 0.0);
         assert!(v.judge.is_none() && v.judge_error.is_some());
+
+        // A yes/no fact rests on its quote alone.
+        let yes = FactsReply {
+            facts: vec![FactReply {
+                need: "is Spielberg a director".into(),
+                value: "Yes".into(),
+                source: 2,
+                quote: "Steven Spielberg is an American film director".into(),
+            }],
+        };
+        let v = verify(VerifyInput {
+            answer: "Yes [2].",
+            short_answer: "yes",
+            sources: &s,
+            facts: Ok(&yes),
+            judge: Err("n/a".into()),
+            support_threshold: 0.6,
+            judge_weight: 0.25,
+        });
+        assert_eq!(v.facts_all_verified(), Some(true));
+        let v = verify(VerifyInput {
+            answer: "Yes.",
+            short_answer: "yes",
+            sources: &s,
+            facts: Ok(&yes),
+            judge: Err("n/a".into()),
+            support_threshold: 0.6,
+            judge_weight: 0.25,
+        });
+        assert!(v.claims.is_empty());
+        assert_eq!((v.faithfulness, v.citation_precision), (1.0, 1.0));
 
         let v = verify(VerifyInput {
             answer: "The sources do not mention it.",

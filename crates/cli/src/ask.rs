@@ -62,7 +62,7 @@ impl App {
     }
 
     /// The reranker `[rerank]` configures, if any.
-    fn reranker(
+    pub fn reranker(
         &self,
         local: Option<&Arc<metarag_models::LocalLlm>>,
     ) -> Result<Option<Arc<dyn DynReranker>>> {

@@ -11,6 +11,7 @@ mod app;
 mod ask;
 mod bench;
 mod bench_llm;
+mod bench_qa;
 mod config;
 mod llm;
 mod output;
@@ -68,11 +69,9 @@ enum Command {
         #[command(subcommand)]
         command: ModelsCommand,
     },
-    /// Benchmarks.
-    Bench {
-        #[command(subcommand)]
-        command: BenchCommand,
-    },
+    /// Benchmarks: `bench --dataset hotpotqa --mode gold --strategy standard,metarag` runs
+    /// the QA benchmark; `bench report RUN.json` reports it; `bench retrieval|llm|rerank`.
+    Bench(Box<BenchArgs>),
     /// Print the effective configuration.
     Config,
 }
@@ -213,8 +212,21 @@ enum ModelsCommand {
     },
 }
 
+/// `metarag bench`: the QA benchmark (`--dataset ...`) or one of the other benchmarks.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    #[command(flatten)]
+    qa: bench_qa::QaArgs,
+}
+
 #[derive(Subcommand, Debug)]
 enum BenchCommand {
+    /// Turn a QA run record into a markdown report with SVG plots (F1 by type, rounds,
+    /// latency) beside the paper baselines.
+    Report(bench_qa::ReportArgs),
     /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
     Retrieval(bench::RetrievalArgs),
     /// The local chat model on gold QA: EM/F1, seconds per question, tokens/s and the
@@ -319,10 +331,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             } => app.models_add(&dir, &name, query_instruction).await,
             ModelsCommand::List { available } => app.models_list(available),
         },
-        Command::Bench { command } => match command {
-            BenchCommand::Retrieval(args) => bench::retrieval(&app, args).await,
-            BenchCommand::Llm(args) => bench_llm::llm(&app, args).await,
-            BenchCommand::Rerank(args) => bench_llm::rerank(&app, args).await,
+        Command::Bench(bench) => match bench.command {
+            None => app.bench_qa(bench.qa).await,
+            Some(BenchCommand::Retrieval(args)) => bench::retrieval(&app, args).await,
+            Some(BenchCommand::Llm(args)) => bench_llm::llm(&app, args).await,
+            Some(BenchCommand::Rerank(args)) => bench_llm::rerank(&app, args).await,
+            Some(BenchCommand::Report(args)) => app.bench_report(args),
         },
         Command::Config => app.show_config(),
     }

@@ -3,12 +3,18 @@
 //! Evaluation: loaders for the multi-hop QA data sets (the normalised JSONL of
 //! `shared/data/qa`), answer metrics as the papers compute them (EM, F1, precision, recall,
 //! Sub-EM over answer aliases), and the retrieval benchmark — recall@k of the supporting
-//! titles, MRR, and query latency per mode — that `metarag bench retrieval` runs.
+//! titles, MRR, and query latency per mode — that `metarag bench retrieval` runs, and the
+//! QA benchmark ([`qa`]: every sampled question through every registered strategy, gold or
+//! open protocol, resumable) with its run records, bootstrap intervals and markdown + SVG
+//! report ([`report`]).
 
 mod dataset;
 mod error;
 mod metrics;
+pub mod qa;
+pub mod report;
 mod retrieval;
+pub mod stats;
 
 pub use dataset::{QaContext, QaRecord, load_dataset};
 pub use error::{Error, Result};

@@ -2,11 +2,11 @@
 //! exact match, token F1 (with precision and recall), HotpotQA's yes/no rule, Sub-EM, and
 //! the maximum over a question's answer aliases.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Scores of one prediction against one question's answers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct AnswerScores {
     /// 1.0 if the normalised prediction equals a normalised answer.
     pub em: f64,

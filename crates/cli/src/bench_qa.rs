@@ -1,0 +1,451 @@
+//! `metarag bench --dataset ...` (the QA benchmark) and `metarag bench report`.
+
+use crate::app::{App, UserError};
+use crate::output::print_json;
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use metarag_agent::{Agent, Strategy};
+use metarag_core::Embedder;
+use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
+use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, plots, summarize};
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The evidence protocol.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// The question's supporting paragraphs are the only sources.
+    Gold,
+    /// The data set's corpus is indexed; strategies retrieve from it.
+    Open,
+}
+
+/// `metarag bench --dataset ...`
+#[derive(Args, Debug)]
+pub struct QaArgs {
+    /// hotpotqa, 2wikimultihopqa, musique (looked up in --data-dir), or a file: the
+    /// normalised JSONL or the official HotpotQA / 2Wiki / MuSiQue dev files.
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// gold or open.
+    #[arg(long, value_enum, default_value = "gold")]
+    pub mode: ModeArg,
+    /// Questions to sample.
+    #[arg(long, default_value_t = 100)]
+    pub n: usize,
+    /// Sampling seed.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Questions answered at the same time.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Strategies, comma-separated (direct, standard, metarag).
+    #[arg(long, value_delimiter = ',', default_value = "metarag")]
+    pub strategy: Vec<String>,
+    /// Where results files and run records go.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Where the data set names are looked up (default: ./data/qa, then ../shared/data/qa).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Open mode: the corpus (`{doc_id, title, text}` lines; default: the data set's
+    /// `-corpus.jsonl` beside it).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    /// Run every call (the call cache is on by default, which also makes an interrupted
+    /// run's repeats free).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Start over instead of continuing the results file of the same experiment.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Chat model: an installed name or a .gguf file (default: `llm.model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Most remediation rounds (default: `agent.max_rounds`).
+    #[arg(long)]
+    pub max_rounds: Option<usize>,
+}
+
+/// `metarag bench report`
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A run record (`runs/....json`).
+    pub record: PathBuf,
+    /// Another run record to compare with.
+    #[arg(long)]
+    pub compare: Option<PathBuf>,
+    /// Directory for the markdown and SVG files (default: beside the record).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
+    let as_path = PathBuf::from(name);
+    if as_path.is_file() {
+        return Ok(as_path);
+    }
+    let known = ["hotpotqa", "2wikimultihopqa", "musique"];
+    if !known.contains(&name) {
+        return Err(UserError(format!(
+            "--dataset {name}: no such file, and not one of {}",
+            known.join(", ")
+        ))
+        .into());
+    }
+    let dirs: Vec<PathBuf> = match data_dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => vec!["data/qa".into(), "../shared/data/qa".into()],
+    };
+    for d in &dirs {
+        let f = d.join(format!("{name}-dev.jsonl"));
+        if f.is_file() {
+            return Ok(f);
+        }
+    }
+    Err(UserError(format!(
+        "--dataset {name}: no {name}-dev.jsonl in {}; pass --data-dir or a file",
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    ))
+    .into())
+}
+
+fn git_commit() -> Option<String> {
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let mut commit = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let dirty = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .ok()
+        .is_some_and(|o| !o.stdout.is_empty());
+    if dirty {
+        commit.push_str("-dirty");
+    }
+    Some(commit)
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The header line of a results file.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Header {
+    config: RunConfig,
+    started_at: u64,
+}
+
+/// Reads a results file: its header and every complete result line (a line cut short by
+/// an interruption is ignored, and that question runs again).
+fn read_results(path: &Path) -> Result<(Header, Vec<QuestionResult>)> {
+    let file = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    let mut lines = std::io::BufReader::new(file).lines();
+    let header: Header = match lines.next() {
+        Some(l) => serde_json::from_str(&l?)
+            .map_err(|e| UserError(format!("{}: not a results file: {e}", path.display())))?,
+        None => return Err(UserError(format!("{}: empty results file", path.display())).into()),
+    };
+    let mut results = Vec::new();
+    for line in lines {
+        let line = line?;
+        if let Ok(r) = serde_json::from_str::<QuestionResult>(&line) {
+            results.push(r);
+        }
+    }
+    Ok((header, results))
+}
+
+impl App {
+    /// `metarag bench --dataset ...`
+    pub async fn bench_qa(&self, args: QaArgs) -> Result<ExitCode> {
+        let name = args.dataset.as_deref().ok_or_else(|| {
+            UserError(
+                "bench: give --dataset NAME|FILE, or a subcommand (retrieval, llm, rerank, report)"
+                    .into(),
+            )
+        })?;
+        let path = resolve_dataset(name, args.data_dir.as_deref())?;
+        let records = metarag_eval::load_dataset(&path)?;
+        if records.is_empty() {
+            return Err(UserError(format!("{}: no questions", path.display())).into());
+        }
+        let dataset = records
+            .iter()
+            .map(|r| r.dataset.clone())
+            .find(|d| !d.is_empty())
+            .unwrap_or_else(|| {
+                path.file_stem()
+                    .map_or_else(|| "dataset".into(), |s| s.to_string_lossy().into_owned())
+            });
+        let questions = sample(records, args.n, args.seed);
+        let strategies: Vec<Strategy> = args
+            .strategy
+            .iter()
+            .map(|s| Strategy::parse(s))
+            .collect::<Result<_, _>>()?;
+        let protocol = match args.mode {
+            ModeArg::Gold => Protocol::Gold,
+            ModeArg::Open => Protocol::Open,
+        };
+        let mut agent_config = self.config.raw.agent.to_config();
+        if let Some(r) = args.max_rounds {
+            agent_config.max_rounds = r;
+        }
+        let handle = self.llm(!args.no_cache, args.model.as_deref()).await?;
+        let model = metarag_core::Llm::model_id(&handle.llm).to_string();
+        let mut builder = Agent::builder(handle.llm.clone()).config(agent_config.clone());
+        let mut embedder_id = None;
+        if protocol == Protocol::Open {
+            let corpus = match &args.corpus {
+                Some(c) => c.clone(),
+                None => {
+                    let c = path.with_file_name(format!("{dataset}-corpus.jsonl"));
+                    if !c.is_file() {
+                        return Err(UserError(format!(
+                            "open mode needs the corpus: no {} (pass --corpus FILE)",
+                            c.display()
+                        ))
+                        .into());
+                    }
+                    c
+                }
+            };
+            let embedder = self.embedder()?;
+            embedder_id = Some(embedder.model_id().to_string());
+            eprintln!(
+                "indexing {} (once; later runs reuse it)...",
+                corpus.display()
+            );
+            let (dir, _) = crate::bench::corpus_index(self, &corpus, None, &embedder).await?;
+            let index = self.open_index(&dir, &embedder)?;
+            builder = builder.retriever(Arc::new(metarag_retrieve::HybridRetriever::new(
+                embedder,
+                index,
+                self.config.retrieval(),
+            )));
+            if let Some(r) = self.reranker(handle.local.as_ref())? {
+                builder = builder.reranker(r);
+            }
+        }
+        let agent = builder.build()?;
+        let config = RunConfig {
+            dataset: dataset.clone(),
+            dataset_path: path.display().to_string(),
+            protocol,
+            n: questions.len(),
+            seed: args.seed,
+            strategies: strategies.clone(),
+            model: model.clone(),
+            embedder: embedder_id,
+            agent: agent_config,
+            cache: !args.no_cache,
+        };
+
+        // The results file of this experiment: continued unless --fresh.
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        let stem: String = format!(
+            "{dataset}-{}-{}-{model}-n{}-s{}",
+            protocol.as_str(),
+            strategies
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join("+"),
+            questions.len(),
+            args.seed
+        )
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-+._".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+        let results_path = args.out.join(format!("{stem}.jsonl"));
+        let record_path = args.out.join(format!("{stem}.json"));
+        let (started_at, mut results) = if results_path.is_file() && !args.fresh {
+            let (header, results) = read_results(&results_path)?;
+            if !header.config.same_experiment(&config) {
+                return Err(UserError(format!(
+                    "{} holds a run with other settings; pass --fresh to start over or --out another directory",
+                    results_path.display()
+                ))
+                .into());
+            }
+            (header.started_at, results)
+        } else {
+            let header = Header {
+                config: config.clone(),
+                started_at: now(),
+            };
+            std::fs::write(
+                &results_path,
+                format!("{}\n", serde_json::to_string(&header)?),
+            )
+            .with_context(|| format!("writing {}", results_path.display()))?;
+            (header.started_at, Vec::new())
+        };
+        let wanted: HashSet<(String, Strategy)> = questions
+            .iter()
+            .flat_map(|q| strategies.iter().map(move |s| (q.id.clone(), *s)))
+            .collect();
+        results.retain(|r| wanted.contains(&r.key()));
+        let done: HashSet<(String, Strategy)> = results.iter().map(QuestionResult::key).collect();
+        let total = (questions.len() * strategies.len()) as u64;
+        if !done.is_empty() {
+            eprintln!(
+                "continuing {}: {} of {total} done",
+                results_path.display(),
+                done.len()
+            );
+        }
+
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} eta {eta} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_position(done.len() as u64);
+        let mut running: BTreeMap<&'static str, (f64, f64, usize)> = BTreeMap::new();
+        for r in &results {
+            let e = running.entry(r.strategy.name()).or_default();
+            e.0 += r.scores.em;
+            e.1 += r.scores.f1;
+            e.2 += 1;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&results_path)
+            .with_context(|| format!("opening {}", results_path.display()))?;
+        let mut write_error = None;
+        run_all(
+            &agent,
+            &questions,
+            &strategies,
+            protocol,
+            args.concurrency,
+            &done,
+            |r| {
+                let line = serde_json::to_string(&r).unwrap_or_default();
+                if let Err(e) = writeln!(file, "{line}").and_then(|_| file.flush()) {
+                    write_error.get_or_insert(e);
+                }
+                let e = running.entry(r.strategy.name()).or_default();
+                e.0 += r.scores.em;
+                e.1 += r.scores.f1;
+                e.2 += 1;
+                bar.set_message(
+                    running
+                        .iter()
+                        .map(|(s, (em, f1, n))| {
+                            format!(
+                                "{s} EM {:.1} F1 {:.1}",
+                                em / *n as f64 * 100.0,
+                                f1 / *n as f64 * 100.0
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" | "),
+                );
+                bar.inc(1);
+                results.push(r);
+            },
+        )
+        .await;
+        bar.finish_and_clear();
+        if let Some(e) = write_error {
+            return Err(anyhow::anyhow!("writing {}: {e}", results_path.display()));
+        }
+
+        // Report order: strategy, then sample order.
+        let order: BTreeMap<&str, usize> = questions
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.id.as_str(), i))
+            .collect();
+        let sidx = |s: Strategy| strategies.iter().position(|x| *x == s).unwrap_or(0);
+        results.sort_by_key(|r| {
+            (
+                sidx(r.strategy),
+                order.get(r.id.as_str()).copied().unwrap_or(0),
+            )
+        });
+        let summary = summarize(&strategies, &results, config.agent.max_rounds);
+        let record = RunRecord {
+            version: RECORD_VERSION,
+            config,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            git_commit: git_commit(),
+            started_at,
+            finished_at: now(),
+            summary,
+            results,
+        };
+        std::fs::write(&record_path, serde_json::to_string(&record)?)
+            .with_context(|| format!("writing {}", record_path.display()))?;
+        if self.json {
+            print_json(&serde_json::json!({"record": record_path, "summary": record.summary}))?;
+        } else {
+            let md = markdown(&record, None, &[]);
+            // The answers table, and where the full report comes from.
+            if let Some(table) = md
+                .split("## Answers")
+                .nth(1)
+                .and_then(|t| t.split("\n## ").next())
+            {
+                println!("{}", table.trim());
+            }
+            println!("\nrun record: {}", record_path.display());
+            println!("report:     metarag bench report {}", record_path.display());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `metarag bench report`
+    pub fn bench_report(&self, args: ReportArgs) -> Result<ExitCode> {
+        let record = RunRecord::load(&args.record)?;
+        let compare = args.compare.as_deref().map(RunRecord::load).transpose()?;
+        let dir = args.out.clone().unwrap_or_else(|| {
+            args.record
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        });
+        let stem = args
+            .record
+            .file_stem()
+            .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+        let svgs = plots(&record, &dir, &stem)?;
+        let names: Vec<String> = svgs
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        let md = markdown(&record, compare.as_ref(), &names);
+        let md_path = dir.join(format!("{stem}.md"));
+        std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
+        if self.json {
+            print_json(&serde_json::json!({"report": md_path, "plots": svgs}))?;
+        } else {
+            println!("{}", md_path.display());
+            for p in &svgs {
+                println!("{}", p.display());
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

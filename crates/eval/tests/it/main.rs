@@ -1,0 +1,189 @@
+//! The QA runner end to end on the scripted fake LLM: sampling, both protocols' plumbing,
+//! scoring, resumable results, summary statistics, the markdown report and the SVG plots.
+
+use metarag_agent::{Agent, Strategy};
+use metarag_core::DynLlm;
+use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
+use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, paired, plots, summarize};
+use metarag_eval::{QaContext, QaRecord};
+use metarag_testkit::ScriptedLlm;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+fn record(id: &str, kind: &str, country: &str) -> QaRecord {
+    QaRecord {
+        id: id.into(),
+        dataset: "hotpotqa".into(),
+        question: format!("Which country is the school {id} in?"),
+        answers: vec![country.into()],
+        kind: Some(kind.into()),
+        supporting_titles: vec![format!("School {id}")],
+        contexts: vec![
+            QaContext {
+                title: format!("School {id}"),
+                text: format!("School {id} is a historical school in {country}."),
+                is_supporting: true,
+            },
+            QaContext {
+                title: "Distractor".into(),
+                text: "A distractor paragraph about something else entirely.".into(),
+                is_supporting: false,
+            },
+        ],
+    }
+}
+
+fn llm() -> ScriptedLlm {
+    // Standard and metarag answer from the sources; the closed-book answer is wrong.
+    ScriptedLlm::new()
+        .on(
+            &["Answer the question using the sources", "school a"],
+            r#"{"answer": "School a is in Iran [1].", "short_answer": "Iran"}"#,
+        )
+        .on(
+            &["Answer the question using the sources", "school b"],
+            r#"{"answer": "School b is in Peru [1].", "short_answer": "Peru"}"#,
+        )
+        .on(
+            &["Answer the question using the sources"],
+            r#"{"answer": "It is somewhere else.", "short_answer": "Chile"}"#,
+        )
+        .on(
+            &["Answer from your own knowledge in one or two sentences"],
+            r#"{"answer": "France.", "short_answer": "France"}"#,
+        )
+        .on(
+            &["List the facts needed"],
+            r#"{"facts": [{"need": "country of the school", "value": "", "source": 0, "quote": ""}]}"#,
+        )
+        .on(
+            &["Score the answer"],
+            r#"{"faithfulness": 1.0, "completeness": 1.0, "confidence": 0.9}"#,
+        )
+        .on(&["Assess the answer."], "not json")
+        .on(&["only the answer itself"], "unknown")
+}
+
+#[tokio::test]
+async fn runs_scores_resumes_summarizes_and_reports() {
+    let records = sample(
+        vec![
+            record("a", "bridge", "Iran"),
+            record("b", "comparison", "Peru"),
+            record("c", "bridge", "Chile"),
+        ],
+        3,
+        42,
+    );
+    let llm: Arc<dyn DynLlm> = Arc::new(llm());
+    let agent = Agent::builder(llm).build().unwrap();
+    let strategies = [Strategy::Direct, Strategy::Standard, Strategy::Metarag];
+
+    // A first pass "interrupted" after two results; the second skips what is done.
+    let mut results: Vec<QuestionResult> = Vec::new();
+    run_all(
+        &agent,
+        &records[..1],
+        &strategies[..2],
+        Protocol::Gold,
+        2,
+        &HashSet::new(),
+        |r| results.push(r),
+    )
+    .await;
+    assert_eq!(results.len(), 2);
+    let done: HashSet<_> = results.iter().map(QuestionResult::key).collect();
+    let mut calls = 0;
+    run_all(
+        &agent,
+        &records,
+        &strategies,
+        Protocol::Gold,
+        2,
+        &done,
+        |r| {
+            calls += 1;
+            results.push(r);
+        },
+    )
+    .await;
+    assert_eq!(calls, 7);
+    assert_eq!(results.len(), 9);
+
+    let get = |id: &str, s: Strategy| {
+        results
+            .iter()
+            .find(|r| r.id == id && r.strategy == s)
+            .unwrap()
+    };
+    assert_eq!(get("a", Strategy::Standard).scores.em, 1.0);
+    assert_eq!(get("a", Strategy::Direct).scores.em, 0.0);
+    assert_eq!(get("a", Strategy::Direct).prediction, "France");
+    // Gold protocol: only the supporting paragraph is a source.
+    let t = get("b", Strategy::Metarag).trace.as_ref().unwrap();
+    assert_eq!(t.sources.len(), 1);
+    assert!(results.iter().all(|r| r.error.is_none()));
+
+    let summary = summarize(&strategies, &results, 3);
+    assert_eq!(summary.len(), 3);
+    let standard = &summary[1];
+    assert_eq!(standard.questions, 3);
+    // a and b right, c wrong ("Chile" is right for c!): all three match.
+    assert!((standard.em.mean - 1.0).abs() < 1e-9, "{standard:?}");
+    assert_eq!(summary[0].em.mean, 0.0);
+    assert_eq!(standard.by_type["bridge"].n, 2);
+    let metarag = &summary[2];
+    assert!(metarag.llm_calls > standard.llm_calls);
+    let p = paired(&results, Strategy::Standard, Strategy::Direct);
+    assert_eq!((p.n, p.wins, p.losses), (3, 3, 0));
+
+    let config = RunConfig {
+        dataset: "hotpotqa".into(),
+        dataset_path: "x".into(),
+        protocol: Protocol::Gold,
+        n: 3,
+        seed: 42,
+        strategies: strategies.to_vec(),
+        model: "scripted-fake".into(),
+        embedder: None,
+        agent: agent.config().clone(),
+        cache: false,
+    };
+    let record = RunRecord {
+        version: RECORD_VERSION,
+        config,
+        command: "metarag bench --dataset hotpotqa".into(),
+        git_commit: Some("abc".into()),
+        started_at: 0,
+        finished_at: 1,
+        summary,
+        results,
+    };
+    // The record round-trips (the report reads it back).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    std::fs::write(&path, serde_json::to_string(&record).unwrap()).unwrap();
+    let back = RunRecord::load(&path).unwrap();
+    assert_eq!(back.results.len(), 9);
+
+    let svgs = plots(&back, dir.path(), "run").unwrap();
+    assert_eq!(svgs.len(), 3);
+    for s in &svgs {
+        let text = std::fs::read_to_string(s).unwrap();
+        assert!(text.starts_with("<svg"), "{}", s.display());
+    }
+    let md = markdown(&back, Some(&back), &["run-f1-by-type.svg".into()]);
+    for needle in [
+        "| standard | 100.0 [100.0, 100.0]",
+        "Standard RAG | 24.6",
+        "| bridge | 2 |",
+        "| metarag vs standard | 3 |",
+        "## The metacognitive loop (metarag)",
+        "## Compared with `abc`",
+        "![run-f1-by-type.svg](run-f1-by-type.svg)",
+    ] {
+        assert!(md.contains(needle), "missing {needle:?} in\n{md}");
+    }
+    let err = RunRecord::load(&dir.path().join("run-f1-by-type.svg")).unwrap_err();
+    assert!(err.to_string().contains("not a run record"), "{err}");
+}
