@@ -366,3 +366,70 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ctx.jsonl: record 1: no `text`"), "{err}");
 }
+
+#[test]
+fn bench_runs_resumes_and_reports_a_qa_sample() {
+    metarag_testkit::local_llm();
+    let env = Env::new();
+    let data = metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl");
+    let out = env.home.path().join("runs");
+    let args = |n: &str| {
+        vec![
+            "bench".to_string(),
+            "--dataset".into(),
+            data.display().to_string(),
+            "--n".into(),
+            n.into(),
+            "--strategy".into(),
+            "direct".into(),
+            "--model".into(),
+            metarag_testkit::LLM.into(),
+            "--out".into(),
+            out.display().to_string(),
+        ]
+    };
+    let run = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        env.run(&refs)
+    };
+    let first = run(args("2"));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(stdout.contains("| direct |"), "{stdout}");
+    let stem = format!("hotpotqa-gold-direct-{}-n2-s42", metarag_testkit::LLM);
+    let results = out.join(format!("{stem}.jsonl"));
+    // A header line and one line per question.
+    assert_eq!(
+        std::fs::read_to_string(&results).unwrap().lines().count(),
+        3
+    );
+
+    // The same command again finds everything done and runs nothing.
+    let again = run(args("2"));
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("2 of 2 done"));
+    assert_eq!(
+        std::fs::read_to_string(&results).unwrap().lines().count(),
+        3
+    );
+
+    let record = out.join(format!("{stem}.json"));
+    let report = env.run(&["bench", "report", record.to_str().unwrap()]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let md = std::fs::read_to_string(out.join(format!("{stem}.md"))).unwrap();
+    assert!(md.contains("# hotpotqa (gold), 2 questions"), "{md}");
+    assert!(out.join(format!("{stem}-latency.svg")).is_file());
+
+    // Unknown data set names are refused by name.
+    let bad = env.run(&["bench", "--dataset", "squad"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--dataset squad"));
+}

@@ -187,3 +187,121 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     let err = RunRecord::load(&dir.path().join("run-f1-by-type.svg")).unwrap_err();
     assert!(err.to_string().contains("not a run record"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
+    use metarag_core::Embedder;
+    use metarag_index::{EmbeddedIndex, IndexConfig};
+    use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester};
+    use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+
+    let records = vec![record("a", "bridge", "Iran"), record("b", "bridge", "Peru")];
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus.jsonl");
+    let mut lines = Vec::new();
+    for r in &records {
+        for c in r.contexts.iter().filter(|c| c.is_supporting) {
+            lines.push(
+                serde_json::json!({"doc_id": c.title, "title": c.title, "text": c.text})
+                    .to_string(),
+            );
+        }
+    }
+    lines.push(serde_json::json!({"doc_id": "x", "title": "Distractor", "text": "A distractor paragraph about rivers and mountains."}).to_string());
+    std::fs::write(&corpus, lines.join("\n")).unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = EmbeddedIndex::open(
+        tmp.path().join("index"),
+        IndexConfig::new(embedder.model_id(), embedder.dimension()),
+    )
+    .unwrap();
+    let chunker = Chunker::new(
+        embedder.tokenizer().clone(),
+        ChunkSettings {
+            max_tokens: embedder.max_tokens(),
+            overlap: 32,
+        },
+    )
+    .unwrap();
+    let options = IngestOptions {
+        corpus: CorpusMode::Corpus,
+        ..Default::default()
+    };
+    Ingester::new(&chunker, &embedder, &index, options)
+        .run(&[corpus], &|_| {})
+        .await
+        .unwrap();
+    let llm: Arc<dyn DynLlm> = Arc::new(llm());
+    let agent = Agent::builder(llm)
+        .retriever(Arc::new(HybridRetriever::new(
+            embedder,
+            index,
+            RetrievalConfig::default(),
+        )))
+        .build()
+        .unwrap();
+    let mut results = Vec::new();
+    run_all(
+        &agent,
+        &records,
+        &[Strategy::Standard, Strategy::Direct],
+        Protocol::Open,
+        1,
+        &HashSet::new(),
+        |r| results.push(r),
+    )
+    .await;
+    assert_eq!(results.len(), 4);
+    let standard: Vec<&QuestionResult> = results
+        .iter()
+        .filter(|r| r.strategy == Strategy::Standard)
+        .collect();
+    for r in &standard {
+        assert_eq!(r.support_recall, Some(1.0), "{r:?}");
+        assert_eq!(r.scores.em, 1.0, "{r:?}");
+        let t = r.trace.as_ref().unwrap();
+        assert_eq!(
+            t.retrievals[0].reason,
+            metarag_agent::trace::RetrievalReason::Initial
+        );
+    }
+    // No retrieval, no support recall.
+    assert!(
+        results
+            .iter()
+            .filter(|r| r.strategy == Strategy::Direct)
+            .all(|r| r.support_recall.is_none())
+    );
+    let summary = summarize(&[Strategy::Standard], &results, 3);
+    assert_eq!(summary[0].support_recall.unwrap().mean, 1.0);
+    let md = markdown(
+        &RunRecord {
+            version: RECORD_VERSION,
+            config: RunConfig {
+                dataset: "musique".into(),
+                dataset_path: "x".into(),
+                protocol: Protocol::Open,
+                n: 2,
+                seed: 1,
+                strategies: vec![Strategy::Standard],
+                model: "scripted-fake".into(),
+                embedder: Some("all-minilm-l6-v2".into()),
+                agent: agent.config().clone(),
+                cache: true,
+            },
+            command: "c".into(),
+            git_commit: None,
+            started_at: 0,
+            finished_at: 0,
+            summary,
+            results,
+        },
+        None,
+        &[],
+    );
+    assert!(md.contains("support recall"), "{md}");
+    assert!(
+        !md.contains("Beside the published numbers"),
+        "no baselines for musique: {md}"
+    );
+}
