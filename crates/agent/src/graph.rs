@@ -72,6 +72,12 @@ pub struct Spend {
 pub trait GraphState: Send {
     /// Calls, tokens and model time so far.
     fn spend(&self) -> Spend;
+
+    /// A one-line summary of what the node that just ran did (its inputs and outputs),
+    /// taken by the executor into that node's trace event.
+    fn take_note(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// One node visit.
@@ -87,6 +93,9 @@ pub struct TraceEvent {
     pub llm_calls: u64,
     /// Tokens used during the visit.
     pub tokens: u64,
+    /// What the node did, in one line (inputs and outputs), when the state says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The node that ran next, if any.
     pub next: Option<String>,
     /// Why the run stopped here, if it did.
@@ -233,6 +242,7 @@ impl<S: GraphState> Graph<S> {
                 elapsed_ms: node_started.elapsed().as_secs_f64() * 1e3,
                 llm_calls: after.llm_calls - before.llm_calls,
                 tokens: after.tokens - before.tokens,
+                note: state.take_note(),
                 next: match &transition {
                     Transition::Goto(n) => Some(n.to_string()),
                     Transition::Stop(_) => None,

@@ -231,6 +231,7 @@ impl Agent {
             rounds: Vec::new(),
             calls: Vec::new(),
             usage: RunUsage::default(),
+            note: None,
         };
         let graph = graph(ask.strategy);
         let g = graph.run_observed(&mut state, &cfg.budget, observer).await;
@@ -301,6 +302,7 @@ pub struct RunState {
     rounds: Vec<Round>,
     calls: Vec<CallRecord>,
     usage: RunUsage,
+    note: Option<String>,
 }
 
 impl GraphState for RunState {
@@ -310,6 +312,10 @@ impl GraphState for RunState {
             tokens: self.usage.prompt_tokens + self.usage.completion_tokens,
             model_ms: self.usage.llm_ms + self.usage.search_ms,
         }
+    }
+
+    fn take_note(&mut self) -> Option<String> {
+        self.note.take()
     }
 }
 
@@ -503,6 +509,13 @@ async fn plan(s: &mut RunState) -> NodeResult {
     };
     s.complexity = complexity;
     s.route = s.cfg().route(complexity);
+    s.note = Some(format!(
+        "{} by {method}: top_k {}, rerank {}, hops {}",
+        complexity.as_str(),
+        s.route.top_k,
+        s.route.rerank,
+        s.route.hops
+    ));
     s.plan = Some(PlanRecord {
         complexity,
         method: method.to_string(),
@@ -536,6 +549,10 @@ async fn retrieve(s: &mut RunState) -> NodeResult {
         let hits = given.len();
         let (kept, guardrails) = evidence::guard(given, &s.pool, threshold);
         let added = evidence::merge(&mut s.pool, kept);
+        s.note = Some(format!(
+            "{hits} context paragraphs, {added} kept, {} dropped",
+            guardrails.total()
+        ));
         s.retrievals.push(RetrievalRecord {
             reason: RetrievalReason::Context,
             query: String::new(),
@@ -596,6 +613,11 @@ async fn retrieve(s: &mut RunState) -> NodeResult {
         s.queries.push(query.clone());
     }
     let diagnostics = evidence::diagnose_pool(&s.question, &s.pool);
+    s.note = Some(format!(
+        "{reason:?} {query:?}: {n_hits} hits, {added} new, {} dropped; coverage {:.2}",
+        guardrails.total(),
+        diagnostics.query_coverage
+    ));
     s.retrievals.push(RetrievalRecord {
         reason,
         query,
@@ -623,6 +645,8 @@ async fn retrieve(s: &mut RunState) -> NodeResult {
 async fn read(s: &mut RunState) -> NodeResult {
     s.sources = evidence::read(&s.queries, &s.pool, s.cfg().max_evidence_chars);
     s.sources_version += 1;
+    let spans: usize = s.sources.iter().map(|x| x.spans.len()).sum();
+    s.note = Some(format!("{} sources, {spans} sentences", s.sources.len()));
     Ok(Transition::Goto("write"))
 }
 
@@ -673,6 +697,10 @@ async fn write(s: &mut RunState) -> NodeResult {
             .unwrap_or_default();
     }
     let index = s.rounds.len();
+    s.note = Some(format!(
+        "round {index}: {:?}; {stripped} invalid citations stripped, {attributed} attributed",
+        short
+    ));
     s.rounds.push(Round {
         index,
         directive: s.directive.clone(),
@@ -739,6 +767,14 @@ async fn verify_node(s: &mut RunState) -> NodeResult {
         support_threshold: s.cfg().support_threshold,
         judge_weight: s.cfg().judge_weight,
     });
+    s.note = Some(format!(
+        "faithfulness {:.2}, completeness {:.2}, citation precision {:.2}, facts found {}/{}",
+        v.faithfulness,
+        v.completeness,
+        v.citation_precision,
+        v.facts.iter().filter(|f| f.verified).count(),
+        v.facts.len()
+    ));
     s.current_round()?.verification = Some(v);
     Ok(Transition::Goto("monitor"))
 }
@@ -752,6 +788,11 @@ async fn monitor(s: &mut RunState) -> NodeResult {
         .ok_or_else(|| "the answer was not verified".to_string())?;
     let m = metacog::monitor(v, &cfg);
     round.monitor = Some(m);
+    s.note = Some(if m.passed {
+        "gate passed".into()
+    } else {
+        "gate failed".into()
+    });
     Ok(if m.passed {
         Transition::Stop(StopReason::Done(if m.fast_path {
             "passed (fast path)".into()
@@ -863,6 +904,12 @@ async fn diagnose(s: &mut RunState) -> NodeResult {
         },
         &cfg,
     );
+    s.note = Some(format!(
+        "{} {:?} ({:?})",
+        d.category.as_str(),
+        d.error_types,
+        d.method
+    ));
     s.current_round()?.diagnosis = Some(d);
     Ok(Transition::Goto("remediate"))
 }
@@ -903,7 +950,12 @@ async fn remediate(s: &mut RunState) -> NodeResult {
             None,
         ),
     };
+    let note = match &remediation {
+        Remediation::Retrieve { query, .. } => format!("re-retrieve with {query:?}"),
+        Remediation::Directive { text, .. } => format!("directive: {text}"),
+    };
     round.remediation = Some(remediation);
+    s.note = Some(note);
     s.directive = directive;
     s.pending = pending;
     Ok(Transition::Goto(next))

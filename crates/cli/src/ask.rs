@@ -357,6 +357,9 @@ fn print_trace(t: &Trace) {
                 .map(|n| format!("  -> {n}"))
                 .unwrap_or_default()
         );
+        if let Some(note) = &e.note {
+            println!("               {}", truncate(note, 110));
+        }
     }
     println!(
         "  stop: {:?}; wall {:.0} ms, LLM {:.0} ms, search {:.0} ms, overhead {:.1} ms ({:.2}%)",
