@@ -146,6 +146,9 @@ fn now() -> u64 {
 struct Header {
     config: RunConfig,
     started_at: u64,
+    /// The code that wrote the results so far (older files lack it).
+    #[serde(default)]
+    git_commit: Option<String>,
 }
 
 /// Reads a results file: its header and every complete result line (a line cut short by
@@ -278,6 +281,7 @@ impl App {
         })
         .collect();
         let results_path = args.out.join(format!("{stem}.jsonl"));
+        let mut earlier_commits = Vec::new();
         let record_path = args.out.join(format!("{stem}.json"));
         let (started_at, mut results) = if results_path.is_file() && !args.fresh {
             let (header, results) = read_results(&results_path)?;
@@ -288,11 +292,24 @@ impl App {
                 ))
                 .into());
             }
+            let now_commit = git_commit();
+            if header.git_commit != now_commit {
+                let before = header
+                    .git_commit
+                    .clone()
+                    .unwrap_or_else(|| "unknown".into());
+                eprintln!(
+                    "warning: the results so far were written by commit {before}, this is {}; the record lists both",
+                    now_commit.as_deref().unwrap_or("unknown")
+                );
+                earlier_commits.push(before);
+            }
             (header.started_at, results)
         } else {
             let header = Header {
                 config: config.clone(),
                 started_at: now(),
+                git_commit: git_commit(),
             };
             std::fs::write(
                 &results_path,
@@ -392,6 +409,7 @@ impl App {
             config,
             command: std::env::args().collect::<Vec<_>>().join(" "),
             git_commit: git_commit(),
+            earlier_commits,
             started_at,
             finished_at: now(),
             summary,

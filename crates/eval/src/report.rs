@@ -27,6 +27,10 @@ pub struct RunRecord {
     pub command: String,
     /// The git commit of the code that ran (with `-dirty` for uncommitted changes).
     pub git_commit: Option<String>,
+    /// Commits that wrote earlier parts of a resumed run, when they differ from
+    /// `git_commit` ("unknown" when a part predates commit tracking).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_commits: Vec<String>,
     /// Unix seconds at the start and end.
     pub started_at: u64,
     /// See `started_at`.
@@ -421,6 +425,13 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         "- code: `{}`",
         record.git_commit.as_deref().unwrap_or("unknown")
     );
+    if !record.earlier_commits.is_empty() {
+        let _ = writeln!(
+            out,
+            "- resumed: earlier parts of this run were written by `{}`",
+            record.earlier_commits.join("`, `")
+        );
+    }
     let _ = writeln!(out, "- command: `{}`", record.command);
     let _ = writeln!(
         out,

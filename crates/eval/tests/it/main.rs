@@ -154,6 +154,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         config,
         command: "metarag bench --dataset hotpotqa".into(),
         git_commit: Some("abc".into()),
+        earlier_commits: vec!["0123".into()],
         started_at: 0,
         finished_at: 1,
         summary,
@@ -180,6 +181,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         "| metarag vs standard | 3 |",
         "## The metacognitive loop (metarag)",
         "## Compared with `abc`",
+        "- resumed: earlier parts of this run were written by `0123`",
         "![run-f1-by-type.svg](run-f1-by-type.svg)",
     ] {
         assert!(md.contains(needle), "missing {needle:?} in\n{md}");
@@ -291,6 +293,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
             },
             command: "c".into(),
             git_commit: None,
+            earlier_commits: Vec::new(),
             started_at: 0,
             finished_at: 0,
             summary,
