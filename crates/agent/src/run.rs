@@ -613,8 +613,13 @@ async fn retrieve(s: &mut RunState) -> NodeResult {
         s.queries.push(query.clone());
     }
     let diagnostics = evidence::diagnose_pool(&s.question, &s.pool);
+    let low_diversity = if diagnostics.document_diversity < s.cfg().min_retrieval_diversity {
+        "; warning: low document diversity"
+    } else {
+        ""
+    };
     s.note = Some(format!(
-        "{reason:?} {query:?}: {n_hits} hits, {added} new, {} dropped; coverage {:.2}",
+        "{reason:?} {query:?}: {n_hits} hits, {added} new, {} dropped; coverage {:.2}{low_diversity}",
         guardrails.total(),
         diagnostics.query_coverage
     ));
