@@ -6,7 +6,7 @@ use crate::evidence::{self, Passage, Source};
 use crate::graph::{Graph, GraphState, Spend, StopReason, Transition};
 use crate::metacog::{self, DiagnoseInput};
 use crate::prompts::{self, CriticReply, FactsReply, JudgeReply, PlanReply, WriteReply};
-use crate::text::{is_refusal, sentences};
+use crate::text::{is_refusal, reconcile_short_answer, sentences};
 use crate::trace::{
     CallRecord, EvidenceMode, PlanRecord, Remediation, RetrievalReason, RetrievalRecord, Round,
     RunUsage, TRACE_VERSION, Trace,
@@ -701,9 +701,18 @@ async fn write(s: &mut RunState) -> NodeResult {
             .map(|&(a, b)| without_citations(&answer[a..b]))
             .unwrap_or_default();
     }
+    // Small models swap the two fields ("answer": "No", "short_answer": "They were not
+    // ..."); the model's own short answer stays in the note.
+    let mut fixed = String::new();
+    if let Some((better, why)) =
+        reconcile_short_answer(&s.question, &without_citations(&answer), &short)
+    {
+        fixed = format!(" (model wrote {short:?}; took the {})", why.as_str());
+        short = better;
+    }
     let index = s.rounds.len();
     s.note = Some(format!(
-        "round {index}: {:?}; {stripped} invalid citations stripped, {attributed} attributed",
+        "round {index}: {:?}{fixed}; {stripped} invalid citations stripped, {attributed} attributed",
         short
     ));
     s.rounds.push(Round {

@@ -303,8 +303,162 @@ pub fn options(question: &str) -> Option<(String, String)> {
         start
     };
     let a = left[start..].join(" ");
-    let b = right.trim().to_string();
+    // "Is A or B public?": the predicate follows the second option, so it ends with its
+    // capitalised run. In "Which ..., A or B?" it runs to the question mark (titles have
+    // lowercase words: "Bedknobs and Broomsticks").
+    let right: Vec<&str> = right.split_whitespace().collect();
+    let end = if is_yes_no_question(question) {
+        right
+            .iter()
+            .position(|w| {
+                !w.chars()
+                    .next()
+                    .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
+            })
+            .filter(|&i| i > 0)
+            .unwrap_or(right.len())
+    } else {
+        right.len()
+    };
+    let b = right[..end].join(" ");
     (!a.is_empty() && !b.is_empty()).then_some((a, b))
+}
+
+/// Why [`reconcile_short_answer`] replaced a short answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShortAnswerFix {
+    /// An "A or B?" question whose short answer named neither option (a date, a count)
+    /// while the answer named exactly one: that option is the answer.
+    OptionFromAnswer,
+    /// A yes/no question answered with a sentence: the verdict of the answer (its leading
+    /// yes/no, else whether it negates).
+    YesNoVerdict,
+    /// An open question whose short answer was a bare yes/no while the answer itself was a
+    /// short phrase: the phrase is the answer.
+    PhraseFromAnswer,
+}
+
+impl ShortAnswerFix {
+    /// A stable name for traces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OptionFromAnswer => "option named in the answer",
+            Self::YesNoVerdict => "yes/no verdict of the answer",
+            Self::PhraseFromAnswer => "phrase of the answer",
+        }
+    }
+}
+
+/// Makes the short answer answer the question's form when the model filled the two JSON
+/// fields the other way round.
+///
+/// Small models often put the answer in `answer` ("Aleksandr Ivanovsky [2]", "No") and the
+/// supporting detail in `short_answer` ("1881", "The two were not from the same country."),
+/// which scores zero although the model was right. Only three unambiguous shapes are fixed
+/// (see [`ShortAnswerFix`]); `answer` must be citation-free. Returns the replacement and why,
+/// or `None` to keep the short answer.
+pub fn reconcile_short_answer(
+    question: &str,
+    answer: &str,
+    short: &str,
+) -> Option<(String, ShortAnswerFix)> {
+    let short_verdict = yes_no_word(short);
+    let answer_tokens = tokens(answer);
+    let answer_lead = answer_tokens
+        .first()
+        .filter(|t| *t == "yes" || *t == "no")
+        .map(String::as_str);
+    let answer_phrase = || {
+        let phrase = answer.trim().trim_end_matches('.').trim();
+        (!phrase.is_empty() && phrase.split_whitespace().count() <= 8 && !is_refusal(phrase))
+            .then(|| phrase.to_string())
+    };
+    if is_refusal(short) && short_verdict.is_none() {
+        return None;
+    }
+    if let Some((a, b)) = options(question) {
+        let (ta, tb) = (content_terms(&a), content_terms(&b));
+        // Only the terms that tell the options apart ("El Paso" of "El Paso International
+        // Airport" against "Grand Forks International Airport").
+        let da: HashSet<String> = ta.difference(&tb).cloned().collect();
+        let db: HashSet<String> = tb.difference(&ta).cloned().collect();
+        let names = |text: &HashSet<String>, d: &HashSet<String>| !d.is_disjoint(text);
+        let short_terms = content_terms(short);
+        if names(&short_terms, &da) || names(&short_terms, &db) {
+            return None;
+        }
+        let answer_terms = content_terms(answer);
+        let chosen = match (names(&answer_terms, &da), names(&answer_terms, &db)) {
+            (true, false) => a,
+            (false, true) => b,
+            _ => return None,
+        };
+        // The answer's own words when it is little more than the option (the option parse
+        // can cut a name short: "Band of Skulls" -> "Skulls"), up to its verb ("Rutgers
+        // University is public" -> "Rutgers University").
+        let chosen = answer_phrase()
+            .map(|p| subject(&p))
+            .filter(|p| p.split_whitespace().count() <= chosen.split_whitespace().count() + 3)
+            .unwrap_or(chosen);
+        return Some((chosen, ShortAnswerFix::OptionFromAnswer));
+    }
+    match answer_type(question) {
+        AnswerType::YesNo if short_verdict.is_none() => {
+            let verdict = answer_lead.unwrap_or(if negates(short) || negates(answer) {
+                "no"
+            } else {
+                "yes"
+            });
+            Some((verdict.to_string(), ShortAnswerFix::YesNoVerdict))
+        }
+        AnswerType::YesNo => None,
+        _ if short_verdict.is_some() && answer_lead.is_none() => {
+            answer_phrase().map(|p| (p, ShortAnswerFix::PhraseFromAnswer))
+        }
+        _ => None,
+    }
+}
+
+/// The words of a phrase before its first copula ("X is public" -> "X"), or all of it.
+fn subject(phrase: &str) -> String {
+    const VERBS: &[&str] = &["is", "was", "are", "were", "has", "had"];
+    let words: Vec<&str> = phrase.split_whitespace().collect();
+    let end = words
+        .iter()
+        .position(|w| VERBS.contains(&w.to_lowercase().as_str()))
+        .filter(|&i| i > 0)
+        .unwrap_or(words.len());
+    words[..end].join(" ")
+}
+
+/// `Some("yes")`/`Some("no")` when the text is that word alone (any case or punctuation).
+fn yes_no_word(text: &str) -> Option<&'static str> {
+    match tokens(text).as_slice() {
+        [w] if w == "yes" => Some("yes"),
+        [w] if w == "no" => Some("no"),
+        _ => None,
+    }
+}
+
+/// Whether a sentence says no: a negation word, an "n't", or "different".
+fn negates(text: &str) -> bool {
+    const NEGATIONS: &[&str] = &[
+        "not",
+        "no",
+        "never",
+        "neither",
+        "nor",
+        "none",
+        "different",
+        "differ",
+        "differs",
+    ];
+    let lower = text.to_lowercase();
+    lower.contains("n't")
+        || lower.contains("n\u{2019}t")
+        || tokens(&lower)
+            .iter()
+            .any(|t| NEGATIONS.contains(&t.as_str()))
 }
 
 #[cfg(test)]
@@ -374,8 +528,15 @@ mod tests {
             Some(("Alice Smith".into(), "Bob Jones".into()))
         );
         assert_eq!(
-            options("Is Gasherbrum II or Nuptse closest to the tallest mountain?").map(|o| o.0),
-            Some("Gasherbrum II".into())
+            options("Is Gasherbrum II or Nuptse closest to the tallest mountain?"),
+            Some(("Gasherbrum II".into(), "Nuptse".into()))
+        );
+        assert_eq!(
+            options("Which is older, The Muppet Christmas Carol or Bedknobs and Broomsticks?"),
+            Some((
+                "The Muppet Christmas Carol".into(),
+                "Bedknobs and Broomsticks".into()
+            ))
         );
         assert_eq!(options("Which film came out first?"), None);
         assert_eq!(
@@ -390,6 +551,98 @@ mod tests {
         assert_eq!(answer_type("Who is older, A or B?"), AnswerType::Other);
         assert!(
             has_number_or_date("the late 12th century") && !has_number_or_date("Spynie Palace")
+        );
+    }
+
+    #[test]
+    fn short_answer_takes_the_option_the_answer_named() {
+        let fix = |q, a, s| reconcile_short_answer(q, a, s).map(|(s, why)| (s, why.as_str()));
+        let q = "Who was born first, Aleksandr Ivanovsky or Arthur Lubin?";
+        assert_eq!(
+            fix(q, "Aleksandr Ivanovsky", "1881"),
+            Some(("Aleksandr Ivanovsky".into(), "option named in the answer"))
+        );
+        // A short answer that names an option stays, right or wrong.
+        assert_eq!(fix(q, "Arthur Lubin was born first.", "Lubin"), None);
+        // An answer naming both options is ambiguous: keep the short answer.
+        assert_eq!(
+            fix(
+                q,
+                "Aleksandr Ivanovsky (1881) was born before Arthur Lubin (1898).",
+                "1881"
+            ),
+            None
+        );
+        // Shared words do not count as naming an option; a long answer gives the option.
+        let q = "Which is closer to its town, Grand Forks International Airport or El Paso International Airport?";
+        assert_eq!(
+            fix(
+                q,
+                "El Paso International Airport, 5 miles from the town it serves, is closer by far.",
+                "5 miles"
+            )
+            .unwrap()
+            .0,
+            "El Paso International Airport"
+        );
+        assert_eq!(
+            fix(q, "The international airport is closer.", "5 miles"),
+            None
+        );
+        let q = "Is Rutgers University or Brown University public?";
+        assert_eq!(
+            fix(q, "Rutgers University is public", "public").unwrap().0,
+            "Rutgers University"
+        );
+        assert_eq!(
+            fix(
+                q,
+                "Rutgers University, a public research university in New Jersey",
+                "public"
+            )
+            .unwrap()
+            .0,
+            "Rutgers University"
+        );
+        let q = "Which band has more members Band of Skulls or Live ?";
+        assert_eq!(fix(q, "Band of Skulls", "4").unwrap().0, "Band of Skulls");
+        // Refusals are left alone.
+        assert_eq!(fix(q, "Rutgers University", "unknown"), None);
+    }
+
+    #[test]
+    fn yes_no_questions_get_a_verdict() {
+        let fix = |q, a, s| reconcile_short_answer(q, a, s).map(|(s, _)| s);
+        let q = "Were the Commodore 16 and Prológica CP-400 from the same country?";
+        assert_eq!(
+            fix(
+                q,
+                "No",
+                "The Commodore 16 and Prológica CP-400 were not from the same country."
+            ),
+            Some("no".into())
+        );
+        assert_eq!(
+            fix(
+                q,
+                "They come from different countries.",
+                "different countries"
+            ),
+            Some("no".into())
+        );
+        assert_eq!(
+            fix(q, "Both are American.", "Both are American."),
+            Some("yes".into())
+        );
+        assert_eq!(fix(q, "They weren't.", "They weren't."), Some("no".into()));
+        assert_eq!(fix(q, "Yes", "yes"), None);
+        // An open question answered "yes" takes the answer's phrase.
+        let q = "Both Andrew and Jeremy Get Married and The Last Lions are what type of films?";
+        assert_eq!(fix(q, "documentary", "yes"), Some("documentary".into()));
+        assert_eq!(fix(q, "Yes, they are documentaries.", "yes"), None);
+        assert_eq!(
+            fix("Who directed Jaws?", "Steven Spielberg", "Spielberg"),
+            None
         );
     }
 }

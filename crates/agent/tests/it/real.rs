@@ -3,7 +3,7 @@
 
 use crate::index;
 use metarag_agent::verify::citations;
-use metarag_agent::{Agent, AgentConfig, Ask, EvidenceMode, StopReason, Strategy};
+use metarag_agent::{Agent, AgentConfig, Ask, Budget, EvidenceMode, StopReason, Strategy};
 use metarag_core::DynLlm;
 use serde_json::Value;
 use std::sync::Arc;
@@ -45,6 +45,12 @@ async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model(
         // the test's time.
         max_evidence_chars: 3000,
         max_rounds: 1,
+        // The test checks the loop's mechanics, not its speed: a loaded machine must not
+        // turn it into a deadline stop.
+        budget: Budget {
+            deadline: std::time::Duration::from_secs(3600),
+            ..Budget::default()
+        },
         ..AgentConfig::default()
     };
     let agent = Agent::builder(llm)
