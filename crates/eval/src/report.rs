@@ -443,14 +443,14 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         c.agent.citation_precision_threshold,
         if c.cache { "on" } else { "off" }
     );
-    out.push_str("## Answers\n\nMeans with bootstrap 95% intervals (1,000 resamples), in percent. Failed questions count as zero.\n\n");
+    out.push_str("## Answers\n\nMeans with bootstrap 95% intervals (1,000 resamples), in percent. Failed questions count as zero. Latency is wall time as run: calls answered from the call cache (a resumed or repeated run) take milliseconds, so read it beside the cache column.\n\n");
     let open = record.summary.iter().any(|s| s.support_recall.is_some());
     out.push_str("| strategy | EM | F1 | precision | recall | Sub-EM |");
     if open {
         out.push_str(" support recall |");
     }
     out.push_str(
-        " s/question (p50 / p95) | LLM calls | tokens | errors |\n|---|---|---|---|---|---|",
+        " s/question (p50 / p95) | LLM calls | from cache | tokens | errors |\n|---|---|---|---|---|---|---|",
     );
     if open {
         out.push_str("---|");
@@ -476,8 +476,13 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         }
         let _ = writeln!(
             out,
-            " {:.1} / {:.1} | {:.1} | {:.0} | {} |",
-            s.latency_p50_s, s.latency_p95_s, s.llm_calls, s.tokens, s.errors
+            " {:.1} / {:.1} | {:.1} | {:.0}% | {:.0} | {} |",
+            s.latency_p50_s,
+            s.latency_p95_s,
+            s.llm_calls,
+            s.cache_hit_rate * 100.0,
+            s.tokens,
+            s.errors
         );
     }
     let base = baselines(&c.dataset);
