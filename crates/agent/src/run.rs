@@ -357,6 +357,7 @@ impl RunState {
                 completion_tokens: 0,
                 ms: c.ms,
                 cached: false,
+                original_ms: None,
                 error: None,
             };
             match &c.result {
@@ -365,6 +366,7 @@ impl RunState {
                     rec.cached_prompt_tokens = done.usage.cached_prompt_tokens;
                     rec.completion_tokens = done.usage.completion_tokens;
                     rec.cached = done.cached;
+                    rec.original_ms = done.usage.original_ms;
                     self.usage.prompt_tokens += done.usage.prompt_tokens;
                     self.usage.completion_tokens += done.usage.completion_tokens;
                     self.usage.cached_calls += u64::from(done.cached);

@@ -147,6 +147,10 @@ pub struct CallRecord {
     pub ms: f64,
     /// Answered from the call cache.
     pub cached: bool,
+    /// For a cached call: the model's time when it produced the answer (prompt plus
+    /// generation), so reports can time a replayed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_ms: Option<f64>,
     /// The error, if the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -437,8 +437,19 @@ impl App {
 
     /// `metarag bench report`
     pub fn bench_report(&self, args: ReportArgs) -> Result<ExitCode> {
-        let record = RunRecord::load(&args.record)?;
-        let compare = args.compare.as_deref().map(RunRecord::load).transpose()?;
+        // The summaries are recomputed from the per-question results, so a report made
+        // with newer code shows the newer statistics of the same answers.
+        let resummarize = |mut r: RunRecord| {
+            r.summary = summarize(&r.config.strategies, &r.results, r.config.agent.max_rounds);
+            r
+        };
+        let record = resummarize(RunRecord::load(&args.record)?);
+        let compare = args
+            .compare
+            .as_deref()
+            .map(RunRecord::load)
+            .transpose()?
+            .map(resummarize);
         let dir = args.out.clone().unwrap_or_else(|| {
             args.record
                 .parent()

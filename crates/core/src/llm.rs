@@ -224,6 +224,22 @@ pub struct Usage {
     pub prompt_ms: Option<f64>,
     /// Time spent generating, where the backend reports it.
     pub generation_ms: Option<f64>,
+    /// For a completion replayed from the call cache: what the call took when the model
+    /// produced it ([`Usage::compute_ms`] of the original), so a replayed run can still
+    /// report how long its questions take.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_ms: Option<f64>,
+}
+
+impl Usage {
+    /// The model's own time for the call: prompt plus generation time where the backend
+    /// reports both (a local worker's queue wait left out), else the wall time.
+    pub fn compute_ms(&self) -> f64 {
+        match (self.prompt_ms, self.generation_ms) {
+            (Some(p), Some(g)) => p + g,
+            _ => self.wall_ms,
+        }
+    }
 }
 
 /// A finished chat call.
@@ -454,6 +470,18 @@ mod tests {
     struct Verdict {
         answer: String,
         confident: bool,
+    }
+
+    #[test]
+    fn compute_time_leaves_out_queueing_where_the_backend_reports_it() {
+        let mut u = Usage {
+            wall_ms: 900.0,
+            ..Usage::default()
+        };
+        assert_eq!(u.compute_ms(), 900.0);
+        u.prompt_ms = Some(300.0);
+        u.generation_ms = Some(200.0);
+        assert_eq!(u.compute_ms(), 500.0);
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub struct StrategySummary {
     pub tokens: f64,
     /// Share of calls answered from the cache.
     pub cache_hit_rate: f64,
+    /// Questions the timings are over: those whose time is known (see [`compute_seconds`]).
+    #[serde(default)]
+    pub timed: usize,
     /// Median seconds per question.
     pub latency_p50_s: f64,
     /// 95th percentile seconds per question.
@@ -140,6 +143,26 @@ pub fn summarize(
             summarize_one(s, &rs, max_rounds)
         })
         .collect()
+}
+
+/// Seconds a question took as computed: its wall time, with each call replayed from the
+/// call cache counted at what it took when the model computed it (a replay takes
+/// milliseconds, which would make a resumed or repeated run look fast). `None` when a
+/// replayed call does not know that time (traces from before it was kept).
+pub fn compute_seconds(r: &QuestionResult) -> Option<f64> {
+    let Some(t) = &r.trace else {
+        return Some(r.latency_ms / 1e3);
+    };
+    let mut ms = r.latency_ms;
+    for c in t.calls.iter().filter(|c| c.cached) {
+        ms += c.original_ms? - c.ms;
+    }
+    Some(ms / 1e3)
+}
+
+/// Whether a question's time is known (see [`compute_seconds`]).
+pub fn timed(r: &QuestionResult) -> bool {
+    compute_seconds(r).is_some()
 }
 
 fn group(rs: &[&QuestionResult]) -> GroupScores {
@@ -195,17 +218,27 @@ fn summarize_one(strategy: Strategy, rs: &[&QuestionResult], max_rounds: usize) 
         calls += t.usage.llm_calls;
         tokens += t.usage.prompt_tokens + t.usage.completion_tokens;
         cached += t.usage.cached_calls;
+        let Some(secs) = compute_seconds(r) else {
+            continue;
+        };
         let mut per_node: HashMap<&str, f64> = HashMap::new();
         for e in &t.graph.events {
             *per_node.entry(e.node.as_str()).or_default() += e.elapsed_ms / 1e3;
         }
+        for c in t.calls.iter().filter(|c| c.cached) {
+            // `compute_seconds` returned, so every replayed call knows its time.
+            let replayed = c.original_ms.unwrap_or(c.ms) - c.ms;
+            *per_node.entry(c.node.as_str()).or_default() += replayed / 1e3;
+        }
         for (node, secs) in per_node {
             node_times.entry(node.to_string()).or_default().push(secs);
         }
-        overhead.push(t.overhead_share());
+        if secs > 0.0 {
+            overhead.push(t.graph.overhead_ms / 1e3 / secs);
+        }
     }
     let n = rs.len().max(1) as f64;
-    let latency = col(&|r| r.latency_ms / 1e3);
+    let latency: Vec<f64> = rs.iter().filter_map(|r| compute_seconds(r)).collect();
     let support: Vec<f64> = rs.iter().filter_map(|r| r.support_recall).collect();
     StrategySummary {
         strategy: strategy.name().to_string(),
@@ -232,6 +265,7 @@ fn summarize_one(strategy: Strategy, rs: &[&QuestionResult], max_rounds: usize) 
         } else {
             cached as f64 / calls as f64
         },
+        timed: latency.len(),
         latency_p50_s: percentile(&latency, 50.0),
         latency_p95_s: percentile(&latency, 95.0),
         node_latency_s: node_times
@@ -443,7 +477,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         c.agent.citation_precision_threshold,
         if c.cache { "on" } else { "off" }
     );
-    out.push_str("## Answers\n\nMeans with bootstrap 95% intervals (1,000 resamples), in percent. Failed questions count as zero. Latency is wall time as run: calls answered from the call cache (a resumed or repeated run) take milliseconds, so read it beside the cache column.\n\n");
+    out.push_str("## Answers\n\nMeans with bootstrap 95% intervals (1,000 resamples), in percent. Failed questions count as zero. Seconds per question count each call replayed from the call cache at the time it took when computed (n given where some replayed calls predate that record).\n\n");
     let open = record.summary.iter().any(|s| s.support_recall.is_some());
     out.push_str("| strategy | EM | F1 | precision | recall | Sub-EM |");
     if open {
@@ -474,11 +508,14 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
                 s.support_recall.as_ref().map_or("-".into(), pct)
             );
         }
+        let latency = match s.timed {
+            0 => "- (all replayed)".to_string(),
+            t if t == s.questions => format!("{:.1} / {:.1}", s.latency_p50_s, s.latency_p95_s),
+            t => format!("{:.1} / {:.1} (n={t})", s.latency_p50_s, s.latency_p95_s),
+        };
         let _ = writeln!(
             out,
-            " {:.1} / {:.1} | {:.1} | {:.0}% | {:.0} | {} |",
-            s.latency_p50_s,
-            s.latency_p95_s,
+            " {latency} | {:.1} | {:.0}% | {:.0} | {} |",
             s.llm_calls,
             s.cache_hit_rate * 100.0,
             s.tokens,
@@ -607,11 +644,13 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         );
         let _ = writeln!(out, "| stopped by the budget | {} |", r.budget);
         let _ = writeln!(out, "| average remediation rounds | {:.2} |", s.avg_rounds);
-        let _ = writeln!(
-            out,
-            "| orchestration overhead | {:.3}% of wall time |",
-            s.overhead_share * 100.0
-        );
+        if s.timed > 0 {
+            let _ = writeln!(
+                out,
+                "| orchestration overhead | {:.3}% of wall time |",
+                s.overhead_share * 100.0
+            );
+        }
         if !s.by_category.is_empty() {
             let standard: HashMap<&str, f64> = record
                 .results
@@ -648,7 +687,11 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             }
         }
         if !s.node_latency_s.is_empty() {
-            out.push_str("\nSeconds per question in each node (p50 / p95):\n\n| node | p50 | p95 |\n|---|---|---|\n");
+            let _ = writeln!(
+                out,
+                "\nSeconds per question in each node (p50 / p95, over the {} timed questions):\n\n| node | p50 | p95 |\n|---|---|---|",
+                s.timed
+            );
             for (node, (p50, p95)) in &s.node_latency_s {
                 let _ = writeln!(out, "| {node} | {p50:.2} | {p95:.2} |");
             }
@@ -692,7 +735,8 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
     if long_gold > 0 {
         let _ = writeln!(
             out,
-            "\nNote: {long_gold} of the sampled questions have a whole sentence as their gold answer (an artefact of the sample's source); EM is out of reach for them and F1 is capped."
+            "\nNote: {long_gold} of the sampled questions {} a whole sentence as the gold answer (an artefact of the sample's source); EM is out of reach there and F1 is capped.",
+            if long_gold == 1 { "has" } else { "have" }
         );
     }
     if !plots.is_empty() {
@@ -880,7 +924,7 @@ pub fn plots(record: &RunRecord, dir: &Path, stem: &str) -> Result<Vec<PathBuf>>
                     .results
                     .iter()
                     .filter(|r| r.strategy.name() == s.strategy)
-                    .map(|r| r.latency_ms / 1e3)
+                    .filter_map(compute_seconds)
                     .collect();
                 v.sort_by(f64::total_cmp);
                 (s.strategy.clone(), v)

@@ -222,6 +222,7 @@ impl<L: Llm> CachedLlm<L> {
         match self.cache.get(key) {
             Ok(Some(mut c)) => {
                 c.cached = true;
+                c.usage.original_ms = Some(c.usage.original_ms.unwrap_or(c.usage.compute_ms()));
                 c.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
                 Some(c)
             }

@@ -582,6 +582,7 @@ impl Engine<'_> {
                 wall_ms: prompt_ms + generation_ms,
                 prompt_ms: Some(prompt_ms),
                 generation_ms: Some(generation_ms),
+                original_ms: None,
             },
             model: self.model_id.clone(),
             cached: false,
@@ -640,6 +641,7 @@ impl Engine<'_> {
                 wall_ms: ms,
                 prompt_ms: Some(ms),
                 generation_ms: Some(0.0),
+                original_ms: None,
             },
         ))
     }

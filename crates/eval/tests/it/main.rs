@@ -4,7 +4,9 @@
 use metarag_agent::{Agent, Strategy};
 use metarag_core::DynLlm;
 use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
-use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, paired, plots, summarize};
+use metarag_eval::report::{
+    RECORD_VERSION, RunRecord, compute_seconds, markdown, paired, plots, summarize, timed,
+};
 use metarag_eval::{QaContext, QaRecord};
 use metarag_testkit::ScriptedLlm;
 use std::collections::HashSet;
@@ -134,6 +136,22 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     assert_eq!(standard.by_type["bridge"].n, 2);
     let metarag = &summary[2];
     assert!(metarag.llm_calls > standard.llm_calls);
+    // A replayed call counts at its original time; one that does not know it leaves the
+    // question untimed.
+    assert_eq!(standard.timed, 3);
+    let mut replayed = results.clone();
+    let r = replayed
+        .iter_mut()
+        .find(|r| r.strategy == Strategy::Standard)
+        .unwrap();
+    let before = compute_seconds(r).unwrap();
+    let call = &mut r.trace.as_mut().unwrap().calls[0];
+    call.cached = true;
+    call.original_ms = Some(call.ms + 2_000.0);
+    assert!((compute_seconds(r).unwrap() - before - 2.0).abs() < 1e-9);
+    r.trace.as_mut().unwrap().calls[0].original_ms = None;
+    assert!(!timed(r));
+    assert_eq!(summarize(&strategies, &replayed, 3)[1].timed, 2);
     let p = paired(&results, Strategy::Standard, Strategy::Direct);
     assert_eq!((p.n, p.wins, p.losses), (3, 3, 0));
 

@@ -175,8 +175,11 @@ async fn a_cache_hit_returns_the_stored_completion_without_calling_the_model() {
         let cached = CachedLlm::new(fake.clone(), Arc::new(CallCache::open(&path).unwrap()));
         let first = cached.chat(&request).await.unwrap();
         assert!(!first.cached);
+        assert_eq!(first.usage.original_ms, None);
         let second = cached.chat(&request).await.unwrap();
         assert!(second.cached);
+        // A replay keeps what the call took when it was computed.
+        assert_eq!(second.usage.original_ms, Some(first.usage.compute_ms()));
         assert_eq!(second.text, "Paris");
         assert_eq!(fake.call_count(), 1, "the hit must not reach the model");
     }
