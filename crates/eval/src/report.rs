@@ -658,7 +658,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
                 .filter(|q| q.strategy == Strategy::Standard)
                 .map(|q| (q.id.as_str(), q.scores.f1))
                 .collect();
-            out.push_str("\nFirst diagnosis of the questions whose first answer failed the gate, with metarag's F1 on them (and standard RAG's on the same questions, when it ran):\n\n| category | questions | metarag F1 | standard F1 |\n|---|---|---|---|\n");
+            out.push_str("\nFirst diagnosis of the questions whose first answer failed the gate, with metarag's F1 on them and, when it ran, standard RAG's on the same questions and metarag's wins / ties / losses against it by F1:\n\n| category | questions | metarag F1 | standard F1 | wins / ties / losses |\n|---|---|---|---|---|\n");
             for (cat, g) in &s.by_category {
                 let ids: Vec<&QuestionResult> = record
                     .results
@@ -671,19 +671,31 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
                             .unwrap_or(false)
                     })
                     .collect();
-                let std_f1: Vec<f64> = ids
+                let pairs: Vec<(f64, f64)> = ids
                     .iter()
-                    .filter_map(|q| standard.get(q.id.as_str()).copied())
+                    .filter_map(|q| {
+                        standard
+                            .get(q.id.as_str())
+                            .map(|&std_f1| (q.scores.f1, std_f1))
+                    })
                     .collect();
-                let std_col = if std_f1.is_empty() {
-                    "-".to_string()
+                let (std_col, wtl) = if pairs.is_empty() {
+                    ("-".to_string(), "-".to_string())
                 } else {
-                    format!(
-                        "{:.1}",
-                        std_f1.iter().sum::<f64>() / std_f1.len() as f64 * 100.0
+                    let mean = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
+                    let wins = pairs.iter().filter(|(m, s)| m > s).count();
+                    let losses = pairs.iter().filter(|(m, s)| m < s).count();
+                    (
+                        format!("{:.1}", mean * 100.0),
+                        format!("{wins} / {} / {losses}", pairs.len() - wins - losses),
                     )
                 };
-                let _ = writeln!(out, "| {cat} | {} | {:.1} | {std_col} |", g.n, g.f1 * 100.0);
+                let _ = writeln!(
+                    out,
+                    "| {cat} | {} | {:.1} | {std_col} | {wtl} |",
+                    g.n,
+                    g.f1 * 100.0
+                );
             }
         }
         if !s.node_latency_s.is_empty() {
