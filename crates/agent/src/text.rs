@@ -383,8 +383,17 @@ pub fn reconcile_short_answer(
         let da: HashSet<String> = ta.difference(&tb).cloned().collect();
         let db: HashSet<String> = tb.difference(&ta).cloned().collect();
         let names = |text: &HashSet<String>, d: &HashSet<String>| !d.is_disjoint(text);
+        // "Both", "neither", "the same", "it depends" answer an "A or B" question too.
+        const NEITHER_OPTION: &[&str] = &[
+            "both", "neither", "either", "same", "equal", "equally", "depends", "tie",
+        ];
         let short_terms = content_terms(short);
-        if names(&short_terms, &da) || names(&short_terms, &db) {
+        if names(&short_terms, &da)
+            || names(&short_terms, &db)
+            || tokens(short)
+                .iter()
+                .any(|t| NEITHER_OPTION.contains(&t.as_str()))
+        {
             return None;
         }
         let answer_terms = content_terms(answer);
@@ -606,6 +615,9 @@ mod tests {
         );
         let q = "Which band has more members Band of Skulls or Live ?";
         assert_eq!(fix(q, "Band of Skulls", "4").unwrap().0, "Band of Skulls");
+        // So are answers that are neither option.
+        assert_eq!(fix(q, "Rutgers University", "Both are public."), None);
+        assert_eq!(fix(q, "Rutgers University is older", "It depends"), None);
         // Refusals are left alone.
         assert_eq!(fix(q, "Rutgers University", "unknown"), None);
     }
