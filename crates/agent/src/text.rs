@@ -270,6 +270,15 @@ pub fn has_number_or_date(text: &str) -> bool {
         || tokens(text).iter().any(|t| WORDS.contains(&t.as_str()))
 }
 
+/// Whether a word starts like a name: a capital or a digit, after any opening bracket or
+/// quote ("(Film)", "\"Jaws\"").
+fn name_like(word: &str) -> bool {
+    word.trim_start_matches(['(', '"', '\'', '\u{201c}', '\u{2018}'])
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
+}
+
 /// The two options of an "A or B" question ("Who is older, Alice or Bob?"), if any: the
 /// text before " or " back to the last comma/colon or question word, and after it up to
 /// the question mark.
@@ -286,11 +295,7 @@ pub fn options(question: &str) -> Option<(String, String)> {
     // Keep the trailing capitalised run of the left part ("the film Jaws" -> "Jaws").
     let start = left
         .iter()
-        .rposition(|w| {
-            !w.chars()
-                .next()
-                .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
-        })
+        .rposition(|w| !name_like(w))
         .map_or(0, |i| i + 1);
     // A question's own first word ("Is X or Y?") is not part of the option.
     let start = if start == 0
@@ -310,11 +315,7 @@ pub fn options(question: &str) -> Option<(String, String)> {
     let end = if is_yes_no_question(question) {
         right
             .iter()
-            .position(|w| {
-                !w.chars()
-                    .next()
-                    .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
-            })
+            .position(|w| !name_like(w))
             .filter(|&i| i > 0)
             .unwrap_or(right.len())
     } else {
@@ -377,7 +378,15 @@ pub fn reconcile_short_answer(
         return None;
     }
     if let Some((a, b)) = options(question) {
-        let (ta, tb) = (content_terms(&a), content_terms(&b));
+        // A disambiguator ("(Film)", "(1952 Film)") and a lone letter ("Eagle'S") do not
+        // tell the options apart.
+        let terms = |o: &str| -> HashSet<String> {
+            content_terms(&without_brackets(o))
+                .into_iter()
+                .filter(|t| t.chars().count() > 1)
+                .collect()
+        };
+        let (ta, tb) = (terms(&a), terms(&b));
         // Only the terms that tell the options apart ("El Paso" of "El Paso International
         // Airport" against "Grand Forks International Airport").
         let da: HashSet<String> = ta.difference(&tb).cloned().collect();
@@ -438,6 +447,21 @@ fn subject(phrase: &str) -> String {
         .filter(|&i| i > 0)
         .unwrap_or(words.len());
     words[..end].join(" ")
+}
+
+/// The text without its bracketed parts.
+fn without_brackets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `Some("yes")`/`Some("no")` when the text is that word alone (any case or punctuation).
@@ -540,6 +564,11 @@ mod tests {
             options("Is Gasherbrum II or Nuptse closest to the tallest mountain?"),
             Some(("Gasherbrum II".into(), "Nuptse".into()))
         );
+        // 2Wiki's disambiguated titles keep their brackets.
+        assert_eq!(
+            options("Which film came out first, Oloibiri (Film) or The Eagle'S Claw?"),
+            Some(("Oloibiri (Film)".into(), "The Eagle'S Claw".into()))
+        );
         assert_eq!(
             options("Which is older, The Muppet Christmas Carol or Bedknobs and Broomsticks?"),
             Some((
@@ -615,6 +644,19 @@ mod tests {
         );
         let q = "Which band has more members Band of Skulls or Live ?";
         assert_eq!(fix(q, "Band of Skulls", "4").unwrap().0, "Band of Skulls");
+        // A disambiguator does not name an option.
+        let q = "Which film came out first, Oloibiri (Film) or The Eagle'S Claw?";
+        assert_eq!(
+            fix(q, "The Eagle's Claw film came out first", "2016")
+                .unwrap()
+                .0,
+            "The Eagle'S Claw"
+        );
+        assert_eq!(
+            fix(q, "The Eagle's Claw", "1918").unwrap().0,
+            "The Eagle's Claw"
+        );
+        let q = "Is Rutgers University or Brown University public?";
         // So are answers that are neither option.
         assert_eq!(fix(q, "Rutgers University", "Both are public."), None);
         assert_eq!(fix(q, "Rutgers University is older", "It depends"), None);
