@@ -117,22 +117,13 @@ fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
     .into())
 }
 
+/// The commit the binary was built from (`build.rs` embeds it, with `-dirty` when tracked
+/// files differed from it), so a record names the code that produced it wherever the binary
+/// runs; `None` for a build outside a git checkout.
 fn git_commit() -> Option<String> {
-    let head = std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let mut commit = String::from_utf8_lossy(&head.stdout).trim().to_string();
-    let dirty = std::process::Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .output()
-        .ok()
-        .is_some_and(|o| !o.stdout.is_empty());
-    if dirty {
-        commit.push_str("-dirty");
-    }
-    Some(commit)
+    option_env!("METARAG_GIT_COMMIT")
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
 }
 
 fn now() -> u64 {
@@ -229,10 +220,17 @@ impl App {
             let embedder = self.embedder()?;
             embedder_id = Some(embedder.model_id().to_string());
             eprintln!(
-                "indexing {} (once; later runs reuse it)...",
+                "indexing {} (only documents new since the last run are embedded)...",
                 corpus.display()
             );
-            let (dir, _) = crate::bench::corpus_index(self, &corpus, None, &embedder).await?;
+            let (dir, ingest) = crate::bench::corpus_index(self, &corpus, None, &embedder).await?;
+            eprintln!(
+                "index {}: {} documents added, {} updated, {} unchanged",
+                dir.display(),
+                ingest.added,
+                ingest.updated,
+                ingest.unchanged
+            );
             let index = self.open_index(&dir, &embedder)?;
             builder = builder.retriever(Arc::new(metarag_retrieve::HybridRetriever::new(
                 embedder,
