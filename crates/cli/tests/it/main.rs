@@ -418,6 +418,23 @@ fn bench_runs_resumes_and_reports_a_qa_sample() {
     );
 
     let record = out.join(format!("{stem}.json"));
+    // The record names the commit the binary was built from, although it ran outside any
+    // checkout (the test's working directory is a temporary home).
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(head) = head {
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+        let commit = json["git_commit"].as_str().unwrap_or_default();
+        assert!(
+            commit.starts_with(&head),
+            "record commit {commit:?}, HEAD {head}"
+        );
+    }
     let report = env.run(&["bench", "report", record.to_str().unwrap()]);
     assert!(
         report.status.success(),
