@@ -337,6 +337,10 @@ pub enum ShortAnswerFix {
     /// An open question whose short answer was a bare yes/no while the answer itself was a
     /// short phrase: the phrase is the answer.
     PhraseFromAnswer,
+    /// An "A or B?" question whose short answer was a sentence naming both options, one as
+    /// the subject of the question's own comparative ("A is younger than B" for "Who is
+    /// younger, A or B?"): the subject is the answer.
+    ComparisonSubject,
 }
 
 impl ShortAnswerFix {
@@ -346,6 +350,7 @@ impl ShortAnswerFix {
             Self::OptionFromAnswer => "option named in the answer",
             Self::YesNoVerdict => "yes/no verdict of the answer",
             Self::PhraseFromAnswer => "phrase of the answer",
+            Self::ComparisonSubject => "subject of the comparison",
         }
     }
 }
@@ -397,8 +402,13 @@ pub fn reconcile_short_answer(
             "both", "neither", "either", "same", "equal", "equally", "depends", "tie",
         ];
         let short_terms = content_terms(short);
-        if names(&short_terms, &da)
-            || names(&short_terms, &db)
+        let (short_a, short_b) = (names(&short_terms, &da), names(&short_terms, &db));
+        if short_a && short_b {
+            return compared_subject(question, short, &da, &db)
+                .map(|s| (s, ShortAnswerFix::ComparisonSubject));
+        }
+        if short_a
+            || short_b
             || tokens(short)
                 .iter()
                 .any(|t| NEITHER_OPTION.contains(&t.as_str()))
@@ -435,6 +445,36 @@ pub fn reconcile_short_answer(
         }
         _ => None,
     }
+}
+
+/// The subject of a sentence that compares the two options in the question's own words
+/// ("Mart Van Duren is younger than Madeleine Simms." for "Who is younger, Mart Van Duren or
+/// Madeleine Simms?"), when the subject names exactly one option (`da`, `db`: the terms that
+/// tell the options apart). The comparative before "than" must be the question's, so "A is
+/// older than B" is not read as an answer to "who is younger"; a negated sentence is left
+/// alone.
+fn compared_subject(
+    question: &str,
+    short: &str,
+    da: &HashSet<String>,
+    db: &HashSet<String>,
+) -> Option<String> {
+    if negates(short) {
+        return None;
+    }
+    let words = tokens(short);
+    let than = words.iter().position(|w| w == "than")?;
+    let comparative = words[..than].last()?;
+    if !tokens(question).contains(comparative) {
+        return None;
+    }
+    let phrase = short.trim().trim_end_matches('.').trim();
+    let subject = subject(phrase);
+    if subject.split_whitespace().count() == phrase.split_whitespace().count() {
+        return None;
+    }
+    let terms = content_terms(&subject);
+    (da.is_disjoint(&terms) != db.is_disjoint(&terms)).then_some(subject)
 }
 
 /// The words of a phrase before its first copula ("X is public" -> "X"), or all of it.
@@ -662,6 +702,28 @@ mod tests {
         assert_eq!(fix(q, "Rutgers University is older", "It depends"), None);
         // Refusals are left alone.
         assert_eq!(fix(q, "Rutgers University", "unknown"), None);
+    }
+
+    #[test]
+    fn a_comparison_sentence_gives_its_subject() {
+        let fix = |q, a, s| reconcile_short_answer(q, a, s).map(|(s, why)| (s, why.as_str()));
+        let q = "Who is younger, Mart Van Duren or Madeleine Simms?";
+        let sentence = "Mart Van Duren is younger than Madeleine Simms.";
+        assert_eq!(
+            fix(q, sentence, sentence),
+            Some(("Mart Van Duren".into(), "subject of the comparison"))
+        );
+        // The question's comparative only: "older" does not answer "who is younger".
+        let older = "Madeleine Simms is older than Mart Van Duren.";
+        assert_eq!(fix(q, older, older), None);
+        let negated = "Madeleine Simms is not younger than Mart Van Duren.";
+        assert_eq!(fix(q, negated, negated), None);
+        // Naming both without a comparison stays.
+        let both = "Mart Van Duren and Madeleine Simms";
+        assert_eq!(fix(q, both, both), None);
+        let q = "Which band has more members, Band of Skulls or Live?";
+        let s = "Live has more members than Band of Skulls.";
+        assert_eq!(fix(q, s, s).unwrap().0, "Live");
     }
 
     #[test]
