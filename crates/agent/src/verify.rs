@@ -12,8 +12,10 @@
 //!   sources if it cites none) >= `support_threshold`;
 //! - citation correct: the claim is supported and the cited source alone holds at least
 //!   half of `support_threshold` of its terms; citation precision = correct / all;
-//! - fact verified: its quote's terms are >= 80% in some source and its value's terms are
-//!   >= 50% in that source (a yes/no value is a judgement: the quote suffices); the fact is in the answer when >= 2/3 of its value's terms are;
+//! - fact verified: its quote's terms are >= 80% in some source, or each of its sentences'
+//!   terms are in some source (a quote joining two paragraphs), and its value's terms
+//!   are >= 50% in the sources the quote was found in (a yes/no value is a judgement: the
+//!   quote suffices); the fact is in the answer when >= 2/3 of its value's terms are;
 //! - faithfulness = (1 - w) * supported claims / claims + w * judge; a bare yes/no answer
 //!   has no claims to check and rests on the facts: their verified share stands in for
 //!   both the supported-claim share and citation precision;
@@ -433,19 +435,46 @@ fn check_fact(
     source_terms: &[HashSet<String>],
     answer_terms: &HashSet<String>,
 ) -> Fact {
-    let quote = content_terms(&f.quote);
     let value = content_terms(&f.value);
     // The model may cite the wrong number: look for the quote in every source, preferring
     // the one it named.
     let named = f.source as usize;
-    let mut best: Option<(usize, f64)> = None;
-    for (i, s) in source_terms.iter().enumerate() {
-        let r = recall(&quote, s) + if i + 1 == named { 1e-6 } else { 0.0 };
-        if best.is_none_or(|(_, b)| r > b) {
-            best = Some((i + 1, r));
+    let best_source = |text: &str| {
+        let terms = content_terms(text);
+        let mut best: Option<(usize, f64)> = None;
+        for (i, s) in source_terms.iter().enumerate() {
+            let r = recall(&terms, s) + if i + 1 == named { 1e-6 } else { 0.0 };
+            if best.is_none_or(|(_, b)| r > b) {
+                best = Some((i + 1, r));
+            }
         }
-    }
-    let (source, quote_recall) = best.unwrap_or((0, 0.0));
+        best.unwrap_or((0, 0.0))
+    };
+    let (source, quote_recall) = best_source(&f.quote);
+    // The sources the quote was found in. A comparison's two facts sit in two paragraphs,
+    // and the model often quotes both in one string: such a quote counts as found when
+    // each of its sentences is in some source.
+    let found_in: Vec<usize> = if quote_recall >= 0.8 {
+        vec![source]
+    } else {
+        let parts: Vec<(usize, f64)> = sentences(&f.quote)
+            .into_iter()
+            .map(|(a, b)| best_source(&f.quote[a..b]))
+            .collect();
+        if parts.len() > 1 && parts.iter().all(|&(_, r)| r >= 0.8) {
+            let mut found: Vec<usize> = parts.into_iter().map(|(s, _)| s).collect();
+            found.dedup();
+            found
+        } else {
+            Vec::new()
+        }
+    };
+    let found_terms: HashSet<String> = found_in
+        .iter()
+        .filter_map(|&i| source_terms.get(i.wrapping_sub(1)))
+        .flatten()
+        .cloned()
+        .collect();
     // A yes/no value is a judgement drawn from the quote, not words a source states.
     let judgement = matches!(
         crate::text::tokens(&f.value).first().map(String::as_str),
@@ -453,15 +482,12 @@ fn check_fact(
     );
     let verified = (!value.is_empty() || judgement)
         && !is_refusal(&f.value)
-        && quote_recall >= 0.8
-        && (judgement
-            || source_terms
-                .get(source.wrapping_sub(1))
-                .is_some_and(|s| recall(&value, s) >= 0.5));
+        && !found_in.is_empty()
+        && (judgement || recall(&value, &found_terms) >= 0.5);
     Fact {
         need: f.need.clone(),
         value: f.value.clone(),
-        source: if quote_recall >= 0.8 { source } else { 0 },
+        source: found_in.first().copied().unwrap_or(0),
         quote: f.quote.clone(),
         verified,
         in_answer: verified && recall(&value, answer_terms) >= 0.66,
@@ -575,6 +601,40 @@ pub(crate) mod tests {
                 .iter()
                 .any(|e| e.claim == 1 && e.source == 2 && e.cited)
         );
+    }
+
+    #[test]
+    fn a_quote_joining_two_sources_is_found_sentence_by_sentence() {
+        let s = sources();
+        let fact = |value: &str, quote: &str| {
+            let reply = FactsReply {
+                facts: vec![FactReply {
+                    need: "are both American".into(),
+                    value: value.into(),
+                    source: 1,
+                    quote: quote.into(),
+                }],
+            };
+            let v = verify(VerifyInput {
+                answer: "Yes [1][2].",
+                short_answer: "yes",
+                sources: &s,
+                facts: Ok(&reply),
+                judge: Err("n/a".into()),
+                support_threshold: 0.6,
+                judge_weight: 0.25,
+            });
+            (v.facts[0].verified, v.facts[0].source)
+        };
+        let both = "Jaws is a 1975 American thriller film directed by Steven Spielberg. \
+                    Steven Spielberg is an American film director born in Cincinnati.";
+        assert_eq!(fact("Yes, both are American.", both), (true, 1));
+        // A value stated in either of the quoted sources.
+        assert!(fact("Cincinnati", both).0);
+        // Every sentence must be in some source.
+        let invented = "Jaws is a 1975 American thriller film directed by Steven Spielberg. \
+                        Spielberg was raised by wolves in Alaska.";
+        assert_eq!(fact("Yes", invented), (false, 0));
     }
 
     #[test]
