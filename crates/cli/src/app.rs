@@ -161,17 +161,7 @@ impl App {
         if self.json {
             print_json(&report)?;
         } else {
-            println!(
-                "{} files: {} added, {} updated, {} unchanged, {} failed; {} chunks ({} tokens) in {:.1}s",
-                report.files,
-                report.added,
-                report.updated,
-                report.unchanged,
-                report.failures.len(),
-                report.chunks,
-                report.tokens,
-                report.seconds
-            );
+            println!("{}", ingest_summary(&report));
         }
         Ok(if report.failures.is_empty() {
             ExitCode::SUCCESS
@@ -469,4 +459,19 @@ impl App {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// One line on what an ingest run did, for `ingest` and the benchmark's corpus index.
+pub fn ingest_summary(report: &metarag_ingest::IngestReport) -> String {
+    format!(
+        "{} files: {} added, {} updated, {} unchanged, {} failed; {} chunks ({} tokens) in {:.1}s",
+        report.files,
+        report.added,
+        report.updated,
+        report.unchanged,
+        report.failures.len(),
+        report.chunks,
+        report.tokens,
+        report.seconds
+    )
 }

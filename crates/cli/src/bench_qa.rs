@@ -220,16 +220,14 @@ impl App {
             let embedder = self.embedder()?;
             embedder_id = Some(embedder.model_id().to_string());
             eprintln!(
-                "indexing {} (only documents new since the last run are embedded)...",
+                "indexing {} (only new or changed documents are embedded)...",
                 corpus.display()
             );
             let (dir, ingest) = crate::bench::corpus_index(self, &corpus, None, &embedder).await?;
             eprintln!(
-                "index {}: {} documents added, {} updated, {} unchanged",
+                "index {}: {}",
                 dir.display(),
-                ingest.added,
-                ingest.updated,
-                ingest.unchanged
+                crate::app::ingest_summary(&ingest)
             );
             let index = self.open_index(&dir, &embedder)?;
             builder = builder.retriever(Arc::new(metarag_retrieve::HybridRetriever::new(
