@@ -47,5 +47,11 @@ impl Error {
     }
 }
 
+impl metarag_core::HasFault for Error {
+    fn fault(&self) -> Fault {
+        Error::fault(self)
+    }
+}
+
 /// Result with the agent's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

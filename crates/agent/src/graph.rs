@@ -11,26 +11,163 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// A node's name. Nodes are named by constants (`nodes::WRITE`), so a misspelt target
+/// does not compile; the name is what traces and the printed graph show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub &'static str);
+
+impl NodeId {
+    /// The node's name.
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
 /// What a node decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transition {
     /// Run this node next.
-    Goto(&'static str),
+    Goto(NodeId),
     /// End the run.
     Stop(StopReason),
 }
 
-/// Why a run ended.
+impl Transition {
+    /// Ends the run as done, with why.
+    pub fn done(why: impl Into<String>) -> Self {
+        Transition::Stop(StopReason::Done(why.into()))
+    }
+}
+
+/// Which limit of a [`Budget`] a run reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetKind {
+    /// [`Budget::max_steps`].
+    MaxSteps,
+    /// [`Budget::max_llm_calls`].
+    MaxLlmCalls,
+    /// [`Budget::max_tokens`].
+    MaxTokens,
+    /// [`Budget::deadline`] (the limit in milliseconds).
+    Deadline,
+}
+
+/// A budget limit that was reached: which one, and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BudgetRepr")]
+pub struct BudgetLimit {
+    /// Which limit.
+    pub kind: BudgetKind,
+    /// Its value (steps, calls, tokens, or milliseconds for the deadline).
+    pub limit: u64,
+}
+
+/// Traces before version 2 wrote the limit as text ("max_llm_calls 40").
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum BudgetRepr {
+    Typed { kind: BudgetKind, limit: u64 },
+    Text(String),
+}
+
+impl TryFrom<BudgetRepr> for BudgetLimit {
+    type Error = String;
+    fn try_from(r: BudgetRepr) -> Result<Self, String> {
+        match r {
+            BudgetRepr::Typed { kind, limit } => Ok(BudgetLimit { kind, limit }),
+            BudgetRepr::Text(t) => {
+                let (name, value) = t.split_once(' ').unwrap_or((t.as_str(), "0"));
+                let kind = match name {
+                    "max_steps" => BudgetKind::MaxSteps,
+                    "max_llm_calls" => BudgetKind::MaxLlmCalls,
+                    "max_tokens" => BudgetKind::MaxTokens,
+                    "deadline" => BudgetKind::Deadline,
+                    other => return Err(format!("unknown budget limit `{other}`")),
+                };
+                // Old deadlines read "600s"; the new unit is milliseconds.
+                let digits: String = value.chars().take_while(char::is_ascii_digit).collect();
+                let n: u64 = digits.parse().unwrap_or(0);
+                let limit = if kind == BudgetKind::Deadline {
+                    n * 1000
+                } else {
+                    n
+                };
+                Ok(BudgetLimit { kind, limit })
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for BudgetLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            BudgetKind::MaxSteps => write!(f, "max_steps {}", self.limit),
+            BudgetKind::MaxLlmCalls => write!(f, "max_llm_calls {}", self.limit),
+            BudgetKind::MaxTokens => write!(f, "max_tokens {}", self.limit),
+            BudgetKind::Deadline => write!(f, "deadline {}s", self.limit as f64 / 1e3),
+        }
+    }
+}
+
+/// Why a run ended. New reasons may be added: match with a wildcard arm.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+#[non_exhaustive]
 pub enum StopReason {
     /// A node finished the work (e.g. the answer passed or converged).
     Done(String),
-    /// The budget ran out: which limit.
-    Budget(String),
+    /// A budget limit was reached (between nodes, or at a call inside one).
+    Budget(BudgetLimit),
     /// A node failed; the message says how.
     Failed(String),
 }
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Done(m) => write!(f, "done: {m}"),
+            StopReason::Budget(b) => write!(f, "budget: {b}"),
+            StopReason::Failed(m) => write!(f, "failed: {m}"),
+        }
+    }
+}
+
+/// Why a node did not return a transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeError {
+    /// A call inside the node would have gone over the budget.
+    Budget(BudgetLimit),
+    /// The node failed.
+    Failed(String),
+}
+
+impl From<BudgetLimit> for NodeError {
+    fn from(b: BudgetLimit) -> Self {
+        NodeError::Budget(b)
+    }
+}
+
+impl From<String> for NodeError {
+    fn from(m: String) -> Self {
+        NodeError::Failed(m)
+    }
+}
+
+impl From<&str> for NodeError {
+    fn from(m: &str) -> Self {
+        NodeError::Failed(m.to_string())
+    }
+}
+
+/// What a node returns.
+pub type NodeResult = Result<Transition, NodeError>;
 
 /// Limits on one run. Every loop in a strategy is bounded by these.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +180,25 @@ pub struct Budget {
     pub max_tokens: u64,
     /// Wall-clock limit.
     pub deadline: Duration,
+}
+
+impl Budget {
+    /// The first limit `spend` (after `steps` node visits and `elapsed` wall time) has
+    /// reached, if any.
+    pub fn exceeded(&self, spend: &Spend, steps: usize, elapsed: Duration) -> Option<BudgetLimit> {
+        let hit = |kind, limit| Some(BudgetLimit { kind, limit });
+        if steps >= self.max_steps {
+            hit(BudgetKind::MaxSteps, self.max_steps as u64)
+        } else if spend.llm_calls >= self.max_llm_calls {
+            hit(BudgetKind::MaxLlmCalls, self.max_llm_calls)
+        } else if spend.tokens >= self.max_tokens {
+            hit(BudgetKind::MaxTokens, self.max_tokens)
+        } else if elapsed >= self.deadline {
+            hit(BudgetKind::Deadline, self.deadline.as_millis() as u64)
+        } else {
+            None
+        }
+    }
 }
 
 impl Default for Budget {
@@ -115,25 +271,24 @@ pub struct GraphTrace {
     pub overhead_ms: f64,
 }
 
-type NodeFn<S> =
-    Box<dyn for<'a> Fn(&'a mut S) -> BoxFuture<'a, Result<Transition, String>> + Send + Sync>;
+type NodeFn<S> = Box<dyn for<'a> Fn(&'a mut S) -> BoxFuture<'a, NodeResult> + Send + Sync>;
 
 struct NodeSpec<S> {
     run: NodeFn<S>,
     /// Declared successors with a label (the condition, for the printed graph).
-    edges: Vec<(&'static str, &'static str)>,
+    edges: Vec<(NodeId, &'static str)>,
 }
 
 /// A typed state graph.
 pub struct Graph<S> {
-    start: &'static str,
-    nodes: BTreeMap<&'static str, NodeSpec<S>>,
-    order: Vec<&'static str>,
+    start: NodeId,
+    nodes: BTreeMap<NodeId, NodeSpec<S>>,
+    order: Vec<NodeId>,
 }
 
 impl<S: GraphState> Graph<S> {
     /// An empty graph that starts at `start`.
-    pub fn new(start: &'static str) -> Self {
+    pub fn new(start: NodeId) -> Self {
         Graph {
             start,
             nodes: BTreeMap::new(),
@@ -142,17 +297,9 @@ impl<S: GraphState> Graph<S> {
     }
 
     /// Adds a node and the edges it may take (`(target, label)`).
-    pub fn node<F>(
-        mut self,
-        name: &'static str,
-        edges: &[(&'static str, &'static str)],
-        run: F,
-    ) -> Self
+    pub fn node<F>(mut self, name: NodeId, edges: &[(NodeId, &'static str)], run: F) -> Self
     where
-        F: for<'a> Fn(&'a mut S) -> BoxFuture<'a, Result<Transition, String>>
-            + Send
-            + Sync
-            + 'static,
+        F: for<'a> Fn(&'a mut S) -> BoxFuture<'a, NodeResult> + Send + Sync + 'static,
     {
         self.order.push(name);
         self.nodes.insert(
@@ -167,7 +314,7 @@ impl<S: GraphState> Graph<S> {
 
     /// Checks that the start node and every edge target exist.
     pub fn validate(&self) -> Result<(), String> {
-        if !self.nodes.contains_key(self.start) {
+        if !self.nodes.contains_key(&self.start) {
             return Err(format!("start node `{}` is not defined", self.start));
         }
         for (name, spec) in &self.nodes {
@@ -216,15 +363,15 @@ impl<S: GraphState> Graph<S> {
         let mut current = self.start;
         let stop = loop {
             let before = state.spend();
-            if let Some(limit) = exceeded(budget, &before, events.len(), started.elapsed()) {
+            if let Some(limit) = budget.exceeded(&before, events.len(), started.elapsed()) {
                 break StopReason::Budget(limit);
             }
-            let Some(spec) = self.nodes.get(current) else {
+            let Some(spec) = self.nodes.get(&current) else {
                 break StopReason::Failed(format!("no node `{current}`"));
             };
-            observer(current);
+            observer(current.as_str());
             let node_started = Instant::now();
-            let span = tracing::info_span!("node", name = current);
+            let span = tracing::info_span!("node", name = current.as_str());
             let outcome = tracing::Instrument::instrument((spec.run)(state), span).await;
             let after = state.spend();
             let transition = match outcome {
@@ -234,7 +381,10 @@ impl<S: GraphState> Graph<S> {
                     )))
                 }
                 Ok(t) => t,
-                Err(e) => Transition::Stop(StopReason::Failed(format!("{current}: {e}"))),
+                Err(NodeError::Budget(limit)) => Transition::Stop(StopReason::Budget(limit)),
+                Err(NodeError::Failed(e)) => {
+                    Transition::Stop(StopReason::Failed(format!("{current}: {e}")))
+                }
             };
             events.push(TraceEvent {
                 node: current.to_string(),
@@ -267,20 +417,6 @@ impl<S: GraphState> Graph<S> {
     }
 }
 
-fn exceeded(budget: &Budget, spend: &Spend, steps: usize, elapsed: Duration) -> Option<String> {
-    if steps >= budget.max_steps {
-        Some(format!("max_steps {}", budget.max_steps))
-    } else if spend.llm_calls >= budget.max_llm_calls {
-        Some(format!("max_llm_calls {}", budget.max_llm_calls))
-    } else if spend.tokens >= budget.max_tokens {
-        Some(format!("max_tokens {}", budget.max_tokens))
-    } else if elapsed >= budget.deadline {
-        Some(format!("deadline {:?}", budget.deadline))
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,21 +437,24 @@ mod tests {
         }
     }
 
+    const WORK: NodeId = NodeId("work");
+    const CHECK: NodeId = NodeId("check");
+
     fn looping(stop_at: u32) -> Graph<Counter> {
-        Graph::new("work")
-            .node("work", &[("check", "")], |s: &mut Counter| {
+        Graph::new(WORK)
+            .node(WORK, &[(CHECK, "")], |s: &mut Counter| {
                 Box::pin(async move {
                     s.n += 1;
                     s.calls += 1;
-                    Ok(Transition::Goto("check"))
+                    Ok(Transition::Goto(CHECK))
                 })
             })
-            .node("check", &[("work", "n < limit")], move |s: &mut Counter| {
+            .node(CHECK, &[(WORK, "n < limit")], move |s: &mut Counter| {
                 Box::pin(async move {
                     if s.n >= stop_at {
                         Ok(Transition::Stop(StopReason::Done("limit reached".into())))
                     } else {
-                        Ok(Transition::Goto("work"))
+                        Ok(Transition::Goto(WORK))
                     }
                 })
             })
@@ -350,36 +489,71 @@ mod tests {
             ..Budget::default()
         };
         let trace = g.run(&mut s, &budget).await;
-        assert_eq!(trace.stop, StopReason::Budget("max_llm_calls 5".into()));
+        assert_eq!(
+            trace.stop,
+            StopReason::Budget(BudgetLimit {
+                kind: BudgetKind::MaxLlmCalls,
+                limit: 5
+            })
+        );
         assert_eq!(s.calls, 5);
         let budget = Budget {
             max_steps: 7,
             ..Budget::default()
         };
         let trace = g.run(&mut Counter::default(), &budget).await;
-        assert_eq!(trace.stop, StopReason::Budget("max_steps 7".into()));
+        assert_eq!(trace.stop.to_string(), "budget: max_steps 7");
         assert_eq!(trace.events.len(), 7);
     }
 
     #[tokio::test]
     async fn undeclared_transitions_and_node_errors_stop_the_run() {
-        let g: Graph<Counter> = Graph::new("a")
-            .node("a", &[("b", "")], |_s: &mut Counter| {
-                Box::pin(async { Ok(Transition::Goto("c")) })
+        let (a, b, c) = (NodeId("a"), NodeId("b"), NodeId("c"));
+        let g: Graph<Counter> = Graph::new(a)
+            .node(a, &[(b, "")], move |_s: &mut Counter| {
+                Box::pin(async move { Ok(Transition::Goto(c)) })
             })
-            .node("b", &[], |_s: &mut Counter| {
-                Box::pin(async { Err("boom".to_string()) })
+            .node(b, &[], |_s: &mut Counter| {
+                Box::pin(async { Err("boom".into()) })
             })
-            .node("c", &[], |_s: &mut Counter| {
-                Box::pin(async { Ok(Transition::Stop(StopReason::Done(String::new()))) })
+            .node(c, &[], |_s: &mut Counter| {
+                Box::pin(async { Ok(Transition::done("")) })
             });
         let trace = g.run(&mut Counter::default(), &Budget::default()).await;
         assert!(matches!(&trace.stop, StopReason::Failed(m) if m.contains("not one of its edges")));
-        let g: Graph<Counter> = Graph::new("b").node("b", &[], |_s: &mut Counter| {
-            Box::pin(async { Err("boom".to_string()) })
+        let g: Graph<Counter> = Graph::new(b).node(b, &[], |_s: &mut Counter| {
+            Box::pin(async { Err("boom".into()) })
         });
         let trace = g.run(&mut Counter::default(), &Budget::default()).await;
         assert_eq!(trace.stop, StopReason::Failed("b: boom".into()));
+        // A budget reached inside a node (at a call) ends the run with a typed reason.
+        let limit = BudgetLimit {
+            kind: BudgetKind::MaxTokens,
+            limit: 9,
+        };
+        let g: Graph<Counter> = Graph::new(b).node(b, &[], move |_s: &mut Counter| {
+            Box::pin(async move { Err(NodeError::Budget(limit)) })
+        });
+        let trace = g.run(&mut Counter::default(), &Budget::default()).await;
+        assert_eq!(trace.stop, StopReason::Budget(limit));
+    }
+
+    #[test]
+    fn budget_reasons_read_old_traces_and_round_trip() {
+        let old: StopReason =
+            serde_json::from_str(r#"{"kind":"budget","detail":"max_llm_calls 40"}"#).unwrap();
+        assert_eq!(
+            old,
+            StopReason::Budget(BudgetLimit {
+                kind: BudgetKind::MaxLlmCalls,
+                limit: 40
+            })
+        );
+        let old: StopReason =
+            serde_json::from_str(r#"{"kind":"budget","detail":"deadline 600s"}"#).unwrap();
+        assert_eq!(old.to_string(), "budget: deadline 600s");
+        let json = serde_json::to_string(&old).unwrap();
+        assert_eq!(serde_json::from_str::<StopReason>(&json).unwrap(), old);
     }
 
     #[test]
@@ -389,8 +563,9 @@ mod tests {
             m,
             "flowchart TD\n    start((start)) --> work\n    work --> check\n    check -->|n < limit| work\n"
         );
-        let bad: Graph<Counter> = Graph::new("a").node("a", &[("zzz", "")], |_s: &mut Counter| {
-            Box::pin(async { Ok(Transition::Goto("zzz")) })
+        let (a, z) = (NodeId("a"), NodeId("zzz"));
+        let bad: Graph<Counter> = Graph::new(a).node(a, &[(z, "")], move |_s: &mut Counter| {
+            Box::pin(async move { Ok(Transition::Goto(z)) })
         });
         assert!(bad.validate().unwrap_err().contains("zzz"));
     }

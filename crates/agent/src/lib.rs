@@ -1,33 +1,48 @@
 //! # metarag-agent
 //!
-//! The agent layer: strategies that answer questions over an LLM and a retriever, all
-//! built on [`graph`], a typed state-graph executor whose nodes are async functions of a
-//! typed state returning the next node or a stop reason, whose edges are data (so a
-//! strategy's graph prints as Mermaid), whose loops are bounded by a [`Budget`], and whose
-//! runs produce one serializable [`Trace`].
+//! The agent layer: strategies that answer questions over an LLM and retrievers, each a
+//! typed state graph ([`graph`]) whose nodes are async functions of a run's state
+//! ([`Run`]: a shared part plus the strategy's own) returning the next node or a stop
+//! reason, whose edges are data (so a graph prints as Mermaid), and whose every model
+//! call and search passes through one [`Gateway`] that enforces the run's [`Budget`].
+//! Every run produces one serializable [`Trace`].
 //!
-//! Strategies ([`Strategy`]): `direct` (closed-book), `standard` (one retrieve, one write)
-//! and `metarag` (seed `000`, after Yao et al. 2024): plan -> retrieve (guardrails,
-//! diagnostics, further hops) -> read -> write -> verify -> monitor -> converge ->
-//! diagnose -> remediate -> write again. Verdicts about an answer (supported, complete,
-//! sufficient, which knowledge is missing) are decided in code from structured model
-//! output ([`verify`], [`metacog`]), because small models cannot grade themselves.
+//! Strategies are plug-ins ([`registry`]): a type implementing [`Strategy`] in its own
+//! file under `strategies/`, registered by one line. Built in: `direct` (closed-book),
+//! `standard` (one retrieve, one write), `metarag` (seed `000`, after Yao et al. 2024:
+//! plan -> retrieve -> read -> write -> verify -> monitor -> converge -> diagnose ->
+//! remediate -> write again), and the baselines of the MetaRAG paper's table: `ircot`,
+//! `self-ask`, `react`, `flare` and `reflexion`. Verdicts about an answer are decided in
+//! code from structured model output ([`verify`], [`metacog`]), because small models
+//! cannot grade themselves.
 
+mod agent;
 pub mod config;
 pub mod error;
 pub mod evidence;
+pub mod gateway;
 pub mod graph;
 pub mod metacog;
+pub mod nodes;
 pub mod prompts;
-mod run;
+pub mod registry;
+pub mod state;
+pub mod strategies;
 pub mod text;
 pub mod trace;
 pub mod verify;
 
+pub use agent::{Agent, AgentBuilder, Ask};
 pub use config::{AgentConfig, Complexity, RouteConfig};
 pub use error::{Error, Result};
 pub use evidence::{Passage, Source};
-pub use graph::{Budget, Graph, GraphState, GraphTrace, Spend, StopReason, TraceEvent, Transition};
+pub use gateway::{DEFAULT_RETRIEVER, Gateway};
+pub use graph::{
+    Budget, BudgetKind, BudgetLimit, Graph, GraphState, GraphTrace, NodeError, NodeId, NodeResult,
+    Spend, StopReason, TraceEvent, Transition,
+};
 pub use metacog::{Category, Diagnosis, DiagnosisMethod, ErrorType};
-pub use run::{Agent, AgentBuilder, Ask, RunState, Strategy, classify, graph};
-pub use trace::{EvidenceMode, Round, Trace};
+pub use nodes::classify;
+pub use registry::{DynStrategy, Registry, Strategy, StrategyId, StrategySections};
+pub use state::Run;
+pub use trace::{EvidenceMode, Round, Step, StepKind, Trace};

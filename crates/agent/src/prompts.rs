@@ -38,7 +38,9 @@ pub fn sources_block(sources: &[Source]) -> String {
     out
 }
 
-fn over_sources(sources: &[Source], task: String) -> Vec<Message> {
+/// The messages of a call over evidence: the shared system prompt, then the sources, then
+/// the task (so calls over the same sources share a prefix a local model reuses).
+pub fn over_sources(sources: &[Source], task: String) -> Vec<Message> {
     vec![
         Message::system(SYSTEM),
         Message::user(format!("{}{task}", sources_block(sources))),
@@ -81,12 +83,21 @@ pub struct WriteReply {
 pub fn write(
     question: &str,
     sources: &[Source],
+    notes: Option<&str>,
     directive: Option<&str>,
     max_tokens: u32,
 ) -> ChatRequest {
-    let directive = directive
-        .map(|d| format!("Instruction for this attempt: {d}\n\n"))
+    let notes = notes
+        .map(|n| {
+            format!("Notes from your reasoning so far (check them against the sources):\n{n}\n\n")
+        })
         .unwrap_or_default();
+    let directive = format!(
+        "{notes}{}",
+        directive
+            .map(|d| format!("Instruction for this attempt: {d}\n\n"))
+            .unwrap_or_default()
+    );
     let shape = "Reply in JSON: {\"answer\": \"...\", \"short_answer\": \"...\"}. The short_answer is the \
                  answer alone in as few words as possible (a name, a date, a number, or yes/no), not a sentence.";
     let request = if sources.is_empty() {

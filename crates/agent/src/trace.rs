@@ -8,8 +8,38 @@ use crate::metacog::{Category, Diagnosis, MonitorResult};
 use crate::verify::Verification;
 use serde::{Deserialize, Serialize};
 
-/// Version of the trace format; bumped when a field changes meaning.
-pub const TRACE_VERSION: u32 = 1;
+/// Version of the trace format; bumped when a field changes meaning. Version 2 added
+/// [`Trace::steps`] and typed budget stop reasons; version 1 traces still read.
+pub const TRACE_VERSION: u32 = 2;
+
+/// What one reasoning step of a strategy was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// The model's reasoning (a chain-of-thought sentence, a ReAct thought, a
+    /// reflection on a failed attempt).
+    Thought,
+    /// What the strategy decided to do (a search with its query, a lookup).
+    Action,
+    /// What the action returned (the passages found, a lookup's sentence).
+    Observation,
+    /// A follow-up question the strategy asked itself (Self-Ask, decomposition).
+    SubQuestion,
+    /// An answer: to a sub-question, or a finished attempt.
+    Answer,
+}
+
+/// One reasoning step, in order: the shared record of iterative strategies (IRCoT,
+/// Self-Ask, ReAct, FLARE, Reflexion) beside MetaRAG's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The node that took it.
+    pub node: String,
+    /// What kind of step.
+    pub kind: StepKind,
+    /// Its text.
+    pub text: String,
+}
 
 /// Where the evidence came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,6 +225,9 @@ pub struct Trace {
     pub sources: Vec<Source>,
     /// Every write, with its checks.
     pub rounds: Vec<Round>,
+    /// Reasoning steps of iterative strategies, in order (empty for the others).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
     /// The final answer (the best round's).
     pub answer: String,
     /// The final short answer.

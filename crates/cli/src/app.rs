@@ -5,7 +5,7 @@ use crate::output::{parse_date, print_json, truncate};
 use crate::{FormatArg, IngestArgs, SearchArgs};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use metarag_core::{DocFormat, DocId, Embedder, Filter, SearchRequest, Store};
+use metarag_core::{DocFormat, DocId, Embedder, Filter, SearchRequest, Store, StoreRead};
 use metarag_index::EmbeddedIndex;
 use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestEvent, IngestOptions, Ingester};
 use metarag_models::{KNOWN_MODELS, ModelStore, SentenceEmbedder};
@@ -172,7 +172,7 @@ impl App {
 
     pub async fn docs_list(&self) -> Result<ExitCode> {
         let docs = match self.open_existing_index()? {
-            Some(index) => Store::documents(&index).await?,
+            Some(index) => StoreRead::documents(&index).await?,
             None => Vec::new(),
         };
         if self.json {
@@ -198,7 +198,7 @@ impl App {
         let index = self
             .open_existing_index()?
             .ok_or_else(|| UserError("the index is empty".into()))?;
-        let doc = Store::document(&index, &id).await?.ok_or_else(|| {
+        let doc = StoreRead::document(&index, &id).await?.ok_or_else(|| {
             UserError(format!(
                 "no document with id `{id}` (see `metarag docs list`)"
             ))

@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use metarag_agent::verify::citations;
-use metarag_agent::{Agent, Ask, Passage, Strategy, Trace};
-use metarag_core::{DynReranker, DynRetriever, Store};
+use metarag_agent::{Agent, Ask, Passage, Registry, Trace};
+use metarag_core::{DynReranker, DynRetriever, StoreRead};
 use metarag_models::{CrossEncoder, LlmReranker};
 use metarag_retrieve::HybridRetriever;
 use serde_json::Value;
@@ -24,7 +24,7 @@ use std::time::Duration;
 pub struct AskArgs {
     /// The question.
     pub question: String,
-    /// direct, standard or metarag.
+    /// A registered strategy (`metarag strategies` lists them).
     #[arg(long, default_value = "metarag")]
     pub strategy: String,
     /// Print the answer, then the trace in readable form (nodes, rounds, diagnosis).
@@ -53,11 +53,45 @@ pub struct GraphArgs {
     pub strategy: String,
 }
 
+/// `metarag strategies`
+#[derive(Args, Debug)]
+pub struct StrategiesArgs {}
+
 impl App {
+    /// The registered strategies, configured from the `[strategies.*]` sections.
+    pub fn registry(&self) -> Result<Registry> {
+        Ok(Registry::builtin_with(&self.config.raw.strategies)?)
+    }
+
     /// `metarag graph`: the strategy's graph as Mermaid.
     pub fn graph(&self, args: GraphArgs) -> Result<ExitCode> {
-        let strategy = Strategy::parse(&args.strategy)?;
-        print!("{}", metarag_agent::graph(strategy).mermaid());
+        print!("{}", self.registry()?.get(&args.strategy)?.mermaid());
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `metarag strategies`: every registered strategy with what it does (`--json`: with
+    /// its configuration).
+    pub fn strategies(&self, _args: StrategiesArgs) -> Result<ExitCode> {
+        let registry = self.registry()?;
+        if self.json {
+            let list: Vec<Value> = registry
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "name": s.name(),
+                        "description": s.description(),
+                        "needs_evidence": s.needs_evidence(),
+                        "config": s.config_json(),
+                    })
+                })
+                .collect();
+            print_json(&list)?;
+        } else {
+            let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
+            for s in registry.iter() {
+                println!("{:width$}  {}", s.name(), s.description());
+            }
+        }
         Ok(ExitCode::SUCCESS)
     }
 
@@ -93,7 +127,7 @@ impl App {
     pub async fn retriever(&self) -> Result<Arc<dyn DynRetriever>> {
         let embedder = self.embedder()?;
         let index = self.open_index(&self.config.index_dir(), &embedder)?;
-        if Store::stats(&index).await?.documents == 0 {
+        if StoreRead::stats(&index).await?.documents == 0 {
             return Err(UserError(format!(
                 "the index at {} is empty: ingest documents first (`metarag ingest PATH`) or pass --context FILE",
                 self.config.index_dir().display()
@@ -109,22 +143,25 @@ impl App {
 
     /// `metarag ask`
     pub async fn ask(&self, args: AskArgs) -> Result<ExitCode> {
-        let strategy = Strategy::parse(&args.strategy)?;
+        let registry = self.registry()?;
+        let needs_evidence = registry.get(&args.strategy)?.needs_evidence();
         let context = args.context.as_deref().map(load_context).transpose()?;
         let mut config = self.config.raw.agent.to_config();
         if let Some(r) = args.max_rounds {
             config.max_rounds = r;
         }
         let handle = self.llm(args.cache, args.model.as_deref()).await?;
-        let mut builder = Agent::builder(handle.llm.clone()).config(config);
-        if context.is_none() && strategy != Strategy::Direct {
+        let mut builder = Agent::builder(handle.llm.clone())
+            .config(config)
+            .registry(registry);
+        if context.is_none() && needs_evidence {
             builder = builder.retriever(self.retriever().await?);
             if let Some(r) = self.reranker(handle.local.as_ref())? {
                 builder = builder.reranker(r);
             }
         }
         let agent = builder.build()?;
-        let mut ask = Ask::new(args.question, strategy);
+        let mut ask = Ask::new(args.question, args.strategy.as_str());
         if let Some(c) = context {
             ask = ask.with_context(c);
         }
@@ -273,16 +310,17 @@ fn print_answer(t: &Trace) {
             println!("     {}", truncate(&s.text().replace('\n', " "), 200));
         }
     }
+    // A gated strategy that stopped without passing says so.
+    let gated = t.rounds.iter().any(|r| r.monitor.is_some());
     let passed = t.rounds.iter().any(|r| r.monitor.is_some_and(|m| m.passed));
     eprintln!(
         "\n{} · {} round(s) · {} · {} LLM call(s) · {:.1} s · overhead {:.2}%",
         t.strategy,
         t.rounds.len(),
         match &t.stop {
-            metarag_agent::StopReason::Done(m) if passed || t.strategy != "metarag" => m.clone(),
+            metarag_agent::StopReason::Done(m) if passed || !gated => m.clone(),
             metarag_agent::StopReason::Done(m) => format!("{m}, gate not passed"),
-            metarag_agent::StopReason::Budget(m) => format!("budget: {m}"),
-            metarag_agent::StopReason::Failed(m) => format!("failed: {m}"),
+            other => other.to_string(),
         },
         t.usage.llm_calls,
         t.graph.wall_ms / 1e3,
@@ -313,6 +351,14 @@ fn print_trace(t: &Trace) {
             r.diagnostics.query_coverage,
             r.diagnostics.document_diversity,
             r.rerank
+        );
+    }
+    for step in &t.steps {
+        println!(
+            "  {} {:?}: {}",
+            step.node,
+            step.kind,
+            truncate(&step.text.replace('\n', " "), 140)
         );
     }
     for r in &t.rounds {

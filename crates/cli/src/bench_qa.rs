@@ -5,7 +5,7 @@ use crate::output::print_json;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use metarag_agent::{Agent, Strategy};
+use metarag_agent::{Agent, StrategyId};
 use metarag_core::Embedder;
 use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
 use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, plots, summarize};
@@ -185,11 +185,9 @@ impl App {
                     .map_or_else(|| "dataset".into(), |s| s.to_string_lossy().into_owned())
             });
         let questions = sample(records, args.n, args.seed);
-        let strategies: Vec<Strategy> = args
-            .strategy
-            .iter()
-            .map(|s| Strategy::parse(s))
-            .collect::<Result<_, _>>()?;
+        let registry = self.registry()?;
+        let strategies: Vec<StrategyId> =
+            registry.parse_list(args.strategy.iter().map(String::as_str))?;
         let protocol = match args.mode {
             ModeArg::Gold => Protocol::Gold,
             ModeArg::Open => Protocol::Open,
@@ -200,7 +198,9 @@ impl App {
         }
         let handle = self.llm(!args.no_cache, args.model.as_deref()).await?;
         let model = metarag_core::Llm::model_id(&handle.llm).to_string();
-        let mut builder = Agent::builder(handle.llm.clone()).config(agent_config.clone());
+        let mut builder = Agent::builder(handle.llm.clone())
+            .config(agent_config.clone())
+            .registry(registry);
         let mut embedder_id = None;
         if protocol == Protocol::Open {
             let corpus = match &args.corpus {
@@ -261,7 +261,7 @@ impl App {
             protocol.as_str(),
             strategies
                 .iter()
-                .map(|s| s.name())
+                .map(|s| s.as_str())
                 .collect::<Vec<_>>()
                 .join("+"),
             questions.len(),
@@ -314,12 +314,12 @@ impl App {
             .with_context(|| format!("writing {}", results_path.display()))?;
             (header.started_at, Vec::new())
         };
-        let wanted: HashSet<(String, Strategy)> = questions
+        let wanted: HashSet<(String, StrategyId)> = questions
             .iter()
-            .flat_map(|q| strategies.iter().map(move |s| (q.id.clone(), *s)))
+            .flat_map(|q| strategies.iter().map(move |s| (q.id.clone(), s.clone())))
             .collect();
         results.retain(|r| wanted.contains(&r.key()));
-        let done: HashSet<(String, Strategy)> = results.iter().map(QuestionResult::key).collect();
+        let done: HashSet<(String, StrategyId)> = results.iter().map(QuestionResult::key).collect();
         let total = (questions.len() * strategies.len()) as u64;
         if !done.is_empty() {
             eprintln!(
@@ -335,9 +335,9 @@ impl App {
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         bar.set_position(done.len() as u64);
-        let mut running: BTreeMap<&'static str, (f64, f64, usize)> = BTreeMap::new();
+        let mut running: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
         for r in &results {
-            let e = running.entry(r.strategy.name()).or_default();
+            let e = running.entry(r.strategy.to_string()).or_default();
             e.0 += r.scores.em;
             e.1 += r.scores.f1;
             e.2 += 1;
@@ -359,7 +359,7 @@ impl App {
                 if let Err(e) = writeln!(file, "{line}").and_then(|_| file.flush()) {
                     write_error.get_or_insert(e);
                 }
-                let e = running.entry(r.strategy.name()).or_default();
+                let e = running.entry(r.strategy.to_string()).or_default();
                 e.0 += r.scores.em;
                 e.1 += r.scores.f1;
                 e.2 += 1;
@@ -392,10 +392,10 @@ impl App {
             .enumerate()
             .map(|(i, q)| (q.id.as_str(), i))
             .collect();
-        let sidx = |s: Strategy| strategies.iter().position(|x| *x == s).unwrap_or(0);
+        let sidx = |s: &StrategyId| strategies.iter().position(|x| x == s).unwrap_or(0);
         results.sort_by_key(|r| {
             (
-                sidx(r.strategy),
+                sidx(&r.strategy),
                 order.get(r.id.as_str()).copied().unwrap_or(0),
             )
         });

@@ -18,6 +18,7 @@ const SECTIONS: &[&str] = &[
     "llm_cache",
     "agent",
     "rerank",
+    "strategies",
 ];
 
 /// Settings as read, before validation. Every field has a default.
@@ -45,6 +46,9 @@ pub struct RawConfig {
     pub agent: RawAgent,
     /// The reranker the agent's complex and multi-hop routes use.
     pub rerank: RawRerank,
+    /// Per-strategy sections (`[strategies.ircot]`, `[strategies.flare]`, ...), each read
+    /// by its own strategy; `metarag strategies --json` shows every field with its value.
+    pub strategies: metarag_agent::StrategySections,
 }
 
 /// `[agent]`: thresholds and limits of the strategies. Defaults follow seed `000`.

@@ -55,6 +55,8 @@ enum Command {
     Ask(ask::AskArgs),
     /// Print a strategy's graph (Mermaid).
     Graph(ask::GraphArgs),
+    /// List the registered strategies.
+    Strategies(ask::StrategiesArgs),
     /// Send one message to the configured chat model and stream its reply.
     Chat(llm::ChatArgs),
     /// Serve the configured chat model as an OpenAI-compatible endpoint.
@@ -319,6 +321,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Search(args) => app.search(args).await,
         Command::Ask(args) => app.ask(args).await,
         Command::Graph(args) => app.graph(args),
+        Command::Strategies(args) => app.strategies(args),
         Command::Chat(args) => app.chat(args).await,
         Command::ServeLlm(args) => app.serve_llm(args).await,
         Command::Cache { command } => app.cache(command),

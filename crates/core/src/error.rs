@@ -22,6 +22,19 @@ impl fmt::Display for Fault {
     }
 }
 
+/// Every crate's error says whose fault it is; the CLI maps that to its exit code and the
+/// server to an HTTP status without knowing the crate the error came from.
+pub trait HasFault: std::error::Error + Send + Sync + 'static {
+    /// Whose fault this error is.
+    fn fault(&self) -> Fault;
+}
+
+impl HasFault for Error {
+    fn fault(&self) -> Fault {
+        Error::fault(self)
+    }
+}
+
 /// Errors returned through the shared traits. Backends convert their own error enums into
 /// [`Error::Backend`], keeping the original as the source and stating whose fault it is.
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +64,28 @@ pub enum Error {
         /// The reply as the model wrote it.
         raw: String,
     },
+    /// The prompt plus the tokens to generate do not fit the model's context window. A
+    /// strategy can react (fewer sources, shorter history) instead of failing.
+    #[error(
+        "the prompt takes {prompt_tokens} tokens and up to {max_tokens} may be generated, but the context window is {context} tokens"
+    )]
+    ContextOverflow {
+        /// Prompt tokens.
+        prompt_tokens: usize,
+        /// Tokens asked to generate.
+        max_tokens: usize,
+        /// The context window.
+        context: usize,
+    },
+    /// The model server refused the call for now (HTTP 429 after the backend's own
+    /// retries). A caller may wait `retry_after` and try again.
+    #[error("rate limited by {endpoint}{}", retry_after.map(|d| format!(" (retry after {d:?})")).unwrap_or_default())]
+    RateLimited {
+        /// The server.
+        endpoint: String,
+        /// How long the server asked to wait, when it said.
+        retry_after: Option<std::time::Duration>,
+    },
     /// A failure inside an implementation of one of the traits.
     #[error("{context}: {source}")]
     Backend {
@@ -69,7 +104,9 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Invalid { .. } | Error::NotFound { .. } => Fault::User,
-            Error::InvalidOutput { .. } => Fault::Internal,
+            // The user chose the context size and the evidence budget.
+            Error::ContextOverflow { .. } => Fault::User,
+            Error::InvalidOutput { .. } | Error::RateLimited { .. } => Fault::Internal,
             Error::Backend { fault, .. } => *fault,
         }
     }

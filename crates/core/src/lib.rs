@@ -2,7 +2,7 @@
 //!
 //! The vocabulary every metarag layer shares: typed ids ([`DocId`], [`ChunkId`]), the
 //! [`Chunk`] and [`Document`] records, search requests and [`Hit`]s, and the traits that
-//! separate the layers ([`Embedder`], [`Store`], [`Retriever`], [`Llm`], [`Reranker`]). This crate performs no I/O,
+//! separate the layers ([`Embedder`], [`StoreRead`] / [`Store`], [`Retriever`], [`Llm`], [`Reranker`]). This crate performs no I/O,
 //! so it can be depended on by every other crate without pulling in engines or runtimes.
 //!
 //! Traits are native `async fn` traits with few required methods. Each has a blanket impl
@@ -16,14 +16,15 @@ mod search;
 mod traits;
 mod types;
 
-pub use error::{Error, Fault, Result};
+pub use error::{Error, Fault, HasFault, Result};
 pub use ids::{ChunkId, DocId};
 pub use llm::{
-    ChatRequest, Completion, DynLlm, DynReranker, FinishReason, GenParams, Llm, Message,
-    OutputSchema, Reranker, Role, Structured, TokenSink, Usage, chat_json, parse_json,
+    Capabilities, ChatRequest, Completion, DynLlm, DynReranker, FinishReason, GenParams, Llm,
+    LogprobSummary, MAX_SAMPLES, Message, OutputSchema, Reranker, Role, Sample, Structured,
+    TokenLogprob, TokenSink, Usage, chat_json, logprob_summary, parse_json,
 };
-pub use search::{Filter, Hit, RetrieverKind, SearchMode, SearchRequest, SourceRank};
-pub use traits::{BoxFuture, DynEmbedder, DynRetriever, Embedder, Retriever, Store};
+pub use search::{Filter, Hit, RetrieverKind, ScoredChunk, SearchMode, SearchRequest, SourceRank};
+pub use traits::{BoxFuture, DynEmbedder, DynRetriever, Embedder, Retriever, Store, StoreRead};
 pub use types::{
     Chunk, ChunkDraft, DocFormat, Document, DocumentUpdate, StoreStats, embedding_input,
 };

@@ -78,9 +78,30 @@ pub struct GenParams {
     pub max_tokens: u32,
     /// Generation stops before the first occurrence of any of these.
     pub stop: Vec<String>,
-    /// Seed of the sampler (ignored when greedy).
+    /// Seed of the sampler (ignored when greedy). Sample `i` of `n` uses `seed + i`.
     pub seed: u64,
+    /// Return the log-probability of every generated token (see
+    /// [`Capabilities::logprobs`]; a backend without them returns none).
+    #[serde(skip_serializing_if = "is_false")]
+    pub logprobs: bool,
+    /// Independent samples to draw from the same prompt (1 unless set). Backends that
+    /// cannot draw several in one call are driven once per sample by the caller.
+    #[serde(skip_serializing_if = "is_one")]
+    pub n: u32,
 }
+
+// The two helpers keep new fields out of serialized requests at their defaults, so call
+// cache keys written before the fields existed stay valid.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// The most samples one request may ask for.
+pub const MAX_SAMPLES: u32 = 16;
 
 impl Default for GenParams {
     fn default() -> Self {
@@ -90,6 +111,8 @@ impl Default for GenParams {
             max_tokens: 512,
             stop: Vec::new(),
             seed: 0,
+            logprobs: false,
+            n: 1,
         }
     }
 }
@@ -108,6 +131,12 @@ impl GenParams {
         }
         if self.stop.iter().any(String::is_empty) {
             return Err(Error::invalid("stop", "stop strings must not be empty"));
+        }
+        if !(1..=MAX_SAMPLES).contains(&self.n) {
+            return Err(Error::invalid(
+                "n",
+                format!("must be within 1..={MAX_SAMPLES}"),
+            ));
         }
         Ok(())
     }
@@ -183,6 +212,20 @@ impl ChatRequest {
         self
     }
 
+    /// Asks for the log-probability of every generated token.
+    pub fn logprobs(mut self) -> Self {
+        self.params.logprobs = true;
+        self
+    }
+
+    /// Asks for `n` independent samples at `temperature` (seeds `seed`, `seed + 1`, ...).
+    pub fn samples(mut self, n: u32, temperature: f32, seed: u64) -> Self {
+        self.params.n = n;
+        self.params.temperature = temperature;
+        self.params.seed = seed;
+        self
+    }
+
     /// Requires JSON output matching the schema of `T`.
     pub fn json_schema<T: schemars::JsonSchema>(mut self) -> Self {
         self.schema = Some(OutputSchema::of::<T>());
@@ -242,20 +285,111 @@ impl Usage {
     }
 }
 
-/// A finished chat call.
+/// One generated token with its log-probability under the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Completion {
-    /// The assistant's text (JSON when a schema was given).
+pub struct TokenLogprob {
+    /// The token's text (a piece of a word, possibly empty for partial UTF-8).
+    pub token: String,
+    /// Natural log of the model's probability of this token at its position, over the
+    /// whole vocabulary before any grammar or sampling filter.
+    pub logprob: f32,
+}
+
+/// Summaries of a sequence of token log-probabilities: the signals a monitor reads.
+pub fn logprob_summary(tokens: &[TokenLogprob]) -> Option<LogprobSummary> {
+    if tokens.is_empty() {
+        return None;
+    }
+    let sum: f64 = tokens.iter().map(|t| f64::from(t.logprob)).sum();
+    let min = tokens
+        .iter()
+        .map(|t| t.logprob)
+        .fold(f32::INFINITY, f32::min);
+    Some(LogprobSummary {
+        mean: sum / tokens.len() as f64,
+        min: f64::from(min),
+        tokens: tokens.len(),
+    })
+}
+
+/// Mean and minimum log-probability of some tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LogprobSummary {
+    /// Mean log-probability per token.
+    pub mean: f64,
+    /// The least likely token's log-probability.
+    pub min: f64,
+    /// How many tokens.
+    pub tokens: usize,
+}
+
+/// A further sample of a call that asked for `n > 1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The sample's text.
     pub text: String,
     /// Why it stopped.
     pub finish: FinishReason,
-    /// What it cost.
+    /// Its tokens' log-probabilities, when asked for and available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<TokenLogprob>>,
+}
+
+/// A finished chat call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    /// The assistant's text (JSON when a schema was given); the first sample.
+    pub text: String,
+    /// Why it stopped.
+    pub finish: FinishReason,
+    /// What it cost (all samples together).
     pub usage: Usage,
     /// The model that produced it.
     pub model: String,
     /// True when the call cache served it without calling the model.
     #[serde(default)]
     pub cached: bool,
+    /// Log-probabilities of the first sample's tokens, when the request asked for them
+    /// and the backend has them ([`Capabilities::logprobs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<TokenLogprob>>,
+    /// Samples 2..=n of a request that asked for several; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<Sample>,
+}
+
+impl Completion {
+    /// A completion of one sample without log-probabilities.
+    pub fn new(text: impl Into<String>, finish: FinishReason, usage: Usage, model: &str) -> Self {
+        Completion {
+            text: text.into(),
+            finish,
+            usage,
+            model: model.to_string(),
+            cached: false,
+            logprobs: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// The texts of every sample, the first included.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.text.as_str()).chain(self.samples.iter().map(|s| s.text.as_str()))
+    }
+}
+
+/// What a chat backend can do beyond plain text. Strategies that need a capability
+/// degrade when it is missing (documented per strategy), rather than fail.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Returns per-token log-probabilities ([`GenParams::logprobs`]).
+    pub logprobs: bool,
+    /// Draws `n > 1` samples in one call ([`GenParams::n`]); without it the caller makes
+    /// `n` calls with seeds `seed + i`.
+    pub samples: bool,
+    /// Constrains the output to a JSON schema ([`ChatRequest::schema`]); without it the
+    /// schema is only a hint in the prompt and replies may not parse.
+    pub json_schema: bool,
 }
 
 /// Receives generated text as it is produced.
@@ -265,6 +399,11 @@ pub type TokenSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 pub trait Llm: Send + Sync {
     /// A stable name of the model (part of the call-cache key and of every trace).
     fn model_id(&self) -> &str;
+
+    /// What the backend can do beyond plain text; nothing, unless it says so.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
 
     /// Runs one chat call to completion.
     fn chat(&self, request: &ChatRequest) -> impl Future<Output = Result<Completion>> + Send;
@@ -288,6 +427,9 @@ impl<T: Llm + ?Sized> Llm for Arc<T> {
     fn model_id(&self) -> &str {
         (**self).model_id()
     }
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
     fn chat(&self, request: &ChatRequest) -> impl Future<Output = Result<Completion>> + Send {
         (**self).chat(request)
     }
@@ -305,6 +447,8 @@ impl<T: Llm + ?Sized> Llm for Arc<T> {
 pub trait DynLlm: Send + Sync {
     /// See [`Llm::model_id`].
     fn model_id(&self) -> &str;
+    /// See [`Llm::capabilities`].
+    fn capabilities_dyn(&self) -> Capabilities;
     /// See [`Llm::chat`].
     fn chat_dyn<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion>>;
     /// See [`Llm::chat_stream`].
@@ -318,6 +462,9 @@ pub trait DynLlm: Send + Sync {
 impl<T: Llm> DynLlm for T {
     fn model_id(&self) -> &str {
         Llm::model_id(self)
+    }
+    fn capabilities_dyn(&self) -> Capabilities {
+        Llm::capabilities(self)
     }
     fn chat_dyn<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<Completion>> {
         Box::pin(self.chat(request))
@@ -334,6 +481,9 @@ impl<T: Llm> DynLlm for T {
 impl Llm for dyn DynLlm {
     fn model_id(&self) -> &str {
         DynLlm::model_id(self)
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities_dyn()
     }
     async fn chat(&self, request: &ChatRequest) -> Result<Completion> {
         self.chat_dyn(request).await
@@ -515,7 +665,48 @@ mod tests {
     }
 
     #[test]
+    fn new_params_at_their_defaults_leave_the_serialized_request_unchanged() {
+        // The call cache keys requests by their JSON: old keys must stay valid.
+        let json = serde_json::to_string(&ChatRequest::user("hi")).unwrap();
+        assert!(
+            !json.contains("logprobs") && !json.contains("\"n\""),
+            "{json}"
+        );
+        let json =
+            serde_json::to_string(&ChatRequest::user("hi").logprobs().samples(3, 0.7, 1)).unwrap();
+        assert!(
+            json.contains("\"logprobs\":true") && json.contains("\"n\":3"),
+            "{json}"
+        );
+        let old = r#"{"messages":[{"role":"user","content":"hi"}],"params":{"temperature":0.0,"top_p":1.0,"max_tokens":5,"stop":[],"seed":0}}"#;
+        let back: ChatRequest = serde_json::from_str(old).unwrap();
+        assert_eq!(back.params.n, 1);
+        assert!(!back.params.logprobs);
+    }
+
+    #[test]
+    fn logprob_summaries_give_mean_and_minimum() {
+        let t = |p: f32| TokenLogprob {
+            token: "x".into(),
+            logprob: p,
+        };
+        let s = logprob_summary(&[t(-0.1), t(-2.0), t(-0.3)]).unwrap();
+        assert!((s.mean - (-0.8)).abs() < 1e-6);
+        assert!((s.min - (-2.0)).abs() < 1e-6);
+        assert_eq!(s.tokens, 3);
+        assert!(logprob_summary(&[]).is_none());
+    }
+
+    #[test]
     fn params_are_validated_by_field() {
+        assert!(
+            ChatRequest::user("hi")
+                .samples(0, 0.7, 0)
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("invalid n")
+        );
         let bad = ChatRequest::user("hi").temperature(3.0);
         assert!(
             bad.validate()

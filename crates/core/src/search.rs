@@ -89,6 +89,23 @@ impl SearchRequest {
     }
 }
 
+/// One entry of a primitive ranking (BM25 or nearest neighbours): a chunk and the
+/// ranking's own score for it, best first in the list that holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScoredChunk {
+    /// The chunk.
+    pub id: ChunkId,
+    /// The ranking's score (a BM25 score, a cosine similarity): higher is better.
+    pub score: f32,
+}
+
+impl ScoredChunk {
+    /// A chunk with its score.
+    pub fn new(id: ChunkId, score: f32) -> Self {
+        ScoredChunk { id, score }
+    }
+}
+
 /// Where one retriever ranked a hit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SourceRank {

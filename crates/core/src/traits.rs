@@ -1,7 +1,8 @@
 //! The traits that separate the layers.
 
 use crate::{
-    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, Hit, Result, SearchRequest, StoreStats,
+    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, Hit, Result, ScoredChunk,
+    SearchRequest, StoreStats,
 };
 use std::future::Future;
 use std::pin::Pin;
@@ -84,16 +85,10 @@ impl<T: Embedder> DynEmbedder for T {
     }
 }
 
-/// Where documents, chunks and their vectors live, with the two primitive rankings
-/// (lexical and nearest-neighbour) that retrievers combine.
-pub trait Store: Send + Sync {
-    /// Replaces each updated document with all of its chunks and removes the given
-    /// documents, as one atomic change: after a crash either all of it is visible or none.
-    fn apply(
-        &self,
-        updates: Vec<DocumentUpdate>,
-        removals: Vec<DocId>,
-    ) -> impl Future<Output = Result<()>> + Send;
+/// The read side of a store: documents, chunks and their vectors, with the two primitive
+/// rankings (lexical and nearest-neighbour) that retrievers combine. A read-only replica
+/// or a second backend implements this alone.
+pub trait StoreRead: Send + Sync {
     /// One document with its extracted text, or `None`.
     fn document(&self, id: &DocId) -> impl Future<Output = Result<Option<Document>>> + Send;
     /// All documents (without their text), ordered by id.
@@ -108,24 +103,28 @@ pub trait Store: Send + Sync {
         query: &str,
         n: usize,
         filter: &Filter,
-    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send;
     /// Up to `n` chunks nearest to `vector` (cosine similarity), best first.
     fn nearest(
         &self,
         vector: &[f32],
         n: usize,
         filter: &Filter,
-    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send;
 }
 
-impl<T: Store + ?Sized> Store for Arc<T> {
+/// A store that can also be written: the read side plus one atomic write.
+pub trait Store: StoreRead {
+    /// Replaces each updated document with all of its chunks and removes the given
+    /// documents, as one atomic change: after a crash either all of it is visible or none.
     fn apply(
         &self,
         updates: Vec<DocumentUpdate>,
         removals: Vec<DocId>,
-    ) -> impl Future<Output = Result<()>> + Send {
-        (**self).apply(updates, removals)
-    }
+    ) -> impl Future<Output = Result<()>> + Send;
+}
+
+impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
     fn document(&self, id: &DocId) -> impl Future<Output = Result<Option<Document>>> + Send {
         (**self).document(id)
     }
@@ -143,7 +142,7 @@ impl<T: Store + ?Sized> Store for Arc<T> {
         query: &str,
         n: usize,
         filter: &Filter,
-    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send {
+    ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send {
         (**self).lexical(query, n, filter)
     }
     fn nearest(
@@ -151,8 +150,18 @@ impl<T: Store + ?Sized> Store for Arc<T> {
         vector: &[f32],
         n: usize,
         filter: &Filter,
-    ) -> impl Future<Output = Result<Vec<(ChunkId, f32)>>> + Send {
+    ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send {
         (**self).nearest(vector, n, filter)
+    }
+}
+
+impl<T: Store + ?Sized> Store for Arc<T> {
+    fn apply(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).apply(updates, removals)
     }
 }
 

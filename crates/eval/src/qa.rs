@@ -5,7 +5,7 @@
 use crate::metrics::{AnswerScores, score_answer};
 use crate::{QaRecord, stats};
 use metarag_agent::verify::without_citations;
-use metarag_agent::{Agent, AgentConfig, Ask, Passage, StopReason, Strategy, Trace};
+use metarag_agent::{Agent, AgentConfig, Ask, Passage, StopReason, StrategyId, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -45,7 +45,7 @@ pub struct RunConfig {
     /// Sampling seed.
     pub seed: u64,
     /// Strategies, in report order.
-    pub strategies: Vec<Strategy>,
+    pub strategies: Vec<StrategyId>,
     /// The chat model.
     pub model: String,
     /// The embedding model (open protocol).
@@ -69,7 +69,7 @@ pub struct QuestionResult {
     /// The data set's id.
     pub id: String,
     /// The strategy.
-    pub strategy: Strategy,
+    pub strategy: StrategyId,
     /// The question.
     pub question: String,
     /// Question type (bridge, comparison, ...).
@@ -99,8 +99,27 @@ pub struct QuestionResult {
 
 impl QuestionResult {
     /// The results-file key: a question under a strategy.
-    pub fn key(&self) -> (String, Strategy) {
-        (self.id.clone(), self.strategy)
+    pub fn key(&self) -> (String, StrategyId) {
+        (self.id.clone(), self.strategy.clone())
+    }
+
+    /// A zero-scored result for a question that could not be answered: a failure is a
+    /// row of the table, never a missing one.
+    pub fn failed(record: &QaRecord, strategy: &StrategyId, error: String) -> Self {
+        QuestionResult {
+            id: record.id.clone(),
+            strategy: strategy.clone(),
+            question: record.question.clone(),
+            kind: record.kind.clone(),
+            answers: record.answers.clone(),
+            prediction: String::new(),
+            answer: String::new(),
+            scores: AnswerScores::default(),
+            support_recall: None,
+            latency_ms: 0.0,
+            error: Some(error),
+            trace: None,
+        }
     }
 }
 
@@ -125,30 +144,22 @@ pub fn gold_context(record: &QaRecord) -> Vec<Passage> {
 pub async fn run_question(
     agent: &Agent,
     record: &QaRecord,
-    strategy: Strategy,
+    strategy: &StrategyId,
     protocol: Protocol,
 ) -> QuestionResult {
-    let mut ask = Ask::new(record.question.clone(), strategy);
-    if protocol == Protocol::Gold && strategy != Strategy::Direct {
+    let needs_evidence = match agent.registry().get(strategy.as_str()) {
+        Ok(s) => s.needs_evidence(),
+        Err(e) => return QuestionResult::failed(record, strategy, e.to_string()),
+    };
+    let mut ask = Ask::new(record.question.clone(), strategy.clone());
+    if protocol == Protocol::Gold && needs_evidence {
         ask = ask.with_context(gold_context(record));
     }
     let started = Instant::now();
     let outcome = agent.ask(&ask).await;
-    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
-    let mut result = QuestionResult {
-        id: record.id.clone(),
-        strategy,
-        question: record.question.clone(),
-        kind: record.kind.clone(),
-        answers: record.answers.clone(),
-        prediction: String::new(),
-        answer: String::new(),
-        scores: AnswerScores::default(),
-        support_recall: None,
-        latency_ms,
-        error: None,
-        trace: None,
-    };
+    let mut result = QuestionResult::failed(record, strategy, String::new());
+    result.error = None;
+    result.latency_ms = started.elapsed().as_secs_f64() * 1e3;
     let trace = match outcome {
         Ok(t) => t,
         Err(e) => {
@@ -166,10 +177,7 @@ pub async fn run_question(
         trace.short_answer.clone()
     };
     result.scores = score_answer(&result.prediction, &record.answers);
-    if protocol == Protocol::Open
-        && strategy != Strategy::Direct
-        && !record.supporting_titles.is_empty()
-    {
+    if protocol == Protocol::Open && needs_evidence && !record.supporting_titles.is_empty() {
         let titles: HashSet<&str> = trace
             .sources
             .iter()
@@ -192,40 +200,53 @@ pub async fn run_question(
 pub async fn run_all(
     agent: &Agent,
     records: &[QaRecord],
-    strategies: &[Strategy],
+    strategies: &[StrategyId],
     protocol: Protocol,
     concurrency: usize,
-    done: &HashSet<(String, Strategy)>,
+    done: &HashSet<(String, StrategyId)>,
     mut on_result: impl FnMut(QuestionResult),
 ) {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
+    let mut deliver = |joined: Option<Result<QuestionResult, tokio::task::JoinError>>| {
+        match joined {
+            Some(Ok(r)) => on_result(r),
+            // Unreachable: each task catches its question's panic below.
+            Some(Err(e)) => tracing::error!("a benchmark task failed: {e}"),
+            None => {}
+        }
+    };
     // Strategy-major order: with concurrency 1 a strategy's results come in together.
-    for &strategy in strategies {
+    for strategy in strategies {
         for record in records {
-            if done.contains(&(record.id.clone(), strategy)) {
+            if done.contains(&(record.id.clone(), strategy.clone())) {
                 continue;
             }
             let permit = semaphore.clone();
             let agent = agent.clone();
             let record = record.clone();
+            let strategy = strategy.clone();
             tasks.spawn(async move {
                 let _permit = permit.acquire_owned().await;
-                run_question(&agent, &record, strategy, protocol).await
+                // The question runs in its own task so a panic in it becomes a failed,
+                // zero-scored result of this question instead of a missing row.
+                let (r, s) = (record.clone(), strategy.clone());
+                let inner = tokio::spawn(async move {
+                    run_question(&agent, &record, &strategy, protocol).await
+                });
+                match inner.await {
+                    Ok(result) => result,
+                    Err(e) => QuestionResult::failed(&r, &s, format!("the run panicked: {e}")),
+                }
             });
             // Keep the set bounded so results stream out in order of submission.
             while tasks.len() >= concurrency.max(1) * 2 {
-                if let Some(Ok(r)) = tasks.join_next().await {
-                    on_result(r);
-                }
+                deliver(tasks.join_next().await);
             }
         }
     }
     while let Some(joined) = tasks.join_next().await {
-        match joined {
-            Ok(r) => on_result(r),
-            Err(e) => tracing::error!("a benchmark task panicked: {e}"),
-        }
+        deliver(Some(joined));
     }
 }
 
@@ -272,6 +293,65 @@ mod tests {
         let mut r = record("2");
         r.contexts.iter_mut().for_each(|c| c.is_supporting = false);
         assert_eq!(gold_context(&r).len(), 2);
+    }
+
+    /// A model that panics on every call.
+    struct Panicking;
+
+    impl metarag_core::Llm for Panicking {
+        fn model_id(&self) -> &str {
+            "panicking"
+        }
+        async fn chat(
+            &self,
+            _: &metarag_core::ChatRequest,
+        ) -> metarag_core::Result<metarag_core::Completion> {
+            panic!("boom")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_whose_run_panics_is_a_failed_zero_scored_row() {
+        let agent = Agent::builder(Arc::new(Panicking)).build().unwrap();
+        let records = vec![record("1"), record("2")];
+        let strategies = vec![StrategyId::new("standard"), StrategyId::new("direct")];
+        let mut results = Vec::new();
+        run_all(
+            &agent,
+            &records,
+            &strategies,
+            Protocol::Gold,
+            2,
+            &HashSet::new(),
+            |r| results.push(r),
+        )
+        .await;
+        assert_eq!(
+            results.len(),
+            4,
+            "every (question, strategy) pair has a row"
+        );
+        for r in &results {
+            assert!(
+                r.error.as_deref().is_some_and(|e| e.contains("panicked")),
+                "{:?}",
+                r.error
+            );
+            assert_eq!(r.scores.f1, 0.0);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unknown_strategy_is_a_failed_row_naming_the_registered_ones() {
+        let agent = Agent::builder(Arc::new(Panicking)).build().unwrap();
+        let r = run_question(
+            &agent,
+            &record("1"),
+            &StrategyId::new("nope"),
+            Protocol::Gold,
+        )
+        .await;
+        assert!(r.error.unwrap().contains("registered: direct"));
     }
 
     #[test]

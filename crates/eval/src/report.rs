@@ -6,7 +6,7 @@ use crate::qa::{QuestionResult, RunConfig};
 use crate::retrieval::percentile;
 use crate::stats::{Estimate, bootstrap};
 use crate::{Error, Result};
-use metarag_agent::{StopReason, Strategy};
+use metarag_agent::{StopReason, StrategyId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -130,16 +130,30 @@ pub struct StrategySummary {
     pub overhead_share: f64,
 }
 
+/// The strategy the metacognitive section compares with: the papers' standard RAG row.
+const BASELINE: &str = "standard";
+
+/// Whether a strategy's answers went through a monitoring gate (its traces have
+/// monitored rounds): the report's metacognitive section is about those.
+fn gated(record: &RunRecord, strategy: &str) -> bool {
+    record.results.iter().any(|q| {
+        q.strategy == strategy
+            && q.trace
+                .as_ref()
+                .is_some_and(|t| t.rounds.iter().any(|r| r.monitor.is_some()))
+    })
+}
+
 /// Summarises a run's results per strategy, in `strategies` order.
 pub fn summarize(
-    strategies: &[Strategy],
+    strategies: &[StrategyId],
     results: &[QuestionResult],
     max_rounds: usize,
 ) -> Vec<StrategySummary> {
     strategies
         .iter()
-        .map(|&s| {
-            let rs: Vec<&QuestionResult> = results.iter().filter(|r| r.strategy == s).collect();
+        .map(|s| {
+            let rs: Vec<&QuestionResult> = results.iter().filter(|r| r.strategy == *s).collect();
             summarize_one(s, &rs, max_rounds)
         })
         .collect()
@@ -174,7 +188,11 @@ fn group(rs: &[&QuestionResult]) -> GroupScores {
     }
 }
 
-fn summarize_one(strategy: Strategy, rs: &[&QuestionResult], max_rounds: usize) -> StrategySummary {
+fn summarize_one(
+    strategy: &StrategyId,
+    rs: &[&QuestionResult],
+    max_rounds: usize,
+) -> StrategySummary {
     let col =
         |f: &dyn Fn(&QuestionResult) -> f64| -> Vec<f64> { rs.iter().map(|r| f(r)).collect() };
     let seed = 0x5EED;
@@ -241,7 +259,7 @@ fn summarize_one(strategy: Strategy, rs: &[&QuestionResult], max_rounds: usize) 
     let latency: Vec<f64> = rs.iter().filter_map(|r| compute_seconds(r)).collect();
     let support: Vec<f64> = rs.iter().filter_map(|r| r.support_recall).collect();
     StrategySummary {
-        strategy: strategy.name().to_string(),
+        strategy: strategy.to_string(),
         questions: rs.len(),
         errors: rs.iter().filter(|r| r.error.is_some()).count(),
         em: bootstrap(&col(&|r| r.scores.em), 1000, seed),
@@ -395,15 +413,15 @@ pub struct Paired {
 }
 
 /// Compares strategy `a` with `b` question by question.
-pub fn paired(results: &[QuestionResult], a: Strategy, b: Strategy) -> Paired {
+pub fn paired(results: &[QuestionResult], a: &StrategyId, b: &StrategyId) -> Paired {
     let bs: HashMap<&str, &QuestionResult> = results
         .iter()
-        .filter(|r| r.strategy == b)
+        .filter(|r| r.strategy == *b)
         .map(|r| (r.id.as_str(), r))
         .collect();
     let pairs: Vec<(&QuestionResult, &QuestionResult)> = results
         .iter()
-        .filter(|r| r.strategy == a)
+        .filter(|r| r.strategy == *a)
         .filter_map(|r| bs.get(r.id.as_str()).map(|o| (r, *o)))
         .collect();
     let deltas: Vec<f64> = pairs
@@ -590,14 +608,14 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
     let strategies = &c.strategies;
     if strategies.len() > 1 {
         out.push_str("\n## Question by question\n\n| comparison | n | F1 difference [95% CI] | EM difference | wins / ties / losses |\n|---|---|---|---|---|\n");
-        for (i, &a) in strategies.iter().enumerate() {
-            for &b in &strategies[..i] {
+        for (i, a) in strategies.iter().enumerate() {
+            for b in &strategies[..i] {
                 let p = paired(&record.results, a, b);
                 let _ = writeln!(
                     out,
                     "| {} vs {} | {} | {:+.1} [{:+.1}, {:+.1}] | {:+.1} | {} / {} / {} |",
-                    a.name(),
-                    b.name(),
+                    a,
+                    b,
                     p.n,
                     p.f1_delta.mean * 100.0,
                     p.f1_delta.lo * 100.0,
@@ -610,8 +628,8 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             }
         }
     }
-    // The metacognitive loop.
-    for s in record.summary.iter().filter(|s| s.strategy == "metarag") {
+    // The metacognitive loop, of every strategy whose answers went through a gate.
+    for s in record.summary.iter().filter(|s| gated(record, &s.strategy)) {
         let n = s.questions.max(1) as f64;
         let r = &s.rounds;
         let _ = writeln!(out, "\n## The metacognitive loop ({})\n", s.strategy);
@@ -655,7 +673,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             let standard: HashMap<&str, f64> = record
                 .results
                 .iter()
-                .filter(|q| q.strategy == Strategy::Standard)
+                .filter(|q| q.strategy == BASELINE)
                 .map(|q| (q.id.as_str(), q.scores.f1))
                 .collect();
             out.push_str("\nFirst diagnosis of the questions whose first answer failed the gate, with metarag's F1 on them and, when it ran, standard RAG's on the same questions and metarag's wins / ties / losses against it by F1:\n\n| category | questions | metarag F1 | standard F1 | wins / ties / losses |\n|---|---|---|---|---|\n");
@@ -663,7 +681,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
                 let ids: Vec<&QuestionResult> = record
                     .results
                     .iter()
-                    .filter(|q| q.strategy == Strategy::Metarag)
+                    .filter(|q| q.strategy == s.strategy.as_str())
                     .filter(|q| {
                         q.trace
                             .as_ref()
@@ -876,7 +894,7 @@ pub fn plots(record: &RunRecord, dir: &Path, stem: &str) -> Result<Vec<PathBuf>>
     written.push(path);
 
     // Rounds histogram of the metacognitive strategy.
-    if let Some(s) = record.summary.iter().find(|s| s.strategy == "metarag") {
+    if let Some(s) = record.summary.iter().find(|s| gated(record, &s.strategy)) {
         let path = dir.join(format!("{stem}-rounds.svg"));
         let r = s.rounds;
         let bars = [
@@ -935,7 +953,7 @@ pub fn plots(record: &RunRecord, dir: &Path, stem: &str) -> Result<Vec<PathBuf>>
                 let mut v: Vec<f64> = record
                     .results
                     .iter()
-                    .filter(|r| r.strategy.name() == s.strategy)
+                    .filter(|r| r.strategy == s.strategy.as_str())
                     .filter_map(compute_seconds)
                     .collect();
                 v.sort_by(f64::total_cmp);

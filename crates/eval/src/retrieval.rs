@@ -1,7 +1,7 @@
 //! Retrieval quality and latency against gold supporting titles.
 
 use crate::{QaRecord, Result};
-use metarag_core::{Embedder, SearchMode, SearchRequest, Store};
+use metarag_core::{Embedder, SearchMode, SearchRequest, StoreRead};
 use metarag_retrieve::HybridRetriever;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -52,7 +52,7 @@ pub fn percentile(values: &[f64], p: f64) -> f64 {
 
 /// Runs every question through every mode and scores the hits against the questions'
 /// supporting titles. Questions without supporting titles are skipped.
-pub async fn evaluate_retrieval<E: Embedder, S: Store>(
+pub async fn evaluate_retrieval<E: Embedder, S: StoreRead>(
     retriever: &HybridRetriever<E, S>,
     questions: &[QaRecord],
     modes: &[SearchMode],

@@ -23,7 +23,10 @@ mod sql;
 
 pub use error::{Error, Result};
 
-use metarag_core::{Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, Store, StoreStats};
+use metarag_core::{
+    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, ScoredChunk, Store, StoreRead,
+    StoreStats,
+};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -228,21 +231,20 @@ impl EmbeddedIndex {
     }
 
     /// BM25 ranking of chunks for `query`.
-    pub fn lexical(&self, query: &str, n: usize, filter: &Filter) -> Result<Vec<(ChunkId, f32)>> {
+    pub fn lexical(&self, query: &str, n: usize, filter: &Filter) -> Result<Vec<ScoredChunk>> {
         let allowed = self.allowed_docs(filter)?;
         if allowed.as_ref().is_some_and(|d| d.is_empty()) {
             return Ok(Vec::new());
         }
-        self.inner.bm25.search(query, n, allowed.as_deref())
+        Ok(scored(self.inner.bm25.search(
+            query,
+            n,
+            allowed.as_deref(),
+        )?))
     }
 
     /// Nearest chunks to `vector` by cosine similarity.
-    pub fn nearest(
-        &self,
-        vector: &[f32],
-        n: usize,
-        filter: &Filter,
-    ) -> Result<Vec<(ChunkId, f32)>> {
+    pub fn nearest(&self, vector: &[f32], n: usize, filter: &Filter) -> Result<Vec<ScoredChunk>> {
         if vector.len() != self.inner.config.dimension {
             return Err(Error::QueryDimension {
                 expected: self.inner.config.dimension,
@@ -262,7 +264,11 @@ impl EmbeddedIndex {
         if allowed.as_ref().is_some_and(|a| a.is_empty()) {
             return Ok(Vec::new());
         }
-        self.inner.dense.search(vector, n, allowed.as_ref())
+        Ok(scored(self.inner.dense.search(
+            vector,
+            n,
+            allowed.as_ref(),
+        )?))
     }
 
     /// Chunks by id, in the order asked; unknown ids are skipped.
@@ -372,7 +378,9 @@ impl Store for EmbeddedIndex {
     ) -> metarag_core::Result<()> {
         self.blocking(move |i| i.apply(updates, removals)).await
     }
+}
 
+impl StoreRead for EmbeddedIndex {
     async fn document(&self, id: &DocId) -> metarag_core::Result<Option<Document>> {
         let id = id.clone();
         self.blocking(move |i| EmbeddedIndex::document(i, &id))
@@ -397,7 +405,7 @@ impl Store for EmbeddedIndex {
         query: &str,
         n: usize,
         filter: &Filter,
-    ) -> metarag_core::Result<Vec<(ChunkId, f32)>> {
+    ) -> metarag_core::Result<Vec<ScoredChunk>> {
         // BM25 over an in-memory-mapped index takes well under a millisecond: running it
         // inline is cheaper than a thread hop.
         EmbeddedIndex::lexical(self, query, n, filter).map_err(Into::into)
@@ -408,7 +416,15 @@ impl Store for EmbeddedIndex {
         vector: &[f32],
         n: usize,
         filter: &Filter,
-    ) -> metarag_core::Result<Vec<(ChunkId, f32)>> {
+    ) -> metarag_core::Result<Vec<ScoredChunk>> {
         EmbeddedIndex::nearest(self, vector, n, filter).map_err(Into::into)
     }
+}
+
+/// The engines' `(id, score)` pairs as the store's ranked entries.
+fn scored(pairs: Vec<(ChunkId, f32)>) -> Vec<ScoredChunk> {
+    pairs
+        .into_iter()
+        .map(|(id, score)| ScoredChunk::new(id, score))
+        .collect()
 }

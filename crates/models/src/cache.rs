@@ -250,6 +250,10 @@ impl<L: Llm> Llm for CachedLlm<L> {
         self.inner.model_id()
     }
 
+    fn capabilities(&self) -> metarag_core::Capabilities {
+        self.inner.capabilities()
+    }
+
     async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
         let key = cache_key(self.inner.model_id(), request);
         if let Some(hit) = self.lookup(&key) {

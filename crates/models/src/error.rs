@@ -170,10 +170,37 @@ impl Error {
     }
 }
 
+impl metarag_core::HasFault for Error {
+    fn fault(&self) -> Fault {
+        Error::fault(self)
+    }
+}
+
 impl From<Error> for metarag_core::Error {
+    /// Context overflow and rate limiting become the typed core errors a strategy can
+    /// react to; everything else is a backend error with its fault.
     fn from(e: Error) -> Self {
-        let fault = e.fault();
-        metarag_core::Error::backend("model", fault, e)
+        match e {
+            Error::ContextOverflow {
+                prompt_tokens,
+                max_tokens,
+                context,
+            } => metarag_core::Error::ContextOverflow {
+                prompt_tokens,
+                max_tokens,
+                context,
+            },
+            Error::Api {
+                status: 429, url, ..
+            } => metarag_core::Error::RateLimited {
+                endpoint: url,
+                retry_after: None,
+            },
+            e => {
+                let fault = e.fault();
+                metarag_core::Error::backend("model", fault, e)
+            }
+        }
     }
 }
 

@@ -19,7 +19,9 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use metarag_core::{ChatRequest, Completion, FinishReason, Llm, Message, TokenSink, Usage};
+use metarag_core::{
+    ChatRequest, Completion, FinishReason, Llm, Message, Sample, TokenLogprob, TokenSink, Usage,
+};
 use serde::Serialize;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -238,6 +240,16 @@ fn gone() -> Error {
 impl Llm for LocalLlm {
     fn model_id(&self) -> &str {
         &self.model_id
+    }
+
+    /// llama.cpp gives the logits of every generated token, draws samples one after
+    /// another over the evaluated prompt, and constrains JSON by a grammar.
+    fn capabilities(&self) -> metarag_core::Capabilities {
+        metarag_core::Capabilities {
+            logprobs: true,
+            samples: true,
+            json_schema: true,
+        }
     }
 
     async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
@@ -459,7 +471,7 @@ impl Engine<'_> {
         Ok((reuse, last_index))
     }
 
-    fn sampler(&self, request: &ChatRequest) -> Result<LlamaSampler> {
+    fn sampler(&self, request: &ChatRequest, seed: u64) -> Result<LlamaSampler> {
         let mut chain = Vec::new();
         if let Some(schema) = &request.schema {
             let grammar =
@@ -482,11 +494,14 @@ impl Engine<'_> {
                 chain.push(LlamaSampler::top_p(p.top_p, 1));
             }
             chain.push(LlamaSampler::temp(p.temperature));
-            chain.push(LlamaSampler::dist(p.seed as u32));
+            chain.push(LlamaSampler::dist(seed as u32));
         }
         Ok(LlamaSampler::chain_simple(chain))
     }
 
+    /// Runs a chat request: `n` samples (seeds `seed + i`), each reusing the evaluated
+    /// prompt, with per-token log-probabilities when asked for. Only the first sample
+    /// streams.
     fn chat(
         &mut self,
         request: &ChatRequest,
@@ -503,9 +518,44 @@ impl Engine<'_> {
                 context: n_ctx,
             });
         }
-        let mut sampler = self.sampler(request)?;
+        let mut usage = Usage {
+            prompt_tokens: tokens.len() as u64,
+            prompt_ms: Some(0.0),
+            generation_ms: Some(0.0),
+            ..Usage::default()
+        };
+        let mut samples = Vec::with_capacity(request.params.n as usize);
+        for i in 0..request.params.n.max(1) {
+            let seed = request.params.seed.wrapping_add(u64::from(i));
+            let g = self.generate(&tokens, request, seed, stream.filter(|_| i == 0))?;
+            if i == 0 {
+                usage.cached_prompt_tokens = g.reused as u64;
+            }
+            usage.completion_tokens += g.generated as u64;
+            *usage.prompt_ms.get_or_insert(0.0) += g.prompt_ms;
+            *usage.generation_ms.get_or_insert(0.0) += g.generation_ms;
+            samples.push(g.sample);
+        }
+        usage.wall_ms = usage.compute_ms();
+        let first = samples.remove(0);
+        let mut completion = Completion::new(first.text, first.finish, usage, &self.model_id);
+        completion.logprobs = first.logprobs;
+        completion.samples = samples;
+        Ok(completion)
+    }
+
+    /// One sample from an already tokenized prompt.
+    fn generate(
+        &mut self,
+        tokens: &[LlamaToken],
+        request: &ChatRequest,
+        seed: u64,
+        stream: Option<&tmpsc::UnboundedSender<String>>,
+    ) -> Result<Generated> {
+        let max_tokens = request.params.max_tokens as usize;
+        let mut sampler = self.sampler(request, seed)?;
         let prompt_started = Instant::now();
-        let (reused, mut logits_index) = self.prepare(&tokens)?;
+        let (reused, mut logits_index) = self.prepare(tokens)?;
         let prompt_ms = prompt_started.elapsed().as_secs_f64() * 1e3;
 
         let generation_started = Instant::now();
@@ -517,6 +567,7 @@ impl Engine<'_> {
         let mut generated = 0usize;
         let mut finish = FinishReason::Length;
         let mut cut_at: Option<usize> = None;
+        let mut logprobs = request.params.logprobs.then(Vec::new);
         let mut batch = LlamaBatch::new(1, 1);
         while generated < max_tokens {
             // `sample` also feeds the token to every sampler in the chain (the grammar
@@ -527,7 +578,14 @@ impl Engine<'_> {
                 break;
             }
             generated += 1;
-            bytes.extend(vocab.token_to_piece(token, false, None));
+            let piece = vocab.token_to_piece(token, false, None);
+            if let Some(lp) = logprobs.as_mut() {
+                lp.push(TokenLogprob {
+                    token: String::from_utf8_lossy(&piece).into_owned(),
+                    logprob: log_softmax_at(self.ctx.get_logits_ith(logits_index), token),
+                });
+            }
+            bytes.extend(piece);
             let text = valid_utf8_prefix(&bytes);
             if let Some(at) = first_stop(text, stop) {
                 cut_at = Some(at);
@@ -572,20 +630,16 @@ impl Engine<'_> {
             generation_ms,
             "llm call"
         );
-        Ok(Completion {
-            text,
-            finish,
-            usage: Usage {
-                prompt_tokens: tokens.len() as u64,
-                cached_prompt_tokens: reused as u64,
-                completion_tokens: generated as u64,
-                wall_ms: prompt_ms + generation_ms,
-                prompt_ms: Some(prompt_ms),
-                generation_ms: Some(generation_ms),
-                original_ms: None,
+        Ok(Generated {
+            sample: Sample {
+                text,
+                finish,
+                logprobs,
             },
-            model: self.model_id.clone(),
-            cached: false,
+            reused,
+            generated,
+            prompt_ms,
+            generation_ms,
         })
     }
 
@@ -647,6 +701,23 @@ impl Engine<'_> {
     }
 }
 
+/// One generated sample and what it cost.
+struct Generated {
+    sample: Sample,
+    reused: usize,
+    generated: usize,
+    prompt_ms: f64,
+    generation_ms: f64,
+}
+
+/// `log softmax(logits)[token]`, over the whole vocabulary: the model's own probability
+/// of the token, before any grammar or sampling filter narrowed the choice.
+fn log_softmax_at(logits: &[f32], token: LlamaToken) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
+    (f64::from(logits[token.0 as usize] - max) - sum.ln()) as f32
+}
+
 /// The longest prefix of `bytes` that is valid UTF-8 (a token can end mid-character).
 fn valid_utf8_prefix(bytes: &[u8]) -> &str {
     match std::str::from_utf8(bytes) {
@@ -676,6 +747,16 @@ mod tests {
         let stop = vec!["\n\n".to_string(), "Question:".to_string()];
         assert_eq!(first_stop("Paris.\n\nQuestion: x", &stop), Some(6));
         assert_eq!(first_stop("Paris.", &stop), None);
+    }
+
+    #[test]
+    fn log_softmax_is_a_log_probability() {
+        let logits = [1.0f32, 2.0, 3.0];
+        let p: f32 = (0..3)
+            .map(|i| log_softmax_at(&logits, LlamaToken(i)).exp())
+            .sum();
+        assert!((p - 1.0).abs() < 1e-5);
+        assert!(log_softmax_at(&logits, LlamaToken(2)) > log_softmax_at(&logits, LlamaToken(0)));
     }
 
     #[test]

@@ -127,6 +127,10 @@ impl<L: Llm> Llm for MeteredLlm<L> {
         self.inner.model_id()
     }
 
+    fn capabilities(&self) -> metarag_core::Capabilities {
+        self.inner.capabilities()
+    }
+
     async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
         let started = Instant::now();
         let result = self.inner.chat(request).await;
@@ -153,6 +157,8 @@ mod tests {
 
     fn completion(prompt: u64, completion: u64, cached: bool) -> Completion {
         Completion {
+            logprobs: None,
+            samples: Vec::new(),
             text: "x".into(),
             finish: FinishReason::Stop,
             usage: Usage {

@@ -9,7 +9,10 @@
 //! message. Wire types stay private to this module.
 
 use crate::{Error, Result};
-use metarag_core::{ChatRequest, Completion, FinishReason, Llm, Message, Role, TokenSink, Usage};
+use metarag_core::{
+    Capabilities, ChatRequest, Completion, FinishReason, Llm, Message, Role, Sample, TokenLogprob,
+    TokenSink, Usage,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -152,6 +155,9 @@ impl OpenAiLlm {
             max_tokens: p.max_tokens,
             stop: (!p.stop.is_empty()).then(|| p.stop.clone()),
             seed: p.seed,
+            // Several samples come back as choices; a stream carries one.
+            n: (p.n > 1 && !stream).then_some(p.n),
+            logprobs: p.logprobs.then_some(true),
             stream,
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,
@@ -253,16 +259,27 @@ impl OpenAiLlm {
                         String::from_utf8_lossy(&bytes[..bytes.len().min(300)])
                     ))
                 })?;
-                let choice = wire.choices.into_iter().next().ok_or_else(|| {
+                let mut choices = wire.choices.into_iter();
+                let mut choice = choices.next().ok_or_else(|| {
                     Error::Http(format!("{}: the reply has no choices", self.endpoint))
                 })?;
-                Completion {
-                    text: choice.message.content.unwrap_or_default(),
-                    finish: finish_reason(choice.finish_reason.as_deref()),
-                    usage: wire.usage.map(Usage::from).unwrap_or_default(),
-                    model: self.model_id.clone(),
-                    cached: false,
-                }
+                let mut completion = Completion::new(
+                    choice.message.content.take().unwrap_or_default(),
+                    finish_reason(choice.finish_reason.as_deref()),
+                    wire.usage.map(Usage::from).unwrap_or_default(),
+                    &self.model_id,
+                );
+                completion.logprobs = choice.logprobs();
+                // A server that ignores `n` sends one choice: the caller sees fewer
+                // samples than asked and draws the rest itself.
+                completion.samples = choices
+                    .map(|mut c| Sample {
+                        logprobs: c.logprobs(),
+                        finish: finish_reason(c.finish_reason.as_deref()),
+                        text: c.message.content.unwrap_or_default(),
+                    })
+                    .collect();
+                completion
             }
             Some(sink) => self.read_stream(response, sink).await?,
         };
@@ -313,19 +330,24 @@ impl OpenAiLlm {
                 }
             }
         }
-        Ok(Completion {
-            text,
-            finish,
-            usage,
-            model: self.model_id.clone(),
-            cached: false,
-        })
+        Ok(Completion::new(text, finish, usage, &self.model_id))
     }
 }
 
 impl Llm for OpenAiLlm {
     fn model_id(&self) -> &str {
         &self.model_id
+    }
+
+    /// The OpenAI API has `logprobs` and `n`; servers that ignore `n` return one choice
+    /// (the agent's gateway then draws the missing samples itself). JSON schemas are
+    /// constrained unless the server rejected `response_format` once.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            logprobs: true,
+            samples: true,
+            json_schema: !self.no_json_schema.load(Ordering::Relaxed),
+        }
     }
 
     async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
@@ -381,6 +403,10 @@ struct WireRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     stop: Option<Vec<String>>,
     seed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<bool>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -420,6 +446,35 @@ struct WireChoice {
     message: WireReplyMessage,
     #[serde(default)]
     finish_reason: Option<String>,
+    #[serde(default)]
+    logprobs: Option<WireLogprobs>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireLogprobs {
+    #[serde(default)]
+    content: Option<Vec<WireTokenLogprob>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireTokenLogprob {
+    token: String,
+    logprob: f32,
+}
+
+impl WireChoice {
+    fn logprobs(&mut self) -> Option<Vec<TokenLogprob>> {
+        let content = self.logprobs.take()?.content?;
+        Some(
+            content
+                .into_iter()
+                .map(|t| TokenLogprob {
+                    token: t.token,
+                    logprob: t.logprob,
+                })
+                .collect(),
+        )
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,6 +1,6 @@
 //! Cost of weighted RRF at the list depths hybrid search uses.
 
-use metarag_core::{ChunkId, RetrieverKind};
+use metarag_core::{ChunkId, RetrieverKind, ScoredChunk};
 use metarag_retrieve::{RankedList, reciprocal_rank_fusion};
 
 fn main() {
@@ -10,10 +10,10 @@ fn main() {
 fn lists(depth: usize) -> Vec<RankedList> {
     // Half of each list overlaps the other, as BM25 and dense lists typically do.
     let a = (0..depth as u64)
-        .map(|i| (ChunkId(i), 1.0 / (i + 1) as f32))
+        .map(|i| ScoredChunk::new(ChunkId(i), 1.0 / (i + 1) as f32))
         .collect();
     let b = (depth as u64 / 2..depth as u64 * 3 / 2)
-        .map(|i| (ChunkId(i), 1.0 / (i + 1) as f32))
+        .map(|i| ScoredChunk::new(ChunkId(i), 1.0 / (i + 1) as f32))
         .collect();
     vec![
         RankedList {

@@ -1,6 +1,6 @@
 //! Weighted reciprocal rank fusion, implemented once for every retriever combination.
 
-use metarag_core::{ChunkId, RetrieverKind, SourceRank};
+use metarag_core::{ChunkId, RetrieverKind, ScoredChunk, SourceRank};
 use std::collections::HashMap;
 
 /// One retriever's ranking, best first, with its fusion weight.
@@ -11,7 +11,7 @@ pub struct RankedList {
     /// Multiplies this list's contribution.
     pub weight: f32,
     /// Chunk ids with the retriever's own scores, best first.
-    pub items: Vec<(ChunkId, f32)>,
+    pub items: Vec<ScoredChunk>,
 }
 
 /// A fused result.
@@ -34,7 +34,7 @@ pub fn reciprocal_rank_fusion(lists: &[RankedList], k: f32) -> Vec<Fused> {
     for list in lists {
         let mut seen = std::collections::HashSet::new();
         let mut rank = 0;
-        for &(id, score) in &list.items {
+        for &ScoredChunk { id, score } in &list.items {
             if !seen.insert(id) {
                 continue;
             }
@@ -72,16 +72,52 @@ pub fn reciprocal_rank_fusion(lists: &[RankedList], k: f32) -> Vec<Fused> {
     out.into_iter().map(|(_, _, f)| f).collect()
 }
 
+/// Fuses several orderings of the same `n` items (each a permutation of `0..n`, best
+/// first, or a prefix of one) by unweighted RRF with constant `k`, returning item indices
+/// best first. Used where a reranker's order is fused with a retriever's: the same RRF as
+/// retrieval, over positions instead of chunk ids.
+pub fn fuse_orders(n: usize, orders: &[Vec<usize>], k: f32) -> Vec<usize> {
+    let lists: Vec<RankedList> = orders
+        .iter()
+        .map(|o| RankedList {
+            // The label only names where a rank came from; positions are not chunks of
+            // one retriever, and the labels are dropped below.
+            retriever: RetrieverKind::Bm25,
+            weight: 1.0,
+            items: o
+                .iter()
+                .filter(|&&i| i < n)
+                .map(|&i| ScoredChunk::new(ChunkId(i as u64), 0.0))
+                .collect(),
+        })
+        .collect();
+    reciprocal_rank_fusion(&lists, k)
+        .into_iter()
+        .map(|f| f.id.0 as usize)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    #[test]
+    fn fused_orders_keep_agreement_on_top() {
+        // The retriever's first is the reranker's last: fused, it falls behind items both
+        // rank well.
+        let order = fuse_orders(3, &[vec![0, 1, 2], vec![1, 2, 0]], 60.0);
+        assert_eq!(order, [1, 0, 2]);
+    }
+
     fn list(kind: RetrieverKind, w: f32, ids: &[u64]) -> RankedList {
         RankedList {
             retriever: kind,
             weight: w,
-            items: ids.iter().map(|&i| (ChunkId(i), 1.0)).collect(),
+            items: ids
+                .iter()
+                .map(|&i| ScoredChunk::new(ChunkId(i), 1.0))
+                .collect(),
         }
     }
 

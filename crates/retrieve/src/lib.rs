@@ -1,17 +1,17 @@
 //! # metarag-retrieve
 //!
-//! Retrieval over a [`metarag_core::Store`]: BM25, dense, and hybrid (both, fused by
+//! Retrieval over a [`metarag_core::StoreRead`]: BM25, dense, and hybrid (both, fused by
 //! weighted reciprocal rank fusion, see [`reciprocal_rank_fusion`]). [`HybridRetriever`]
 //! implements [`metarag_core::Retriever`]; results carry the chunk text and where each
 //! retriever ranked it.
 
 mod fusion;
 
-pub use fusion::{Fused, RankedList, reciprocal_rank_fusion};
+pub use fusion::{Fused, RankedList, fuse_orders, reciprocal_rank_fusion};
 
 use metarag_core::{
-    ChunkId, Embedder, Hit, Result, Retriever, RetrieverKind, SearchMode, SearchRequest,
-    SourceRank, Store,
+    ChunkId, Embedder, Hit, Result, Retriever, RetrieverKind, ScoredChunk, SearchMode,
+    SearchRequest, SourceRank, StoreRead,
 };
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -57,7 +57,7 @@ pub struct HybridRetriever<E, S> {
     config: RetrievalConfig,
 }
 
-impl<E: Embedder, S: Store> HybridRetriever<E, S> {
+impl<E: Embedder, S: StoreRead> HybridRetriever<E, S> {
     /// A retriever over `store`, embedding queries with `embedder`.
     pub fn new(embedder: E, store: S, config: RetrievalConfig) -> Self {
         HybridRetriever {
@@ -140,7 +140,7 @@ impl<E: Embedder, S: Store> HybridRetriever<E, S> {
                 .iter()
                 .take(request.k)
                 .enumerate()
-                .map(|(i, &(id, score))| {
+                .map(|(i, &ScoredChunk { id, score })| {
                     let source = SourceRank {
                         retriever: list.retriever,
                         rank: i + 1,
@@ -169,7 +169,7 @@ impl<E: Embedder, S: Store> HybridRetriever<E, S> {
     }
 }
 
-impl<E: Embedder, S: Store> Retriever for HybridRetriever<E, S> {
+impl<E: Embedder, S: StoreRead> Retriever for HybridRetriever<E, S> {
     async fn search(&self, request: &SearchRequest) -> Result<Vec<Hit>> {
         Ok(self.search_timed(request).await?.0)
     }

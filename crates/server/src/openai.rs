@@ -121,6 +121,10 @@ struct WireRequest {
     #[serde(default)]
     seed: Option<u64>,
     #[serde(default)]
+    n: Option<u32>,
+    #[serde(default)]
+    logprobs: Option<bool>,
+    #[serde(default)]
     stream: bool,
     #[serde(default)]
     response_format: Option<Value>,
@@ -211,6 +215,9 @@ fn to_request(wire: WireRequest, limits: &ServeLimits) -> Result<ChatRequest, St
                 Some(StopField::Many(v)) => v,
             },
             seed: wire.seed.unwrap_or(defaults.seed),
+            logprobs: wire.logprobs.unwrap_or(false),
+            // A stream carries one choice.
+            n: if wire.stream { 1 } else { wire.n.unwrap_or(1) },
         },
         schema,
     };
@@ -283,19 +290,41 @@ async fn chat(State(state): State<Arc<AppState>>, body: axum::body::Bytes) -> Re
         let result = state.llm.chat_dyn(&request).await;
         drop(admission);
         return match result {
-            Ok(c) => Json(json!({
-                "id": id,
-                "object": "chat.completion",
-                "created": now(),
-                "model": model,
-                "choices": [{
-                    "index": 0,
-                    "message": { "role": "assistant", "content": c.text },
-                    "finish_reason": finish_str(c.finish),
-                }],
-                "usage": usage_json(&c),
-            }))
-            .into_response(),
+            Ok(c) => {
+                let first = (c.text.as_str(), c.finish, c.logprobs.as_deref());
+                let rest = c
+                    .samples
+                    .iter()
+                    .map(|s| (s.text.as_str(), s.finish, s.logprobs.as_deref()));
+                let choices: Vec<Value> = std::iter::once(first)
+                    .chain(rest)
+                    .enumerate()
+                    .map(|(i, (text, finish, logprobs))| {
+                        let mut choice = json!({
+                            "index": i,
+                            "message": { "role": "assistant", "content": text },
+                            "finish_reason": finish_str(finish),
+                        });
+                        if let Some(tokens) = logprobs {
+                            let content: Vec<Value> = tokens
+                                .iter()
+                                .map(|t| json!({ "token": t.token, "logprob": t.logprob }))
+                                .collect();
+                            choice["logprobs"] = json!({ "content": content });
+                        }
+                        choice
+                    })
+                    .collect();
+                Json(json!({
+                    "id": id,
+                    "object": "chat.completion",
+                    "created": now(),
+                    "model": model,
+                    "choices": choices,
+                    "usage": usage_json(&c),
+                }))
+                .into_response()
+            }
             Err(e) => model_error(&e),
         };
     }

@@ -1,7 +1,7 @@
 //! A scripted fake LLM for deterministic tests of agent branches. It never stands in for
 //! the real model in anything a user runs: only tests depend on this crate.
 
-use metarag_core::{ChatRequest, Completion, FinishReason, Llm, Usage};
+use metarag_core::{Capabilities, ChatRequest, Completion, FinishReason, Llm, TokenLogprob, Usage};
 use std::sync::Mutex;
 
 /// One scripted rule: when every needle occurs in the prompt, reply with `reply`.
@@ -27,6 +27,8 @@ pub struct ScriptedLlm {
     rules: Mutex<Vec<Rule>>,
     fallback: Option<String>,
     calls: Mutex<Vec<ChatRequest>>,
+    /// Words the fake is "unsure" of: their tokens get a low log-probability.
+    unsure: Vec<String>,
 }
 
 impl ScriptedLlm {
@@ -55,6 +57,13 @@ impl ScriptedLlm {
     /// The reply to prompts no rule matches.
     pub fn otherwise(mut self, reply: impl Into<String>) -> Self {
         self.fallback = Some(reply.into());
+        self
+    }
+
+    /// Words whose tokens get log-probability ln 0.05 when a request asks for
+    /// log-probabilities (every other word gets ln 0.98): scripts a confidence signal.
+    pub fn unsure_of(mut self, words: &[&str]) -> Self {
+        self.unsure = words.iter().map(|w| w.to_string()).collect();
         self
     }
 
@@ -109,6 +118,16 @@ impl Llm for ScriptedLlm {
         "scripted-fake"
     }
 
+    /// Log-probabilities (scripted by [`ScriptedLlm::unsure_of`]); one sample per call,
+    /// so callers exercise their per-sample fallback.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            logprobs: true,
+            samples: false,
+            json_schema: false,
+        }
+    }
+
     async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
         self.calls.lock().unwrap().push(request.clone());
         let text = self.reply(request).ok_or_else(|| {
@@ -125,17 +144,30 @@ impl Llm for ScriptedLlm {
             .iter()
             .map(|m| m.content.split_whitespace().count())
             .sum();
-        Ok(Completion {
-            finish: FinishReason::Stop,
-            usage: Usage {
-                prompt_tokens: prompt_tokens as u64,
-                completion_tokens: text.split_whitespace().count() as u64,
-                ..Usage::default()
-            },
-            text,
-            model: "scripted-fake".into(),
-            cached: false,
-        })
+        let logprobs = request.params.logprobs.then(|| {
+            text.split_inclusive(char::is_whitespace)
+                .map(|w| {
+                    let word = w.trim().trim_matches(|c: char| !c.is_alphanumeric());
+                    let p: f32 = if self.unsure.iter().any(|u| u == word) {
+                        0.05
+                    } else {
+                        0.98
+                    };
+                    TokenLogprob {
+                        token: w.to_string(),
+                        logprob: p.ln(),
+                    }
+                })
+                .collect()
+        });
+        let usage = Usage {
+            prompt_tokens: prompt_tokens as u64,
+            completion_tokens: text.split_whitespace().count() as u64,
+            ..Usage::default()
+        };
+        let mut completion = Completion::new(text, FinishReason::Stop, usage, "scripted-fake");
+        completion.logprobs = logprobs;
+        Ok(completion)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::index;
 use metarag_agent::verify::citations;
-use metarag_agent::{Agent, AgentConfig, Ask, Budget, EvidenceMode, StopReason, Strategy};
+use metarag_agent::{Agent, AgentConfig, Ask, Budget, EvidenceMode, StopReason};
 use metarag_core::DynLlm;
 use serde_json::Value;
 use std::sync::Arc;
@@ -60,7 +60,7 @@ async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model(
         .unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
     let t = agent
-        .ask_observed(&Ask::new(question, Strategy::Metarag), &|node| {
+        .ask_observed(&Ask::new(question, "metarag"), &|node| {
             seen.lock().unwrap().push(node.to_string())
         })
         .await
@@ -106,5 +106,13 @@ async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model(
     );
     // Time is accounted for: model and search time within the wall time, overhead reported.
     assert!(t.usage.llm_ms > 0.0 && t.usage.llm_ms <= t.graph.wall_ms + 1.0);
-    assert!(t.graph.overhead_ms >= 0.0);
+    // The overhead is what is left of the wall time outside model calls and searches: the
+    // accounting must leave something (model time counted twice would not) and the
+    // reported value must be exactly that remainder.
+    let remainder = t.graph.wall_ms - t.usage.llm_ms - t.usage.search_ms;
+    assert!(
+        remainder > 0.0,
+        "model and search time exceed the wall time: {json}"
+    );
+    assert!((t.graph.overhead_ms - remainder).abs() < 1e-6, "{json}");
 }

@@ -1,7 +1,7 @@
 //! The QA runner end to end on the scripted fake LLM: sampling, both protocols' plumbing,
 //! scoring, resumable results, summary statistics, the markdown report and the SVG plots.
 
-use metarag_agent::{Agent, Strategy};
+use metarag_agent::{Agent, StrategyId};
 use metarag_core::DynLlm;
 use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
 use metarag_eval::report::{
@@ -79,7 +79,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     );
     let llm: Arc<dyn DynLlm> = Arc::new(llm());
     let agent = Agent::builder(llm).build().unwrap();
-    let strategies = [Strategy::Direct, Strategy::Standard, Strategy::Metarag];
+    let strategies = ["direct", "standard", "metarag"].map(StrategyId::new);
 
     // A first pass "interrupted" after two results; the second skips what is done.
     let mut results: Vec<QuestionResult> = Vec::new();
@@ -112,17 +112,17 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     assert_eq!(calls, 7);
     assert_eq!(results.len(), 9);
 
-    let get = |id: &str, s: Strategy| {
+    let get = |id: &str, s: &str| {
         results
             .iter()
             .find(|r| r.id == id && r.strategy == s)
             .unwrap()
     };
-    assert_eq!(get("a", Strategy::Standard).scores.em, 1.0);
-    assert_eq!(get("a", Strategy::Direct).scores.em, 0.0);
-    assert_eq!(get("a", Strategy::Direct).prediction, "France");
+    assert_eq!(get("a", "standard").scores.em, 1.0);
+    assert_eq!(get("a", "direct").scores.em, 0.0);
+    assert_eq!(get("a", "direct").prediction, "France");
     // Gold protocol: only the supporting paragraph is a source.
-    let t = get("b", Strategy::Metarag).trace.as_ref().unwrap();
+    let t = get("b", "metarag").trace.as_ref().unwrap();
     assert_eq!(t.sources.len(), 1);
     assert!(results.iter().all(|r| r.error.is_none()));
 
@@ -142,7 +142,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     let mut replayed = results.clone();
     let r = replayed
         .iter_mut()
-        .find(|r| r.strategy == Strategy::Standard)
+        .find(|r| r.strategy == "standard")
         .unwrap();
     let before = compute_seconds(r).unwrap();
     let call = &mut r.trace.as_mut().unwrap().calls[0];
@@ -152,7 +152,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     r.trace.as_mut().unwrap().calls[0].original_ms = None;
     assert!(!timed(r));
     assert_eq!(summarize(&strategies, &replayed, 3)[1].timed, 2);
-    let p = paired(&results, Strategy::Standard, Strategy::Direct);
+    let p = paired(&results, &"standard".into(), &"direct".into());
     assert_eq!((p.n, p.wins, p.losses), (3, 3, 0));
 
     let config = RunConfig {
@@ -265,7 +265,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
     run_all(
         &agent,
         &records,
-        &[Strategy::Standard, Strategy::Direct],
+        &["standard", "direct"].map(StrategyId::new),
         Protocol::Open,
         1,
         &HashSet::new(),
@@ -275,7 +275,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
     assert_eq!(results.len(), 4);
     let standard: Vec<&QuestionResult> = results
         .iter()
-        .filter(|r| r.strategy == Strategy::Standard)
+        .filter(|r| r.strategy == "standard")
         .collect();
     for r in &standard {
         assert_eq!(r.support_recall, Some(1.0), "{r:?}");
@@ -290,10 +290,10 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
     assert!(
         results
             .iter()
-            .filter(|r| r.strategy == Strategy::Direct)
+            .filter(|r| r.strategy == "direct")
             .all(|r| r.support_recall.is_none())
     );
-    let summary = summarize(&[Strategy::Standard], &results, 3);
+    let summary = summarize(&[StrategyId::new("standard")], &results, 3);
     assert_eq!(summary[0].support_recall.unwrap().mean, 1.0);
     let md = markdown(
         &RunRecord {
@@ -304,7 +304,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
                 protocol: Protocol::Open,
                 n: 2,
                 seed: 1,
-                strategies: vec![Strategy::Standard],
+                strategies: vec![StrategyId::new("standard")],
                 model: "scripted-fake".into(),
                 embedder: Some("all-minilm-l6-v2".into()),
                 agent: agent.config().clone(),

@@ -1,6 +1,8 @@
 //! Integration tests of the embedded index with synthetic vectors (no model needed).
 
-use metarag_core::{ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Filter, Store};
+use metarag_core::{
+    ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Filter, Store, StoreRead,
+};
 use metarag_index::{EmbeddedIndex, Error, IndexConfig};
 
 const DIM: usize = 8;
@@ -114,7 +116,7 @@ fn replace_and_remove_leave_nothing_behind() {
         "old chunk ids must not resolve"
     );
     let near = index.nearest(&vector(0), 10, &Filter::default()).unwrap();
-    assert!(near.iter().all(|(id, _)| !old_ids.contains(id)));
+    assert!(near.iter().all(|h| !old_ids.contains(&h.id)));
 
     // Remove `b`: nothing of it remains.
     index.apply(vec![], vec![DocId::new("b").unwrap()]).unwrap();
@@ -165,7 +167,7 @@ fn bm25_and_dense_rank_the_matching_chunk_first() {
     let bm25 = index
         .lexical("Who was designing the LOCKS?", 3, &Filter::default())
         .unwrap();
-    let top = index.chunks(&[bm25[0].0]).unwrap();
+    let top = index.chunks(&[bm25[0].id]).unwrap();
     assert_eq!(top[0].doc_id.as_str(), "a");
     // Query syntax characters are plain text, not an error.
     assert!(
@@ -174,9 +176,12 @@ fn bm25_and_dense_rank_the_matching_chunk_first() {
             .is_ok()
     );
     let dense = index.nearest(&vector(6), 1, &Filter::default()).unwrap();
-    assert_eq!(index.chunks(&[dense[0].0]).unwrap()[0].doc_id.as_str(), "c");
+    assert_eq!(
+        index.chunks(&[dense[0].id]).unwrap()[0].doc_id.as_str(),
+        "c"
+    );
     assert!(
-        (dense[0].1 - 1.0).abs() < 1e-4,
+        (dense[0].score - 1.0).abs() < 1e-4,
         "cosine of identical vectors is 1"
     );
 }
@@ -209,7 +214,7 @@ fn filters_restrict_both_rankings() {
     let only_b = docs(&["b"]);
     let r = index.lexical("canal locks", 10, &only_b).unwrap();
     assert_eq!(r.len(), 1);
-    assert_eq!(index.chunks(&[r[0].0]).unwrap()[0].doc_id.as_str(), "b");
+    assert_eq!(index.chunks(&[r[0].id]).unwrap()[0].doc_id.as_str(), "b");
     let r = index.nearest(&vector(0), 10, &only_b).unwrap();
     assert_eq!(r.len(), 1);
     let by_title = Filter {
@@ -223,7 +228,7 @@ fn filters_restrict_both_rankings() {
     };
     let r = index.lexical("canal", 10, &by_date).unwrap();
     assert_eq!(r.len(), 1);
-    assert_eq!(index.chunks(&[r[0].0]).unwrap()[0].doc_id.as_str(), "b");
+    assert_eq!(index.chunks(&[r[0].id]).unwrap()[0].doc_id.as_str(), "b");
     assert!(
         index
             .lexical("canal", 10, &docs(&["missing"]))
@@ -402,14 +407,14 @@ async fn store_trait_round_trip() {
     )
     .await
     .unwrap();
-    let stats = Store::stats(&index).await.unwrap();
+    let stats = StoreRead::stats(&index).await.unwrap();
     assert_eq!((stats.documents, stats.chunks), (1, 1));
     assert_eq!(stats.embedder.as_deref(), Some("test-embedder"));
-    let hits = Store::lexical(&index, "trait", 5, &Filter::default())
+    let hits = StoreRead::lexical(&index, "trait", 5, &Filter::default())
         .await
         .unwrap();
     assert_eq!(
-        Store::chunks(&index, &[hits[0].0]).await.unwrap()[0]
+        StoreRead::chunks(&index, &[hits[0].id]).await.unwrap()[0]
             .draft
             .text,
         "via the trait"

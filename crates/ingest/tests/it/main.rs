@@ -1,7 +1,7 @@
 //! Integration tests: real files of every format through parsing, chunking with the real
 //! embedder's tokenizer, embedding with the real model, and the embedded index.
 
-use metarag_core::{DocFormat, DocId, Embedder, Filter, Store};
+use metarag_core::{DocFormat, DocId, Embedder, Filter, StoreRead};
 use metarag_index::{EmbeddedIndex, IndexConfig};
 use metarag_ingest::{
     ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester, discover, parse,
@@ -101,7 +101,7 @@ async fn every_format_goes_in_and_a_corrupt_file_is_reported() {
     // md, html, txt, json, 2 corpus lines, pdf, docx.
     assert_eq!(report.added, 8);
 
-    let docs = Store::documents(&index).await.unwrap();
+    let docs = StoreRead::documents(&index).await.unwrap();
     let by_format = |f: DocFormat| docs.iter().filter(|d| d.format == f).collect::<Vec<_>>();
     assert_eq!(by_format(DocFormat::CorpusLine).len(), 2);
     let pdf = by_format(DocFormat::Pdf)[0];
@@ -119,7 +119,10 @@ async fn every_format_goes_in_and_a_corrupt_file_is_reported() {
             .any(|c| c.draft.section == ["Memo", "Budget"] && c.draft.text.contains("hangar"))
     );
     let html = by_format(DocFormat::Html)[0];
-    let html_doc = Store::document(&index, &html.id).await.unwrap().unwrap();
+    let html_doc = StoreRead::document(&index, &html.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!html_doc.text.unwrap().contains("evil"));
     let md = by_format(DocFormat::Markdown)[0];
     let md_chunks = index.document_chunks(&md.id).unwrap();
@@ -129,7 +132,7 @@ async fn every_format_goes_in_and_a_corrupt_file_is_reported() {
             .any(|c| c.draft.section == ["Guide", "Mooring"])
     );
     // Byte offsets point into the stored text.
-    let md_text = Store::document(&index, &md.id)
+    let md_text = StoreRead::document(&index, &md.id)
         .await
         .unwrap()
         .unwrap()
@@ -185,7 +188,7 @@ async fn a_changed_file_replaces_all_of_its_chunks() {
             .is_empty()
     );
     assert_eq!(index.engine_sizes().unwrap(), (1, 1));
-    assert_eq!(Store::documents(&index).await.unwrap()[0].title, "New");
+    assert_eq!(StoreRead::documents(&index).await.unwrap()[0].title, "New");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,0 +1,191 @@
+//! The [`Agent`]: runs any registered strategy over an LLM, named retrievers and a
+//! reranker, and returns the run's [`Trace`].
+
+use crate::config::AgentConfig;
+use crate::error::{Error, Result};
+use crate::evidence::Passage;
+use crate::gateway::{DEFAULT_RETRIEVER, Deps, Gateway};
+use crate::registry::{DynStrategy, Registry, RunSetup, StrategyId};
+use crate::trace::{EvidenceMode, Trace};
+use metarag_core::{DynLlm, DynReranker, DynRetriever, Llm};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What to answer.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// The question.
+    pub question: String,
+    /// The strategy, by its registered name.
+    pub strategy: StrategyId,
+    /// Gold context paragraphs: when set, they are the only sources and nothing is
+    /// retrieved.
+    pub context: Option<Vec<Passage>>,
+}
+
+impl Ask {
+    /// A question for a strategy, retrieving from the index.
+    pub fn new(question: impl Into<String>, strategy: impl Into<StrategyId>) -> Self {
+        Ask {
+            question: question.into(),
+            strategy: strategy.into(),
+            context: None,
+        }
+    }
+
+    /// Uses these paragraphs as the only sources.
+    pub fn with_context(mut self, paragraphs: Vec<Passage>) -> Self {
+        self.context = Some(paragraphs);
+        self
+    }
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    llm: Arc<dyn DynLlm>,
+    retrievers: BTreeMap<String, Arc<dyn DynRetriever>>,
+    reranker: Option<Arc<dyn DynReranker>>,
+    config: AgentConfig,
+    registry: Option<Registry>,
+}
+
+impl AgentBuilder {
+    /// The retriever strategies search by default (not needed for gold context or
+    /// closed-book strategies).
+    pub fn retriever(self, retriever: Arc<dyn DynRetriever>) -> Self {
+        self.named_retriever(DEFAULT_RETRIEVER, retriever)
+    }
+
+    /// A further retriever under a name (a strategy that routes between memories picks
+    /// it by that name).
+    pub fn named_retriever(
+        mut self,
+        name: impl Into<String>,
+        retriever: Arc<dyn DynRetriever>,
+    ) -> Self {
+        self.retrievers.insert(name.into(), retriever);
+        self
+    }
+
+    /// A reranker for routes that rerank (without one, reranking is skipped and the trace
+    /// says so).
+    pub fn reranker(mut self, reranker: Arc<dyn DynReranker>) -> Self {
+        self.reranker = Some(reranker);
+        self
+    }
+
+    /// Thresholds and limits.
+    pub fn config(mut self, config: AgentConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The strategies the agent can run ([`Registry::builtin`] unless set).
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Validates the configuration and builds the agent.
+    pub fn build(self) -> Result<Agent> {
+        self.config.validate()?;
+        Ok(Agent {
+            deps: Arc::new(Deps {
+                llm: self.llm,
+                retrievers: self.retrievers,
+                reranker: self.reranker,
+            }),
+            config: Arc::new(self.config),
+            registry: Arc::new(self.registry.unwrap_or_else(Registry::builtin)),
+        })
+    }
+}
+
+/// Runs strategies over an LLM and, optionally, retrievers and a reranker.
+#[derive(Clone)]
+pub struct Agent {
+    deps: Arc<Deps>,
+    config: Arc<AgentConfig>,
+    registry: Arc<Registry>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("deps", &self.deps)
+            .field("registry", &self.registry)
+            .finish()
+    }
+}
+
+impl Agent {
+    /// A builder over this LLM.
+    pub fn builder(llm: Arc<dyn DynLlm>) -> AgentBuilder {
+        AgentBuilder {
+            llm,
+            retrievers: BTreeMap::new(),
+            reranker: None,
+            config: AgentConfig::default(),
+            registry: None,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The strategies this agent runs.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The model's name.
+    pub fn model_id(&self) -> &str {
+        Llm::model_id(&self.deps.llm)
+    }
+
+    /// Answers a question.
+    pub async fn ask(&self, ask: &Ask) -> Result<Trace> {
+        self.ask_observed(ask, &|_| {}).await
+    }
+
+    /// Answers a question, calling `observer` with each node's name as it starts.
+    pub async fn ask_observed(
+        &self,
+        ask: &Ask,
+        observer: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Trace> {
+        let strategy: &Arc<dyn DynStrategy> = self.registry.get(ask.strategy.as_str())?;
+        let question = ask.question.trim();
+        if question.is_empty() {
+            return Err(Error::Request("the question is empty".into()));
+        }
+        let has_index = !self.deps.retrievers.is_empty();
+        let mode = match (&ask.context, strategy.needs_evidence()) {
+            (_, false) => EvidenceMode::ClosedBook,
+            (Some(_), true) => EvidenceMode::Context,
+            (None, true) if has_index => EvidenceMode::Retrieval,
+            (None, true) => {
+                return Err(Error::Request(format!(
+                    "strategy `{}` needs an index to search, or context paragraphs",
+                    strategy.name()
+                )));
+            }
+        };
+        if let Some(ctx) = &ask.context
+            && ctx.is_empty()
+        {
+            return Err(Error::Request("the context has no paragraphs".into()));
+        }
+        let setup = RunSetup {
+            gateway: Gateway::new(self.deps.clone(), self.config.budget.clone()),
+            config: self.config.clone(),
+            budget: self.config.budget.clone(),
+            question: question.to_string(),
+            context: ask.context.clone(),
+            mode,
+        };
+        Ok(strategy.run(setup, observer).await)
+    }
+}

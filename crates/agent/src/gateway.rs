@@ -1,0 +1,417 @@
+//! The one door every model call and search of a run passes through.
+//!
+//! The [`Gateway`] owns the run's dependencies (the LLM, the named retrievers, the
+//! reranker) and its accounting (every call, tokens, model and search time). It checks the
+//! [`Budget`] before each call, so a loop *inside* a node (a ReAct episode, a chain of
+//! follow-up questions, an IRCoT interleave) is bounded exactly like the loops between
+//! nodes: the call that would go over the budget is not made, and the node returns
+//! [`NodeError::Budget`], which ends the run with a typed stop reason.
+
+use crate::graph::{Budget, BudgetLimit, NodeError, Spend};
+use crate::trace::{CallRecord, RunUsage};
+use metarag_core::{
+    Capabilities, ChatRequest, Completion, DynLlm, DynReranker, DynRetriever, Hit, Llm,
+    SearchRequest, parse_json,
+};
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The name of the retriever strategies use when they do not ask for another.
+pub const DEFAULT_RETRIEVER: &str = "index";
+
+/// What a run may call: the LLM, the retrievers by name, and an optional reranker.
+#[derive(Clone)]
+pub struct Deps {
+    /// The chat model.
+    pub llm: Arc<dyn DynLlm>,
+    /// Retrievers by name; [`DEFAULT_RETRIEVER`] is the one searched unless a strategy
+    /// picks another (a router over several memories).
+    pub retrievers: BTreeMap<String, Arc<dyn DynRetriever>>,
+    /// Reranks hits for routes that rerank.
+    pub reranker: Option<Arc<dyn DynReranker>>,
+}
+
+impl std::fmt::Debug for Deps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deps")
+            .field("llm", &Llm::model_id(&self.llm))
+            .field("retrievers", &self.retrievers.keys().collect::<Vec<_>>())
+            .field("reranker", &self.reranker.as_ref().map(|r| r.model_id()))
+            .finish()
+    }
+}
+
+/// One finished LLM call: its outcome and its wall time.
+#[derive(Debug)]
+pub struct Called {
+    /// What the call was for ("write", "judge", "follow_up", ...).
+    pub purpose: &'static str,
+    /// The completion, or why there is none.
+    pub result: metarag_core::Result<Completion>,
+    /// Wall time of the call, milliseconds.
+    pub ms: f64,
+}
+
+impl Called {
+    /// The completion's text, or the error as text.
+    pub fn text(&self) -> Result<&str, String> {
+        match &self.result {
+            Ok(done) => Ok(done.text.as_str()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The completion parsed as JSON into `T`, or why not.
+    pub fn parsed<T: DeserializeOwned>(&self) -> Result<T, String> {
+        parse_json::<T>(self.text()?).map_err(|e| e.to_string())
+    }
+}
+
+/// The run's door to models and searches, with its accounting. See the module docs.
+pub struct Gateway {
+    deps: Arc<Deps>,
+    budget: Budget,
+    started: Instant,
+    /// Every LLM call, in order.
+    pub calls: Vec<CallRecord>,
+    /// Totals.
+    pub usage: RunUsage,
+}
+
+impl Gateway {
+    /// A gateway for one run, its clock starting now.
+    pub fn new(deps: Arc<Deps>, budget: Budget) -> Self {
+        Gateway {
+            deps,
+            budget,
+            started: Instant::now(),
+            calls: Vec::new(),
+            usage: RunUsage::default(),
+        }
+    }
+
+    /// The model's name.
+    pub fn model_id(&self) -> &str {
+        Llm::model_id(&self.deps.llm)
+    }
+
+    /// What the model can do (log-probabilities, samples, constrained JSON).
+    pub fn capabilities(&self) -> Capabilities {
+        Llm::capabilities(&self.deps.llm)
+    }
+
+    /// Whether a retriever of this name is configured.
+    pub fn has_retriever(&self, name: &str) -> bool {
+        self.deps.retrievers.contains_key(name)
+    }
+
+    /// The configured retrievers' names.
+    pub fn retriever_names(&self) -> impl Iterator<Item = &str> {
+        self.deps.retrievers.keys().map(String::as_str)
+    }
+
+    /// The reranker, if one is configured.
+    pub fn reranker(&self) -> Option<&Arc<dyn DynReranker>> {
+        self.deps.reranker.as_ref()
+    }
+
+    /// What the run has spent.
+    pub fn spend(&self) -> Spend {
+        Spend {
+            llm_calls: self.usage.llm_calls,
+            tokens: self.usage.prompt_tokens + self.usage.completion_tokens,
+            model_ms: self.usage.llm_ms + self.usage.search_ms,
+        }
+    }
+
+    /// The limit reached if `calls` more LLM calls were made now. Node visits are
+    /// counted by the executor, so steps are not checked here.
+    fn check(&self, calls: u64) -> Result<(), BudgetLimit> {
+        let mut spend = self.spend();
+        // A call is refused when it would be one over the limit.
+        spend.llm_calls += calls.saturating_sub(1);
+        match self.budget.exceeded(&spend, 0, self.started.elapsed()) {
+            Some(limit) => Err(limit),
+            None => Ok(()),
+        }
+    }
+
+    /// One LLM call. The outer error is the budget (the call was not made); the inner
+    /// result is the call's own.
+    pub async fn chat(
+        &mut self,
+        node: &str,
+        purpose: &'static str,
+        request: ChatRequest,
+    ) -> Result<Called, BudgetLimit> {
+        self.check(1)?;
+        let c = timed(self.deps.llm.as_ref(), purpose, request, None).await;
+        self.record(node, &[&c], c.ms);
+        Ok(c)
+    }
+
+    /// Two LLM calls at once (an API backend runs them concurrently; the local model
+    /// queues them, first argument first, so it can reuse a shared prompt prefix). The
+    /// first may have a time limit, after which it counts as failed.
+    pub async fn chat2(
+        &mut self,
+        node: &str,
+        first: (&'static str, ChatRequest, Option<Duration>),
+        second: (&'static str, ChatRequest),
+    ) -> Result<(Called, Called), BudgetLimit> {
+        self.check(2)?;
+        let llm = self.deps.llm.clone();
+        let t = Instant::now();
+        let (a, b) = tokio::join!(
+            timed(llm.as_ref(), first.0, first.1, first.2),
+            timed(llm.as_ref(), second.0, second.1, None)
+        );
+        self.record(node, &[&a, &b], t.elapsed().as_secs_f64() * 1e3);
+        Ok((a, b))
+    }
+
+    /// `n` samples of one request at `temperature`, seeds `seed..seed + n`: one call
+    /// where the backend draws several samples, else one call per sample (same seeds, so
+    /// both paths give the same samples from a deterministic backend). Returns every
+    /// sample's text, failed samples left out.
+    pub async fn sample(
+        &mut self,
+        node: &str,
+        purpose: &'static str,
+        request: ChatRequest,
+        n: u32,
+        temperature: f32,
+        seed: u64,
+    ) -> Result<Vec<String>, BudgetLimit> {
+        let request = request.samples(n, temperature, seed);
+        if self.capabilities().samples {
+            let c = self.chat(node, purpose, request.clone()).await?;
+            let mut texts: Vec<String> = match &c.result {
+                Ok(done) => done.texts().map(str::to_string).collect(),
+                Err(_) => Vec::new(),
+            };
+            // A server that ignored `n` gave fewer: draw the rest one by one.
+            let have = texts.len() as u32;
+            if have > 0 && have < n {
+                texts.extend(self.one_by_one(node, purpose, &request, have..n).await?);
+            }
+            return Ok(texts);
+        }
+        self.one_by_one(node, purpose, &request, 0..n).await
+    }
+
+    async fn one_by_one(
+        &mut self,
+        node: &str,
+        purpose: &'static str,
+        request: &ChatRequest,
+        range: std::ops::Range<u32>,
+    ) -> Result<Vec<String>, BudgetLimit> {
+        let mut texts = Vec::new();
+        for i in range {
+            let mut one = request.clone();
+            one.params.n = 1;
+            one.params.seed = request.params.seed.wrapping_add(u64::from(i));
+            let c = self.chat(node, purpose, one).await?;
+            if let Ok(done) = c.result {
+                texts.push(done.text);
+            }
+        }
+        Ok(texts)
+    }
+
+    /// A search with the named retriever ([`DEFAULT_RETRIEVER`] unless a strategy routes
+    /// elsewhere). Search time is accounted as model time, not orchestration.
+    pub async fn search(
+        &mut self,
+        retriever: &str,
+        request: &SearchRequest,
+    ) -> Result<Vec<Hit>, NodeError> {
+        self.check(0)?;
+        let r = self
+            .deps
+            .retrievers
+            .get(retriever)
+            .cloned()
+            .ok_or_else(|| {
+                NodeError::Failed(format!(
+                    "no retriever named `{retriever}` (configured: {})",
+                    self.deps
+                        .retrievers
+                        .keys()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        let t = Instant::now();
+        let hits = r.search_dyn(request).await;
+        self.usage.search_ms += t.elapsed().as_secs_f64() * 1e3;
+        hits.map_err(|e| NodeError::Failed(format!("search: {e}")))
+    }
+
+    /// Scores passages with the reranker (none configured: `None`).
+    pub async fn rerank(
+        &mut self,
+        query: &str,
+        passages: &[String],
+    ) -> Result<Option<Vec<f32>>, NodeError> {
+        let Some(r) = self.deps.reranker.clone() else {
+            return Ok(None);
+        };
+        self.check(0)?;
+        let t = Instant::now();
+        let scores = r.score_dyn(query, passages).await;
+        self.usage.search_ms += t.elapsed().as_secs_f64() * 1e3;
+        scores
+            .map(Some)
+            .map_err(|e| NodeError::Failed(format!("rerank: {e}")))
+    }
+
+    /// Records calls that ran within one block of `block_ms` wall time (concurrent calls
+    /// count once towards model time).
+    fn record(&mut self, node: &str, called: &[&Called], block_ms: f64) {
+        self.usage.llm_ms += block_ms;
+        for c in called {
+            self.usage.llm_calls += 1;
+            let mut rec = CallRecord {
+                node: node.to_string(),
+                purpose: c.purpose.to_string(),
+                prompt_tokens: 0,
+                cached_prompt_tokens: 0,
+                completion_tokens: 0,
+                ms: c.ms,
+                cached: false,
+                original_ms: None,
+                error: None,
+            };
+            match &c.result {
+                Ok(done) => {
+                    rec.prompt_tokens = done.usage.prompt_tokens;
+                    rec.cached_prompt_tokens = done.usage.cached_prompt_tokens;
+                    rec.completion_tokens = done.usage.completion_tokens;
+                    rec.cached = done.cached;
+                    rec.original_ms = done.usage.original_ms;
+                    self.usage.prompt_tokens += done.usage.prompt_tokens;
+                    self.usage.completion_tokens += done.usage.completion_tokens;
+                    self.usage.cached_calls += u64::from(done.cached);
+                }
+                Err(e) => rec.error = Some(e.to_string()),
+            }
+            self.calls.push(rec);
+        }
+    }
+}
+
+async fn timed(
+    llm: &dyn DynLlm,
+    purpose: &'static str,
+    request: ChatRequest,
+    limit: Option<Duration>,
+) -> Called {
+    let t = Instant::now();
+    let result = match limit {
+        None => llm.chat_dyn(&request).await,
+        Some(d) => match tokio::time::timeout(d, llm.chat_dyn(&request)).await {
+            Ok(r) => r,
+            Err(_) => Err(metarag_core::Error::backend(
+                "model",
+                metarag_core::Fault::Internal,
+                format!("timed out after {d:?}"),
+            )),
+        },
+    };
+    Called {
+        purpose,
+        result,
+        ms: t.elapsed().as_secs_f64() * 1e3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::BudgetKind;
+    use metarag_core::{FinishReason, Usage};
+
+    /// Echoes the seed, so samples tell their seeds apart.
+    struct Echo;
+
+    impl Llm for Echo {
+        fn model_id(&self) -> &str {
+            "echo"
+        }
+        async fn chat(&self, r: &ChatRequest) -> metarag_core::Result<Completion> {
+            let usage = Usage {
+                prompt_tokens: 10,
+                completion_tokens: 1,
+                ..Usage::default()
+            };
+            Ok(Completion::new(
+                format!("seed {}", r.params.seed),
+                FinishReason::Stop,
+                usage,
+                "echo",
+            ))
+        }
+    }
+
+    fn gateway(budget: Budget) -> Gateway {
+        let deps = Deps {
+            llm: Arc::new(Echo),
+            retrievers: BTreeMap::new(),
+            reranker: None,
+        };
+        Gateway::new(Arc::new(deps), budget)
+    }
+
+    #[tokio::test]
+    async fn the_budget_stops_the_call_that_would_exceed_it() {
+        let mut g = gateway(Budget {
+            max_llm_calls: 2,
+            ..Budget::default()
+        });
+        for _ in 0..2 {
+            let c = g.chat("n", "p", ChatRequest::user("hi")).await.unwrap();
+            assert!(c.result.is_ok());
+        }
+        let err = g.chat("n", "p", ChatRequest::user("hi")).await.unwrap_err();
+        assert_eq!(err.kind, BudgetKind::MaxLlmCalls);
+        // Refused calls are not made, so not recorded either.
+        assert_eq!(g.calls.len(), 2);
+        assert_eq!(g.usage.prompt_tokens, 20);
+    }
+
+    #[tokio::test]
+    async fn samples_are_drawn_one_by_one_with_distinct_seeds_without_backend_support() {
+        let mut g = gateway(Budget::default());
+        let texts = g
+            .sample("n", "vote", ChatRequest::user("q"), 3, 0.7, 40)
+            .await
+            .unwrap();
+        assert_eq!(texts, ["seed 40", "seed 41", "seed 42"]);
+        assert_eq!(g.usage.llm_calls, 3);
+        // Three samples need three calls: a budget of two refuses the batch part-way.
+        let mut g = gateway(Budget {
+            max_llm_calls: 2,
+            ..Budget::default()
+        });
+        assert!(
+            g.sample("n", "vote", ChatRequest::user("q"), 3, 0.7, 0)
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_retriever_is_named_in_the_error() {
+        let mut g = gateway(Budget::default());
+        let err = g
+            .search("graph", &SearchRequest::new("q", 3))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, NodeError::Failed(m) if m.contains("no retriever named `graph`")));
+    }
+}

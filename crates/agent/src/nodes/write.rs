@@ -1,0 +1,85 @@
+//! Reading the pool into numbered sources, and writing a cited answer over them.
+
+use super::WRITE;
+use crate::evidence::{self, Source};
+use crate::graph::{NodeResult, Transition};
+use crate::prompts::{self, WriteReply};
+use crate::state::Run;
+use crate::text::{is_refusal, reconcile_short_answer, sentences};
+use crate::trace::EvidenceMode;
+use crate::verify::{attribute, strip_invalid_citations, without_citations};
+use metarag_core::parse_json;
+
+/// Turns the pool into numbered sources within the evidence budget, then goes to `next`.
+pub async fn read<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
+    s.sources = evidence::read(&s.queries, &s.pool, s.cfg().max_evidence_chars);
+    s.sources_version += 1;
+    let spans: usize = s.sources.iter().map(|x| x.spans.len()).sum();
+    s.note = Some(format!("{} sources, {spans} sentences", s.sources.len()));
+    Ok(next)
+}
+
+/// Writes an answer with `[n]` citations and a short answer over the sources (none when
+/// closed-book), under the directive and with the notes in force; appends it as a round,
+/// then goes to `next`.
+pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
+    let sources: Vec<Source> = if s.mode == EvidenceMode::ClosedBook {
+        Vec::new()
+    } else {
+        s.sources.clone()
+    };
+    let request = prompts::write(
+        &s.question,
+        &sources,
+        s.notes.as_deref(),
+        s.directive.as_deref(),
+        s.cfg().answer_max_tokens,
+    );
+    let n_sources = sources.len();
+    let c = s.gw.chat(WRITE.as_str(), "write", request).await?;
+    let text = c.text().map_err(|e| format!("write: {e}"))?.to_string();
+    let (answer, short, write_fallback) = match parse_json::<WriteReply>(&text) {
+        Ok(r) => (r.answer, r.short_answer, None),
+        Err(e) => {
+            // Use the raw text: an answer in the wrong wrapper is still an answer.
+            let raw = text.trim().to_string();
+            let first = sentences(&raw)
+                .first()
+                .map(|&(a, b)| without_citations(&raw[a..b]))
+                .unwrap_or_default();
+            (raw, first, Some(e.to_string()))
+        }
+    };
+    let (answer, stripped) = strip_invalid_citations(answer.trim(), n_sources);
+    let (answer, attributed) = attribute(&answer, &sources, s.cfg().support_threshold);
+    let mut short = without_citations(short.trim());
+    // A "short" answer longer than the answer itself is the model copying a passage.
+    let answer_words = without_citations(&answer).split_whitespace().count();
+    if short.split_whitespace().count() > 12 && answer_words < short.split_whitespace().count() {
+        short = without_citations(&answer);
+    }
+    if short.is_empty() && !is_refusal(&answer) {
+        short = sentences(&answer)
+            .first()
+            .map(|&(a, b)| without_citations(&answer[a..b]))
+            .unwrap_or_default();
+    }
+    // Small models swap the two fields ("answer": "No", "short_answer": "They were not
+    // ..."); the model's own short answer stays in the note.
+    let mut fixed = String::new();
+    if let Some((better, why)) =
+        reconcile_short_answer(&s.question, &without_citations(&answer), &short)
+    {
+        fixed = format!(" (model wrote {short:?}; took the {})", why.as_str());
+        short = better;
+    }
+    let index = s.push_answer(answer, short.clone());
+    let round = &mut s.rounds[index];
+    round.stripped_citations = stripped;
+    round.attributed_citations = attributed;
+    round.write_fallback = write_fallback;
+    s.note = Some(format!(
+        "round {index}: {short:?}{fixed}; {stripped} invalid citations stripped, {attributed} attributed"
+    ));
+    Ok(next)
+}

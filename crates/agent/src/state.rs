@@ -1,0 +1,202 @@
+//! The state every strategy's graph runs over: a shared part (question, evidence,
+//! rounds, steps, the [`Gateway`] with its accounting) and a strategy's own extension
+//! `E`, so a strategy in its own file keeps whatever else it needs, typed.
+
+use crate::config::{AgentConfig, Complexity, RouteConfig};
+use crate::evidence::{Passage, Source};
+use crate::gateway::Gateway;
+use crate::graph::{GraphState, GraphTrace, NodeError, Spend};
+use crate::trace::{
+    EvidenceMode, PlanRecord, RetrievalReason, RetrievalRecord, Round, Step, StepKind,
+    TRACE_VERSION, Trace,
+};
+use std::sync::Arc;
+
+/// One run's state: shared fields every node may read and write, plus `ext`, the
+/// running strategy's own part.
+pub struct Run<E> {
+    /// Calls, searches and their accounting.
+    pub gw: Gateway,
+    /// The agent's configuration.
+    pub config: Arc<AgentConfig>,
+    /// The question, trimmed.
+    pub question: String,
+    /// Gold paragraphs, when given (then nothing is searched).
+    pub context: Option<Vec<Passage>>,
+    /// Where evidence comes from.
+    pub mode: EvidenceMode,
+    /// The query's complexity (the plan node sets it; `Complex` otherwise).
+    pub complexity: Complexity,
+    /// The retrieval route in force.
+    pub route: RouteConfig,
+    /// The plan, for strategies that plan.
+    pub plan: Option<PlanRecord>,
+    /// Every passage retrieved so far (after guardrails).
+    pub pool: Vec<Passage>,
+    /// Retrieval hops taken (remediation searches not counted).
+    pub hops: usize,
+    /// Queries searched so far, the question first.
+    pub queries: Vec<String>,
+    /// The next search the retrieve node runs, when a node asked for one.
+    pub pending: Option<(String, RetrievalReason)>,
+    /// Every retrieval.
+    pub retrievals: Vec<RetrievalRecord>,
+    /// The numbered sources the next write reads.
+    pub sources: Vec<Source>,
+    /// Bumped each time the sources change (caches keyed on the evidence use it).
+    pub sources_version: usize,
+    /// A writing directive for the next write.
+    pub directive: Option<String>,
+    /// Notes the next write reads after the question: an iterative strategy's reasoning
+    /// (its chain of thought, sub-questions and their answers).
+    pub notes: Option<String>,
+    /// Every write.
+    pub rounds: Vec<Round>,
+    /// Reasoning steps of iterative strategies.
+    pub steps: Vec<Step>,
+    /// What the node that is running did, in one line (taken into its trace event).
+    pub note: Option<String>,
+    /// The running strategy's own state.
+    pub ext: E,
+}
+
+impl<E: Send> GraphState for Run<E> {
+    fn spend(&self) -> Spend {
+        self.gw.spend()
+    }
+
+    fn take_note(&mut self) -> Option<String> {
+        self.note.take()
+    }
+}
+
+impl<E> Run<E> {
+    /// A fresh run of `question`, nothing retrieved or written yet.
+    pub fn new(
+        gw: Gateway,
+        config: Arc<AgentConfig>,
+        question: String,
+        context: Option<Vec<Passage>>,
+        mode: EvidenceMode,
+        ext: E,
+    ) -> Self {
+        let route = RouteConfig {
+            rerank: false,
+            hops: 1,
+            ..config.route(Complexity::Complex)
+        };
+        Run {
+            gw,
+            config,
+            queries: vec![question.clone()],
+            question,
+            context,
+            mode,
+            complexity: Complexity::Complex,
+            route,
+            plan: None,
+            pool: Vec::new(),
+            hops: 0,
+            pending: None,
+            retrievals: Vec::new(),
+            sources: Vec::new(),
+            sources_version: 0,
+            directive: None,
+            notes: None,
+            rounds: Vec::new(),
+            steps: Vec::new(),
+            note: None,
+            ext,
+        }
+    }
+
+    /// The configuration.
+    pub fn cfg(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The latest round, or an error when nothing has been written yet.
+    pub fn current_round(&mut self) -> Result<&mut Round, NodeError> {
+        self.rounds
+            .last_mut()
+            .ok_or_else(|| NodeError::Failed("no answer has been written yet".into()))
+    }
+
+    /// Records a reasoning step taken by `node`.
+    pub fn step(&mut self, node: &str, kind: StepKind, text: impl Into<String>) {
+        self.steps.push(Step {
+            node: node.to_string(),
+            kind,
+            text: text.into(),
+        });
+    }
+
+    /// Appends an answer as a round (for strategies whose final answer is not written by
+    /// the shared write node) and returns its index.
+    pub fn push_answer(&mut self, answer: String, short_answer: String) -> usize {
+        let index = self.rounds.len();
+        self.rounds.push(Round {
+            index,
+            directive: self.directive.clone(),
+            answer,
+            short_answer,
+            stripped_citations: 0,
+            attributed_citations: 0,
+            write_fallback: None,
+            verification: None,
+            monitor: None,
+            similarity_to_previous: None,
+            diagnosis: None,
+            remediation: None,
+        });
+        index
+    }
+
+    /// The run as its trace. The final answer is the best round by the gate's metrics (a
+    /// passed round first), the latest among equals: a remediation that made things
+    /// worse does not win, and strategies that do not verify end with their last round.
+    pub fn into_trace(self, strategy: &str, graph: GraphTrace) -> Trace {
+        let score = |r: &Round| {
+            r.verification.as_ref().map_or(0.0, |v| {
+                v.faithfulness + v.completeness + v.citation_precision
+            }) + if r.monitor.is_some_and(|m| m.passed) {
+                10.0
+            } else {
+                0.0
+            }
+        };
+        let best = self
+            .rounds
+            .iter()
+            .enumerate()
+            .max_by(|a, b| score(a.1).total_cmp(&score(b.1)).then(a.0.cmp(&b.0)))
+            .map(|(i, _)| i);
+        let (answer, short_answer) = best
+            .map(|i| {
+                (
+                    self.rounds[i].answer.clone(),
+                    self.rounds[i].short_answer.clone(),
+                )
+            })
+            .unwrap_or_default();
+        Trace {
+            version: TRACE_VERSION,
+            strategy: strategy.to_string(),
+            question: self.question,
+            model: self.gw.model_id().to_string(),
+            mode: self.mode,
+            plan: self.plan,
+            retrievals: self.retrievals,
+            sources: self.sources,
+            rounds: self.rounds,
+            steps: self.steps,
+            answer,
+            short_answer,
+            final_round: best,
+            stop: graph.stop.clone(),
+            calls: self.gw.calls,
+            usage: self.gw.usage,
+            graph,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The registered strategies, one file each (see [`crate::registry`]). Each file holds
+//! the strategy's type, its configuration section, its state extension, its graph and
+//! the nodes only it uses.
+
+mod direct;
+mod flare;
+mod ircot;
+mod metarag;
+mod react;
+mod reflexion;
+mod self_ask;
+mod standard;
+
+pub use direct::Direct;
+pub use flare::{Flare, FlareConfig};
+pub use ircot::{Ircot, IrcotConfig};
+pub use metarag::Metarag;
+pub use react::{React, ReactConfig};
+pub use reflexion::{Reflexion, ReflexionConfig};
+pub use self_ask::{SelfAsk, SelfAskConfig};
+pub use standard::Standard;
+
+/// The empty configuration section of a strategy with nothing to configure.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoConfig {}
