@@ -150,12 +150,19 @@ impl App {
         if let Some(r) = args.max_rounds {
             config.max_rounds = r;
         }
+        // The index is checked before the model loads: an empty one is the user's to fix,
+        // and says so at once.
+        let retriever = if context.is_none() && needs_evidence {
+            Some(self.retriever().await?)
+        } else {
+            None
+        };
         let handle = self.llm(args.cache, args.model.as_deref()).await?;
         let mut builder = Agent::builder(handle.llm.clone())
             .config(config)
             .registry(registry);
-        if context.is_none() && needs_evidence {
-            builder = builder.retriever(self.retriever().await?);
+        if let Some(retriever) = retriever {
+            builder = builder.retriever(retriever);
             if let Some(r) = self.reranker(handle.local.as_ref())? {
                 builder = builder.reranker(r);
             }

@@ -33,7 +33,7 @@ pub const GENERATE: NodeId = NodeId("generate");
 #[serde(default, deny_unknown_fields)]
 pub struct FlareConfig {
     /// A draft retrieves when any content token's probability is under this (θ).
-    pub threshold: f32,
+    pub threshold: f64,
     /// Most sentences generated.
     pub max_sentences: usize,
     /// Passages retrieved per unsure sentence.
@@ -140,14 +140,14 @@ pub fn next_sentence(
 }
 
 /// Content tokens under the threshold, and the draft with them masked out (the query).
-fn unsure(tokens: &[TokenLogprob], threshold: f32) -> (Vec<String>, String) {
-    let ln_t = threshold.max(f32::MIN_POSITIVE).ln();
+fn unsure(tokens: &[TokenLogprob], threshold: f64) -> (Vec<String>, String) {
+    let ln_t = threshold.max(f64::MIN_POSITIVE).ln();
     let mut low = Vec::new();
     let mut query = String::new();
     for t in tokens {
         let word = t.token.trim().trim_matches(|c: char| !c.is_alphanumeric());
         let content = !word.is_empty() && !is_stopword(&word.to_lowercase());
-        if content && t.logprob < ln_t {
+        if content && f64::from(t.logprob) < ln_t {
             low.push(word.to_string());
         } else {
             query.push_str(&t.token);

@@ -166,7 +166,8 @@ pub fn step(question: &str, trajectory: &[String]) -> ChatRequest {
     ChatRequest::new(vec![
         Message::system(SYSTEM_CLOSED),
         Message::user(format!(
-            "Answer the question by alternating Thought and Action steps. Actions: search (find passages about \
+            "Answer the question by alternating Thought and Action steps. A thought is one short \
+             sentence. Actions: search (find passages about \
              an entity or topic; argument: the query), lookup (the next sentence containing a keyword in the \
              passages last found; argument: the keyword), finish (end with the answer; argument: the answer \
              in a few words).\n\nQuestion: {question}\n{}\n\
@@ -176,7 +177,7 @@ pub fn step(question: &str, trajectory: &[String]) -> ChatRequest {
         )),
     ])
     .json_schema::<ReactReply>()
-    .max_tokens(96)
+    .max_tokens(160)
 }
 
 async fn act(s: &mut Run<ReactState>) -> NodeResult {

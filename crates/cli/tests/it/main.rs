@@ -355,9 +355,41 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
         "{m}"
     );
 
+    // Every registered strategy prints its graph.
     let out = env.run(&["graph", "--strategy", "react"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("act -->|search or lookup| act"));
+    let out = env.run(&["graph", "--strategy", "nope"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown strategy `react`"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown strategy `nope`") && err.contains("reflexion"),
+        "{err}"
+    );
+    // `strategies` lists them all, with their configuration as JSON.
+    let out = env.run(&["--json", "strategies"]);
+    assert!(out.status.success());
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "direct",
+            "standard",
+            "metarag",
+            "ircot",
+            "self-ask",
+            "react",
+            "flare",
+            "reflexion"
+        ]
+    );
+    assert_eq!(list[6]["config"]["threshold"], 0.4);
 
     let bad = env.home.path().join("ctx.jsonl");
     std::fs::write(&bad, "{\"title\": \"A\"}\n").unwrap();

@@ -91,8 +91,48 @@ async fn an_overlong_prompt_is_a_user_error_and_the_model_keeps_working() {
         .unwrap_err();
     assert_eq!(err.fault(), Fault::User, "{err}");
     assert!(err.to_string().contains("context"), "{err}");
+    // Typed, so a strategy can react (fewer sources) instead of failing.
+    assert!(
+        matches!(err, metarag_core::Error::ContextOverflow { .. }),
+        "{err:?}"
+    );
     let ok = llm.chat(&ChatRequest::user("Say hi.").max_tokens(4)).await;
     assert!(ok.is_ok());
+}
+
+#[tokio::test]
+async fn the_local_model_gives_token_logprobs_and_distinct_samples() {
+    let llm = local_llm();
+    assert!(llm.capabilities().logprobs && llm.capabilities().samples);
+    let c = llm
+        .chat(
+            &ChatRequest::user("Name the capital of France in one word.")
+                .max_tokens(6)
+                .logprobs(),
+        )
+        .await
+        .unwrap();
+    let lp = c
+        .logprobs
+        .as_ref()
+        .expect("log-probabilities were asked for");
+    assert_eq!(lp.len() as u64, c.usage.completion_tokens);
+    assert!(lp.iter().all(|t| t.logprob <= 0.0 && t.logprob.is_finite()));
+    // Greedy decoding picks the most likely token: an easy answer's first token is likely
+    // (a log-probability read at the wrong position or token would not be).
+    assert!(lp[0].logprob > 0.2f32.ln(), "{lp:?}");
+    assert_eq!(
+        lp.iter().map(|t| t.token.as_str()).collect::<String>(),
+        c.text
+    );
+    // Several samples with distinct seeds from one prompt.
+    let request = ChatRequest::user("Write one random English word.")
+        .max_tokens(6)
+        .samples(4, 1.2, 7);
+    let c = llm.chat(&request).await.unwrap();
+    assert_eq!(c.samples.len(), 3);
+    let texts: std::collections::HashSet<&str> = c.texts().collect();
+    assert!(texts.len() >= 2, "{texts:?}");
 }
 
 const EVIDENCE: &str = "Evidence:\n[1] Jaws is a 1975 American thriller film directed by Steven \
