@@ -502,12 +502,12 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         out.push_str(" support recall |");
     }
     out.push_str(
-        " s/question (p50 / p95) | LLM calls | from cache | tokens | errors |\n|---|---|---|---|---|---|---|",
+        " s/question (p50 / p95) | LLM calls | from cache | tokens | overhead | errors |\n|---|---|---|---|---|---|---|",
     );
     if open {
         out.push_str("---|");
     }
-    out.push_str("---|---|---|---|\n");
+    out.push_str("---|---|---|---|---|\n");
     for s in &record.summary {
         let _ = write!(
             out,
@@ -531,9 +531,15 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             t if t == s.questions => format!("{:.1} / {:.1}", s.latency_p50_s, s.latency_p95_s),
             t => format!("{:.1} / {:.1} (n={t})", s.latency_p50_s, s.latency_p95_s),
         };
+        // Orchestration overhead: wall time outside model calls and searches.
+        let overhead = if s.timed > 0 {
+            format!("{:.2}%", s.overhead_share * 100.0)
+        } else {
+            "-".into()
+        };
         let _ = writeln!(
             out,
-            " {latency} | {:.1} | {:.0}% | {:.0} | {} |",
+            " {latency} | {:.1} | {:.0}% | {:.0} | {overhead} | {} |",
             s.llm_calls,
             s.cache_hit_rate * 100.0,
             s.tokens,

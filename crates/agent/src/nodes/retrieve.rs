@@ -45,7 +45,7 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
         .take()
         .unwrap_or_else(|| (s.question.clone(), RetrievalReason::Initial));
     let k = s.route.top_k;
-    let added = search_into_pool(s, &query, k, reason, s.route.rerank).await?;
+    let (added, _) = search_into_pool(s, &query, k, reason, s.route.rerank).await?;
     if reason != RetrievalReason::Remediation {
         s.hops += 1;
     }
@@ -73,14 +73,15 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
 
 /// Searches `query` (reranking when asked and a reranker is configured), passes the hits
 /// through the guardrails, merges the new ones into the pool, records the retrieval, and
-/// returns how many passages were added.
+/// returns how many passages were added and the top `k` hits in the retriever's order
+/// (new or already in the pool).
 async fn search_into_pool<E: Send>(
     s: &mut Run<E>,
     query: &str,
     k: usize,
     reason: RetrievalReason,
     rerank: bool,
-) -> Result<usize, NodeError> {
+) -> Result<(usize, Vec<Passage>), NodeError> {
     let threshold = s.cfg().near_duplicate_threshold;
     // Later searches augment the pool: ask deep enough to find k passages not in it yet.
     let depth = k + s.pool.len();
@@ -105,7 +106,9 @@ async fn search_into_pool<E: Send>(
     };
     let ms = s.gw.usage.search_ms - search_ms;
     let n_hits = hits.len();
-    let passages = evidence::fresh(&s.pool, hits.iter().map(Passage::from_hit).collect());
+    let found: Vec<Passage> = hits.iter().map(Passage::from_hit).collect();
+    let ranked: Vec<Passage> = found.iter().take(k).cloned().collect();
+    let passages = evidence::fresh(&s.pool, found);
     let (mut kept, guardrails) = evidence::guard(passages, &s.pool, threshold);
     kept.truncate(k);
     let added = evidence::merge(&mut s.pool, kept);
@@ -123,7 +126,7 @@ async fn search_into_pool<E: Send>(
         diagnostics: evidence::diagnose_pool(&s.question, &s.pool),
         ms,
     });
-    Ok(added)
+    Ok((added, ranked))
 }
 
 /// Reorders hits by RRF of the retriever's order and the reranker's scores: measured
@@ -141,10 +144,11 @@ fn fuse_with_reranker(hits: Vec<Hit>, scores: &[f32]) -> Vec<Hit> {
 }
 
 /// For strategies that search from inside a node (IRCoT, Self-Ask, ReAct, FLARE): the
-/// `k` passages most relevant to `query`. Over an index it searches, adding new passages
-/// to the pool (a [`RetrievalReason::Hop`] retrieval); over given context it ranks the
-/// given paragraphs by the query's terms, so the same strategy runs in both protocols. A
-/// query searched before is not searched again.
+/// `k` passages most relevant to `query`. Over an index it searches and returns the
+/// retriever's top `k`, adding new passages to the pool (a [`RetrievalReason::Hop`]
+/// retrieval); over given context it ranks the given paragraphs by the query's terms, so
+/// the same strategy runs in both protocols. A query searched before is not searched
+/// again: the pool is ranked instead.
 /// Closed-book runs have nothing to gather.
 pub async fn gather<E: Send>(
     s: &mut Run<E>,
@@ -154,7 +158,8 @@ pub async fn gather<E: Send>(
     // A query searched before would find the same: rank the pool instead.
     let searched = s.queries.iter().any(|q| q == query);
     if s.mode == EvidenceMode::Retrieval && !query.trim().is_empty() && !searched {
-        search_into_pool(s, query, k, RetrievalReason::Hop, false).await?;
+        let (_, ranked) = search_into_pool(s, query, k, RetrievalReason::Hop, false).await?;
+        return Ok(ranked);
     }
     Ok(rank_pool(&s.pool, query, k))
 }

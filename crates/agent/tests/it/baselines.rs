@@ -421,3 +421,40 @@ async fn a_strategy_from_outside_the_crate_registers_and_runs() {
     assert!(r.register::<AnswerTwice>(&StrategySections::new()).is_ok());
     assert!(r.register::<AnswerTwice>(&StrategySections::new()).is_err());
 }
+
+#[tokio::test]
+async fn over_an_index_a_reasoning_sentence_is_searched_and_its_hits_observed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let passages: Vec<(String, String)> = [JAWS, SPIELBERG]
+        .iter()
+        .map(|(t, x)| (t.to_string(), x.to_string()))
+        .collect();
+    let retriever = crate::index(tmp.path(), &passages).await;
+    let llm: Arc<dyn DynLlm> = Arc::new(
+        ScriptedLlm::new()
+            .on_seq(
+                &["Continue the reasoning"],
+                &[
+                    "Steven Spielberg is an American filmmaker [2].",
+                    "So the answer is: United States.",
+                ],
+            )
+            .on(&[WRITE_NEEDLE], GOOD),
+    );
+    let agent = Agent::builder(llm).retriever(retriever).build().unwrap();
+    let t = agent.ask(&Ask::new(Q, "ircot")).await.unwrap();
+    assert_eq!(t.mode, metarag_agent::EvidenceMode::Retrieval);
+    use metarag_agent::trace::RetrievalReason;
+    let reasons: Vec<RetrievalReason> = t.retrievals.iter().map(|r| r.reason).collect();
+    assert_eq!(reasons, [RetrievalReason::Initial, RetrievalReason::Hop]);
+    assert_eq!(
+        t.retrievals[1].query,
+        "Steven Spielberg is an American filmmaker."
+    );
+    // The observation is the retriever's own order: the passage the sentence is about first.
+    assert!(
+        t.steps[2].text.starts_with("Steven Spielberg"),
+        "{:?}",
+        t.steps
+    );
+}

@@ -196,7 +196,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         "| standard | 100.0 [100.0, 100.0]",
         "Standard RAG | 24.6",
         "| bridge | 2 |",
-        "| LLM calls | from cache | tokens | errors |",
+        "| LLM calls | from cache | tokens | overhead | errors |",
         "| metarag vs standard | 3 |",
         "## The metacognitive loop (metarag)",
         "## Compared with `abc`",
