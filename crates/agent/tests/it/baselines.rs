@@ -13,24 +13,9 @@ use metarag_core::DynLlm;
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
 
-const Q: &str = "Which country is the director of Jaws from?";
-const JAWS: (&str, &str) = (
-    "Jaws (film)",
-    "Jaws is a 1975 thriller film directed by Steven Spielberg. It stars Roy Scheider as a police chief.",
-);
-const SPIELBERG: (&str, &str) = (
-    "Steven Spielberg",
-    "Steven Spielberg is an American filmmaker. He was born in Cincinnati, Ohio, in 1946.",
-);
-const WRITE_NEEDLE: &str = "Answer the question using the sources";
-const GOOD: &str = r#"{"answer": "Jaws was directed by Steven Spielberg [1], who is American [2].", "short_answer": "United States"}"#;
-const NOTES: &str = "Notes from your reasoning so far";
+use crate::branches::{GOOD, JAWS, Q, SPIELBERG, WRITE as WRITE_NEEDLE, agent};
 
-fn agent(llm: ScriptedLlm, config: AgentConfig) -> (Agent, Arc<ScriptedLlm>) {
-    let llm = Arc::new(llm);
-    let dynllm: Arc<dyn DynLlm> = llm.clone();
-    (Agent::builder(dynllm).config(config).build().unwrap(), llm)
-}
+const NOTES: &str = "Notes from your reasoning so far";
 
 fn gold(strategy: &str) -> Ask {
     Ask::new(Q, strategy).with_context(context(&[JAWS, SPIELBERG]))

@@ -11,25 +11,25 @@ use metarag_core::{DynLlm, Message};
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
 
-const Q: &str = "Which country is the director of Jaws from?";
-const JAWS: (&str, &str) = (
+pub(crate) const Q: &str = "Which country is the director of Jaws from?";
+pub(crate) const JAWS: (&str, &str) = (
     "Jaws (film)",
     "Jaws is a 1975 thriller film directed by Steven Spielberg. It stars Roy Scheider as a police chief.",
 );
-const SPIELBERG: (&str, &str) = (
+pub(crate) const SPIELBERG: (&str, &str) = (
     "Steven Spielberg",
     "Steven Spielberg is an American filmmaker. He was born in Cincinnati, Ohio, in 1946.",
 );
 
 // Needles that pick out each prompt.
-const WRITE: &str = "Answer the question using the sources";
+pub(crate) const WRITE: &str = "Answer the question using the sources";
 const FACTS: &str = "List the facts needed";
 const JUDGE: &str = "Score the answer from 0 to 1";
 const CRITIC: &str = "Assess the answer.";
 const CLOSED: &str = "Answer from your own knowledge with only the answer itself";
 const PLAN: &str = "Classify this question";
 
-const GOOD: &str = r#"{"answer": "Jaws was directed by Steven Spielberg [1], who is American [2].", "short_answer": "United States"}"#;
+pub(crate) const GOOD: &str = r#"{"answer": "Jaws was directed by Steven Spielberg [1], who is American [2].", "short_answer": "United States"}"#;
 /// Claims no source supports (so code cannot attribute them either).
 const UNSUPPORTED: &str = r#"{"answer": "Jaws was made in Hollywood by a studio executive.", "short_answer": "United States"}"#;
 const HALF: &str = r#"{"answer": "Jaws was directed by Steven Spielberg [1].", "short_answer": "Steven Spielberg"}"#;
@@ -43,7 +43,7 @@ const JUDGE_HIGH: &str = r#"{"faithfulness": 0.9, "completeness": 0.9, "confiden
 const JUDGE_MID: &str = r#"{"faithfulness": 0.9, "completeness": 0.5, "confidence": 0.8}"#;
 const CRITIC_YES: &str = r#"{"internal_sufficient": true, "external_sufficient": true, "error_types": [], "suggested_query": "Steven Spielberg nationality"}"#;
 
-fn agent(llm: ScriptedLlm, config: AgentConfig) -> (Agent, Arc<ScriptedLlm>) {
+pub(crate) fn agent(llm: ScriptedLlm, config: AgentConfig) -> (Agent, Arc<ScriptedLlm>) {
     let llm = Arc::new(llm);
     let dynllm: Arc<dyn DynLlm> = llm.clone();
     (Agent::builder(dynllm).config(config).build().unwrap(), llm)
