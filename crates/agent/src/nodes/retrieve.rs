@@ -49,7 +49,12 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
     if reason != RetrievalReason::Remediation {
         s.hops += 1;
     }
-    let diagnostics = evidence::diagnose_pool(&s.question, &s.pool);
+    // The retrieval just recorded carries the pool's diagnostics.
+    let diagnostics = s
+        .retrievals
+        .last()
+        .map(|r| r.diagnostics)
+        .ok_or("the search was not recorded")?;
     let low_diversity = if diagnostics.document_diversity < s.cfg().min_retrieval_diversity {
         "; warning: low document diversity"
     } else {

@@ -159,7 +159,7 @@ fn unsure(tokens: &[TokenLogprob], threshold: f64) -> (Vec<String>, String) {
 /// True when a sentence ends the answer.
 fn finished(sentence: &str) -> bool {
     let s = sentence.trim();
-    s.is_empty() || s.eq_ignore_ascii_case("done") || s.to_lowercase().starts_with("done")
+    s.is_empty() || s.to_lowercase().starts_with("done")
 }
 
 async fn generate(s: &mut Run<FlareState>) -> NodeResult {
