@@ -23,6 +23,7 @@ pub mod evidence;
 pub mod gateway;
 pub mod graph;
 pub mod metacog;
+pub mod monitor;
 pub mod nodes;
 pub mod prompts;
 pub mod registry;
@@ -42,6 +43,7 @@ pub use graph::{
     Spend, StopReason, TraceEvent, Transition,
 };
 pub use metacog::{Category, Diagnosis, DiagnosisMethod, ErrorType};
+pub use monitor::{AnswerForm, MonitorModel, Signals};
 pub use nodes::classify;
 pub use registry::{DynStrategy, Registry, Strategy, StrategyId, StrategySections};
 pub use state::Run;

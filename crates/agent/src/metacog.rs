@@ -133,6 +133,9 @@ pub enum DiagnosisMethod {
     Rules,
     /// The critic failed (bad JSON, error, timeout): the rules over the metrics alone.
     Heuristic,
+    /// The monitor's signals, decided in code without a critic call
+    /// ([`crate::monitor::diagnose`]).
+    Signals,
 }
 
 /// Why an answer is weak.

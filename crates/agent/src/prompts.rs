@@ -6,7 +6,8 @@
 
 use crate::config::Complexity;
 use crate::evidence::Source;
-use metarag_core::{ChatRequest, Message};
+use crate::monitor::AnswerForm;
+use metarag_core::{ChatRequest, Message, OutputSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -79,7 +80,42 @@ pub struct WriteReply {
     pub short_answer: String,
 }
 
-/// Asks for a cited answer (with sources) or a closed-book one (without).
+/// The schema of a reply with a `short_answer` field, its value limited to `allowed`
+/// when given (a grammar-constrained backend can then only write one of them).
+fn constrained<T: JsonSchema>(allowed: Option<Vec<String>>) -> OutputSchema {
+    let mut schema = OutputSchema::of::<T>();
+    if let Some(values) = allowed
+        && let Some(field) = schema
+            .schema
+            .pointer_mut("/properties/short_answer")
+            .and_then(|f| f.as_object_mut())
+    {
+        field.insert("enum".into(), serde_json::json!(values));
+    }
+    schema
+}
+
+/// What the prompt says the short answer must be, by the question's form.
+fn short_rule(form: &AnswerForm) -> String {
+    match form {
+        AnswerForm::YesNo => "The short_answer is yes or no.".into(),
+        AnswerForm::Choice(o) => format!(
+            "The short_answer is one of: {}.",
+            o.iter()
+                .map(|x| format!("\"{x}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => "The short_answer is the answer alone in as few words as possible (a name, a date, a \
+              number), not a sentence."
+            .into(),
+    }
+}
+
+/// Asks for a cited answer (with sources) or a closed-book one (without). The short
+/// answer's form follows the question: for a yes/no question the schema allows only yes
+/// or no, for "A or B" only the options (or both, neither), so a grammar-constrained
+/// backend cannot put a sentence or a date there.
 pub fn write(
     question: &str,
     sources: &[Source],
@@ -87,6 +123,7 @@ pub fn write(
     directive: Option<&str>,
     max_tokens: u32,
 ) -> ChatRequest {
+    let form = AnswerForm::of(question);
     let notes = notes
         .map(|n| {
             format!("Notes from your reasoning so far (check them against the sources):\n{n}\n\n")
@@ -98,9 +135,11 @@ pub fn write(
             .map(|d| format!("Instruction for this attempt: {d}\n\n"))
             .unwrap_or_default()
     );
-    let shape = "Reply in JSON: {\"answer\": \"...\", \"short_answer\": \"...\"}. The short_answer is the \
-                 answer alone in as few words as possible (a name, a date, a number, or yes/no), not a sentence.";
-    let request = if sources.is_empty() {
+    let shape = format!(
+        "Reply in JSON: {{\"answer\": \"...\", \"short_answer\": \"...\"}}. {}",
+        short_rule(&form)
+    );
+    let mut request = if sources.is_empty() {
         ChatRequest::new(vec![
             Message::system(SYSTEM_CLOSED),
             Message::user(format!(
@@ -118,7 +157,32 @@ pub fn write(
             ),
         ))
     };
-    request.json_schema::<WriteReply>().max_tokens(max_tokens)
+    request.schema = Some(constrained::<WriteReply>(form.allowed()));
+    request.max_tokens(max_tokens)
+}
+
+/// A reply holding only a short answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShortReply {
+    /// The bare answer: a name, date, number, or yes/no.
+    pub short_answer: String,
+}
+
+/// Asks for the short answer alone over the same sources (the monitor samples it several
+/// times: agreement between samples is a confidence signal). It shares the sources and
+/// question prefix with the write call, so a local model evaluates only the task line.
+pub fn short_answer(question: &str, sources: &[Source]) -> ChatRequest {
+    let form = AnswerForm::of(question);
+    let mut request = ChatRequest::new(over_sources(
+        sources,
+        format!(
+            "Question: {question}\n\nAnswer the question using the sources, with the answer alone. {}\n\
+             Reply in JSON: {{\"short_answer\": \"...\"}}",
+            short_rule(&form)
+        ),
+    ));
+    request.schema = Some(constrained::<ShortReply>(form.allowed()));
+    request.max_tokens(32)
 }
 
 /// One fact the question needs, as the verify step asks the model to list them.

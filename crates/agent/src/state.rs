@@ -56,6 +56,9 @@ pub struct Run<E> {
     pub steps: Vec<Step>,
     /// What the node that is running did, in one line (taken into its trace event).
     pub note: Option<String>,
+    /// The round a strategy chose as its answer; unset, the best round by the gate's
+    /// metrics is taken (see [`Run::into_trace`]).
+    pub chosen: Option<usize>,
     /// The running strategy's own state.
     pub ext: E,
 }
@@ -106,6 +109,7 @@ impl<E> Run<E> {
             rounds: Vec::new(),
             steps: Vec::new(),
             note: None,
+            chosen: None,
             ext,
         }
     }
@@ -143,6 +147,8 @@ impl<E> Run<E> {
             stripped_citations: 0,
             attributed_citations: 0,
             write_fallback: None,
+            logprobs: None,
+            assessment: None,
             verification: None,
             monitor: None,
             similarity_to_previous: None,
@@ -152,9 +158,10 @@ impl<E> Run<E> {
         index
     }
 
-    /// The run as its trace. The final answer is the best round by the gate's metrics (a
-    /// passed round first), the latest among equals: a remediation that made things
-    /// worse does not win, and strategies that do not verify end with their last round.
+    /// The run as its trace. The final answer is the round the strategy chose
+    /// ([`Run::chosen`]), else the best round by the gate's metrics (a passed round
+    /// first), the latest among equals: a remediation that made things worse does not
+    /// win, and strategies that do not verify end with their last round.
     pub fn into_trace(self, strategy: &str, graph: GraphTrace) -> Trace {
         let score = |r: &Round| {
             r.verification.as_ref().map_or(0.0, |v| {
@@ -165,12 +172,13 @@ impl<E> Run<E> {
                 0.0
             }
         };
-        let best = self
-            .rounds
-            .iter()
-            .enumerate()
-            .max_by(|a, b| score(a.1).total_cmp(&score(b.1)).then(a.0.cmp(&b.0)))
-            .map(|(i, _)| i);
+        let best = self.chosen.filter(|&i| i < self.rounds.len()).or_else(|| {
+            self.rounds
+                .iter()
+                .enumerate()
+                .max_by(|a, b| score(a.1).total_cmp(&score(b.1)).then(a.0.cmp(&b.0)))
+                .map(|(i, _)| i)
+        });
         let (answer, short_answer) = best
             .map(|i| {
                 (

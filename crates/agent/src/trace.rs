@@ -5,12 +5,16 @@ use crate::config::{Complexity, RouteConfig};
 use crate::evidence::{GuardrailReport, RetrievalDiagnostics, Source};
 use crate::graph::{GraphTrace, StopReason};
 use crate::metacog::{Category, Diagnosis, MonitorResult};
+use crate::monitor::Signals;
 use crate::verify::Verification;
+use metarag_core::LogprobSummary;
 use serde::{Deserialize, Serialize};
 
 /// Version of the trace format; bumped when a field changes meaning. Version 2 added
-/// [`Trace::steps`] and typed budget stop reasons; version 1 traces still read.
-pub const TRACE_VERSION: u32 = 2;
+/// [`Trace::steps`] and typed budget stop reasons; version 3 the monitor's
+/// [`Round::assessment`] and [`Round::logprobs`] (metarag's gate is now the monitor's
+/// confidence). Earlier traces still read.
+pub const TRACE_VERSION: u32 = 3;
 
 /// What one reasoning step of a strategy was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,7 +150,14 @@ pub struct Round {
     /// What verify measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
-    /// The monitoring gate's outcome.
+    /// Log-probabilities of the write reply's fields, when the backend gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<AnswerLogprobs>,
+    /// The monitor's signals and confidence (strategies that assess their answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assessment: Option<Assessment>,
+    /// The monitoring gate's outcome (the faithfulness / completeness / citation gate of
+    /// trace versions before 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<MonitorResult>,
     /// Similarity to the previous round's answer.
@@ -158,6 +169,45 @@ pub struct Round {
     /// The remediation applied after this round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation: Option<Remediation>,
+}
+
+impl Round {
+    /// The gate's verdict on this round: the monitor's (trace version 3) or the older
+    /// faithfulness / completeness / citation gate's; `None` when no gate ran.
+    pub fn gate_passed(&self) -> Option<bool> {
+        self.assessment
+            .as_ref()
+            .map(|a| a.passed)
+            .or(self.monitor.map(|m| m.passed))
+    }
+}
+
+/// Log-probabilities of a written answer's two fields.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AnswerLogprobs {
+    /// Over the answer field's tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<LogprobSummary>,
+    /// Over the short answer's tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_answer: Option<LogprobSummary>,
+}
+
+/// What the monitor measured about a round and what it concluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Assessment {
+    /// The signals.
+    pub signals: Signals,
+    /// The monitor model's confidence that the answer is right.
+    pub confidence: f64,
+    /// The gate: confidence at or above the model's threshold.
+    pub passed: bool,
+    /// The short answers sampled over the same sources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<String>,
+    /// The closed-book probe's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_book: Option<String>,
 }
 
 /// One LLM call.

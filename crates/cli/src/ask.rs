@@ -318,8 +318,8 @@ fn print_answer(t: &Trace) {
         }
     }
     // A gated strategy that stopped without passing says so.
-    let gated = t.rounds.iter().any(|r| r.monitor.is_some());
-    let passed = t.rounds.iter().any(|r| r.monitor.is_some_and(|m| m.passed));
+    let gated = t.rounds.iter().any(|r| r.gate_passed().is_some());
+    let passed = t.rounds.iter().any(|r| r.gate_passed() == Some(true));
     eprintln!(
         "\n{} · {} round(s) · {} · {} LLM call(s) · {:.1} s · overhead {:.2}%",
         t.strategy,
@@ -382,6 +382,25 @@ fn print_trace(t: &Trace) {
                 v.unsupported_claim_rate,
                 v.facts.iter().filter(|f| f.verified).count(),
                 v.facts.len()
+            );
+        }
+        if let Some(a) = &r.assessment {
+            let x = &a.signals;
+            let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+            println!(
+                "    monitor: confidence {:.2} ({}); short-answer logprob min {}, samples agree {}, closed-book agrees {}, entities covered {:.2}, answer in sources {}, form {}",
+                a.confidence,
+                if a.passed { "passed" } else { "failed" },
+                opt(x.short_logprob.map(|l| l.min)),
+                opt(x.sample_agreement),
+                opt(x.closed_book_agreement),
+                x.entity_coverage,
+                opt(x.answer_in_sources),
+                if x.type_match {
+                    "matches"
+                } else {
+                    "does not match"
+                },
             );
         }
         if let Some(m) = &r.monitor {

@@ -84,6 +84,27 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `metarag bench monitor`.
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// Run records (`runs/....json`) whose traces the monitor assessed.
+    #[arg(required = true)]
+    pub records: Vec<PathBuf>,
+    /// The strategy whose first answers to read.
+    #[arg(long, default_value = "metarag")]
+    pub strategy: String,
+    /// Fit the monitor's weights and threshold on the tuning half and report them on the
+    /// reporting half.
+    #[arg(long)]
+    pub fit: bool,
+    /// Features the fit may use (default: every signal).
+    #[arg(long, value_delimiter = ',')]
+    pub features: Vec<String>,
+    /// Write the fitted model here as a `[strategies.metarag.monitor]` TOML section.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
 fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
     let as_path = PathBuf::from(name);
     if as_path.is_file() {
@@ -432,6 +453,106 @@ impl App {
     }
 
     /// `metarag bench report`
+    pub fn bench_monitor(&self, args: MonitorArgs) -> Result<ExitCode> {
+        use metarag_eval::monitor;
+        let records = args
+            .records
+            .iter()
+            .map(|p| RunRecord::load(p))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let mut tables = Vec::new();
+        for r in &records {
+            for t in monitor::tables(r, &args.strategy) {
+                tables.push((
+                    format!("{} {}", r.config.dataset, r.config.protocol.as_str()),
+                    t,
+                ));
+            }
+        }
+        if tables.is_empty() {
+            return Err(UserError(format!(
+                "no first answer of `{}` in these records was assessed by a monitor or gate",
+                args.strategy
+            ))
+            .into());
+        }
+        let fit = if args.fit {
+            let known = metarag_agent::monitor::FEATURES;
+            for f in &args.features {
+                if !known.contains(&f.as_str()) {
+                    return Err(UserError(format!(
+                        "--features {f}: unknown (known: {})",
+                        known.join(", ")
+                    ))
+                    .into());
+                }
+            }
+            let features: Vec<&str> = if args.features.is_empty() {
+                known.to_vec()
+            } else {
+                args.features.iter().map(String::as_str).collect()
+            };
+            Some(monitor::fit(&records, &args.strategy, &features))
+        } else {
+            None
+        };
+        if let (Some(fit), Some(out)) = (&fit, &args.out) {
+            let section = serde_json::json!({"strategies": {"metarag": {"monitor": fit.model}}});
+            let text = toml::to_string_pretty(&section).context("the fitted model as TOML")?;
+            std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+        }
+        if self.json {
+            print_json(&serde_json::json!({
+                "tables": tables.iter().map(|(run, t)| serde_json::json!({"run": run, "table": t})).collect::<Vec<_>>(),
+                "fit": fit.as_ref().map(|f| serde_json::json!({
+                    "model": f.model, "tune_n": f.tune_n, "report_n": f.report_n,
+                    "tune_auroc": f.tune_auroc, "report_auroc": f.report_auroc,
+                    "report_accuracy": f.report_accuracy,
+                })),
+            }))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+        println!("| run | half | n | right | gate AUROC | gate accuracy | passed |");
+        println!("|---|---|---|---|---|---|---|");
+        for (run, t) in &tables {
+            println!(
+                "| {run} | {} | {} | {:.0}% | {} | {} | {} |",
+                t.split.as_str(),
+                t.n,
+                t.right_rate * 100.0,
+                f(t.combined),
+                f(t.gate_accuracy),
+                f(t.pass_rate)
+            );
+        }
+        println!("\n| run | half | signal | AUROC |\n|---|---|---|---|");
+        for (run, t) in &tables {
+            for (name, a) in &t.signals {
+                println!("| {run} | {} | {name} | {} |", t.split.as_str(), f(*a));
+            }
+        }
+        if let Some(fit) = &fit {
+            println!(
+                "\nfitted on {} tuning answers (AUROC there {}), threshold {:.3}; on {} reporting answers: AUROC {}, gate accuracy {}",
+                fit.tune_n,
+                f(fit.tune_auroc),
+                fit.model.threshold,
+                fit.report_n,
+                f(fit.report_auroc),
+                f(fit.report_accuracy)
+            );
+            println!("bias {:.4}", fit.model.bias);
+            for (name, w) in &fit.model.weights {
+                println!(
+                    "  {name}: weight {:.4}, mean {:.4}, scale {:.4}",
+                    w.weight, w.mean, w.scale
+                );
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
     pub fn bench_report(&self, args: ReportArgs) -> Result<ExitCode> {
         // The summaries are recomputed from the per-question results, so a report made
         // with newer code shows the newer statistics of the same answers.

@@ -229,6 +229,9 @@ enum BenchCommand {
     /// Turn a QA run record into a markdown report with SVG plots (F1 by type, rounds,
     /// latency) beside the paper baselines.
     Report(bench_qa::ReportArgs),
+    /// The monitor as a classifier of first answers (AUROC per signal, on each half of
+    /// the questions), and `--fit`: its weights fitted on the tuning half.
+    Monitor(bench_qa::MonitorArgs),
     /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
     Retrieval(bench::RetrievalArgs),
     /// The local chat model on gold QA: EM/F1, seconds per question, tokens/s and the
@@ -340,6 +343,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Some(BenchCommand::Llm(args)) => bench_llm::llm(&app, args).await,
             Some(BenchCommand::Rerank(args)) => bench_llm::rerank(&app, args).await,
             Some(BenchCommand::Report(args)) => app.bench_report(args),
+            Some(BenchCommand::Monitor(args)) => app.bench_monitor(args),
         },
         Command::Config => app.show_config(),
     }

@@ -11,6 +11,7 @@
 mod dataset;
 mod error;
 mod metrics;
+pub mod monitor;
 pub mod qa;
 pub mod report;
 mod retrieval;

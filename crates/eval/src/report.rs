@@ -140,7 +140,7 @@ fn gated(record: &RunRecord, strategy: &str) -> bool {
         q.strategy == strategy
             && q.trace
                 .as_ref()
-                .is_some_and(|t| t.rounds.iter().any(|r| r.monitor.is_some()))
+                .is_some_and(|t| t.rounds.iter().any(|r| r.gate_passed().is_some()))
     })
 }
 
@@ -220,11 +220,7 @@ fn summarize_one(
         } else {
             rounds.hit_max += 1;
         }
-        if t.rounds
-            .first()
-            .and_then(|r| r.monitor)
-            .is_some_and(|m| m.passed)
-        {
+        if t.rounds.first().and_then(|r| r.gate_passed()) == Some(true) {
             passed_first += 1;
         }
         if let Some(c) = t.categories().first() {
@@ -633,6 +629,12 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
                 );
             }
         }
+    }
+    // The monitor as a classifier of first answers (AUROC per signal and of the gate).
+    let monitor = crate::monitor::markdown(record);
+    if !monitor.is_empty() {
+        out.push('\n');
+        out.push_str(&monitor);
     }
     // The metacognitive loop, of every strategy whose answers went through a gate.
     for s in record.summary.iter().filter(|s| gated(record, &s.strategy)) {

@@ -3,10 +3,11 @@
 use super::WRITE;
 use crate::evidence::{self, Source};
 use crate::graph::{NodeResult, Transition};
+use crate::monitor::field_logprobs;
 use crate::prompts::{self, WriteReply};
 use crate::state::Run;
 use crate::text::{is_refusal, reconcile_short_answer, sentences};
-use crate::trace::EvidenceMode;
+use crate::trace::{AnswerLogprobs, EvidenceMode};
 use crate::verify::{attribute, strip_invalid_citations, without_citations};
 use metarag_core::parse_json;
 
@@ -36,8 +37,25 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
         s.cfg().answer_max_tokens,
     );
     let n_sources = sources.len();
+    let caps = s.gw.capabilities();
+    // The answer's token probabilities are the monitor's cheapest signal; computing them
+    // costs the backend almost nothing.
+    let request = if caps.logprobs {
+        request.logprobs()
+    } else {
+        request
+    };
     let c = s.gw.chat(WRITE.as_str(), "write", request).await?;
     let text = c.text().map_err(|e| format!("write: {e}"))?.to_string();
+    let logprobs = c
+        .result
+        .as_ref()
+        .ok()
+        .and_then(|done| done.logprobs.as_deref())
+        .map(|lp| AnswerLogprobs {
+            answer: field_logprobs(lp, "answer"),
+            short_answer: field_logprobs(lp, "short_answer"),
+        });
     let (answer, short, write_fallback) = match parse_json::<WriteReply>(&text) {
         Ok(r) => (r.answer, r.short_answer, None),
         Err(e) => {
@@ -65,12 +83,17 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
             .unwrap_or_default();
     }
     // Small models swap the two fields ("answer": "No", "short_answer": "They were not
-    // ..."); the model's own short answer stays in the note.
+    // ..."). A backend that constrains output to the schema cannot for yes/no and "A or
+    // B" questions (the short answer is limited to their values there), so the repair runs
+    // only for backends without constrained output or a reply that did not parse; the
+    // model's own short answer stays in the note.
     let mut fixed = String::new();
-    if let Some((better, why)) =
-        reconcile_short_answer(&s.question, &without_citations(&answer), &short)
+    if (!caps.json_schema || write_fallback.is_some())
+        && let Some((better, why)) =
+            reconcile_short_answer(&s.question, &without_citations(&answer), &short)
     {
-        fixed = format!(" (model wrote {short:?}; took the {})", why.as_str());
+        fixed = format!(" (model wrote {short:?}; repaired: {})", why.as_str());
+        tracing::info!(model = %short, repaired = %better, "short answer repaired (no constrained output)");
         short = better;
     }
     let index = s.push_answer(answer, short.clone());
@@ -78,6 +101,7 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
     round.stripped_citations = stripped;
     round.attributed_citations = attributed;
     round.write_fallback = write_fallback;
+    round.logprobs = logprobs;
     s.note = Some(format!(
         "round {index}: {short:?}{fixed}; {stripped} invalid citations stripped, {attributed} attributed"
     ));

@@ -1,53 +1,119 @@
-//! `metarag`: the metacognitive loop of seed `000` (after Yao et al. 2024): plan,
-//! retrieve (with further hops), read, write, then verify -> monitor -> converge ->
-//! diagnose -> remediate -> write again, until the answer passes, converges, or runs out
-//! of rounds.
+//! `metarag`: the metacognitive loop of seed `000` (after Yao et al. 2024), with a
+//! monitor a small model can support.
+//!
+//! plan -> retrieve -> read -> write -> **assess** (the monitor: the answer's token
+//! probabilities, agreement of short answers sampled over the same sources, the
+//! closed-book probe, entity and answer grounding, answer form; combined into a
+//! confidence by [`MonitorModel`]). A confident answer stops there: one write plus the
+//! monitor. Otherwise **diagnose** (the seed's four knowledge categories and three error
+//! types, decided in code from the signals) and **remediate** with the remedy aimed at the
+//! cause: missing knowledge in open-domain -> re-retrieve for the hop the evidence does
+//! not cover (or, when the model's own answer disagrees with the sources, for that
+//! answer), and write again only when the new passages cover it; sufficient evidence but
+//! disagreeing samples -> a rewrite told which answers the samples gave; an answer of the
+//! wrong form -> a rewrite told the form. **Do no harm**: a later round replaces the answer
+//! only when its confidence beats the kept one's by `margin`, and a yes/no verdict is never
+//! flipped by a rewrite.
 
-use super::NoConfig;
+use crate::config::Complexity;
 use crate::evidence;
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
-use crate::metacog::{self, DiagnoseInput};
+use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
-use crate::prompts::{self, FactsReply, JudgeReply};
+use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
-use crate::trace::{EvidenceMode, Remediation, RetrievalReason, Round};
-use crate::verify::{VerifyInput, verify};
+use crate::trace::{Assessment, EvidenceMode, Remediation, RetrievalReason};
+use metarag_core::parse_json;
+use serde::{Deserialize, Serialize};
 
-/// Checks the answer against the sources.
-pub const VERIFY: NodeId = NodeId("verify");
-/// The monitoring gate.
-pub const MONITOR: NodeId = NodeId("monitor");
-/// Stops when consecutive answers agree or rounds run out.
-pub const CONVERGE: NodeId = NodeId("converge");
+/// The monitor: signals, confidence and the gate.
+pub const ASSESS: NodeId = NodeId("assess");
 /// Why the answer is weak (knowledge category, error types).
 pub const DIAGNOSE: NodeId = NodeId("diagnose");
-/// Re-retrieval or a writing directive.
+/// Re-retrieval for the missing hop, or a rewrite aimed at the cause.
 pub const REMEDIATE: NodeId = NodeId("remediate");
+/// After a re-retrieval: write again only if the new passages cover the missing hop.
+pub const CHECK: NodeId = NodeId("check");
+
+/// MetaRAG's settings (`[strategies.metarag]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetaragConfig {
+    /// Short answers sampled over the same sources for the agreement signal (0: none).
+    pub samples: u32,
+    /// Temperature of those samples.
+    pub sample_temperature: f32,
+    /// Ask the closed-book probe (one short call without sources) for the agreement
+    /// signal and the internal-knowledge diagnosis.
+    pub closed_book: bool,
+    /// A later round replaces the kept answer only when its confidence is higher by this.
+    pub margin: f64,
+    /// The monitor's weights and threshold.
+    pub monitor: MonitorModel,
+}
+
+impl Default for MetaragConfig {
+    fn default() -> Self {
+        MetaragConfig {
+            samples: 4,
+            sample_temperature: 0.7,
+            closed_book: true,
+            margin: 0.1,
+            monitor: MonitorModel::default(),
+        }
+    }
+}
 
 /// The metacognitive strategy.
 #[derive(Debug, Clone, Default)]
-pub struct Metarag;
+pub struct Metarag(MetaragConfig);
 
-/// MetaRAG's own state: the facts the question needs, asked once per evidence pool.
+/// MetaRAG's own state: settings, and the probes that depend only on the question and the
+/// evidence (asked once per evidence pool).
 #[derive(Debug, Default)]
 pub struct MetaragState {
-    facts: Option<(usize, Result<FactsReply, String>)>,
+    config: MetaragConfig,
+    /// Sampled short answers and the sources version they were drawn over.
+    samples: Option<(usize, Vec<String>)>,
+    /// The closed-book answer (`None` inside: the probe failed).
+    closed_book: Option<Option<String>>,
+    /// The passage count before the last re-retrieval.
+    pool_before: usize,
 }
 
 impl Strategy for Metarag {
     const NAME: &'static str = "metarag";
-    const DESCRIPTION: &'static str = "plan, retrieve, write, verify; diagnose and remediate weak answers until they pass or converge (seed 000, Yao et al. 2024)";
-    // Its thresholds live in the shared [agent] section (seed 000's table).
-    type Config = NoConfig;
+    const DESCRIPTION: &'static str = "plan, retrieve, write, monitor confidence; diagnose and remedy only weak answers, keep a change only if it is more confident (seed 000, Yao et al. 2024)";
+    type Config = MetaragConfig;
     type State = MetaragState;
 
-    fn new(_: NoConfig) -> Result<Self, String> {
-        Ok(Metarag)
+    fn new(config: MetaragConfig) -> Result<Self, String> {
+        config.monitor.validate()?;
+        if !(0.0..=1.0).contains(&config.margin) {
+            return Err(format!("margin {} is not in [0, 1]", config.margin));
+        }
+        if !(0.0..=2.0).contains(&config.sample_temperature) {
+            return Err(format!(
+                "sample_temperature {} is not in [0, 2]",
+                config.sample_temperature
+            ));
+        }
+        if config.samples > metarag_core::MAX_SAMPLES {
+            return Err(format!(
+                "samples {} is over {}",
+                config.samples,
+                metarag_core::MAX_SAMPLES
+            ));
+        }
+        Ok(Metarag(config))
     }
 
     fn state(&self) -> MetaragState {
-        MetaragState::default()
+        MetaragState {
+            config: self.0.clone(),
+            ..MetaragState::default()
+        }
     }
 
     fn graph(&self) -> Graph<Run<MetaragState>> {
@@ -59,29 +125,30 @@ impl Strategy for Metarag {
                 RETRIEVE,
                 &[
                     (RETRIEVE, "coverage < threshold, hops left"),
-                    (READ, "enough evidence"),
+                    (CHECK, "searched"),
                 ],
-                |s| Box::pin(nodes::retrieve(s, READ)),
+                |s| Box::pin(nodes::retrieve(s, CHECK)),
+            )
+            .node(
+                CHECK,
+                &[(READ, "first retrieval, or the hop is covered")],
+                |s| Box::pin(check(s)),
             )
             .node(READ, &[(WRITE, "")], |s| {
                 Box::pin(nodes::read(s, Transition::Goto(WRITE)))
             })
-            .node(WRITE, &[(VERIFY, "")], |s| {
-                Box::pin(nodes::write(s, Transition::Goto(VERIFY)))
+            .node(WRITE, &[(ASSESS, "")], |s| {
+                Box::pin(nodes::write(s, Transition::Goto(ASSESS)))
             })
-            .node(VERIFY, &[(MONITOR, "")], |s| Box::pin(verify_node(s)))
-            .node(MONITOR, &[(CONVERGE, "gate failed")], |s| {
-                Box::pin(monitor(s))
-            })
-            .node(CONVERGE, &[(DIAGNOSE, "not converged, rounds left")], |s| {
-                Box::pin(converge(s))
+            .node(ASSESS, &[(DIAGNOSE, "not confident, rounds left")], |s| {
+                Box::pin(assess(s))
             })
             .node(DIAGNOSE, &[(REMEDIATE, "")], |s| Box::pin(diagnose(s)))
             .node(
                 REMEDIATE,
                 &[
-                    (RETRIEVE, "insufficient_knowledge"),
-                    (WRITE, "writing directive"),
+                    (RETRIEVE, "missing knowledge: search the missing hop"),
+                    (WRITE, "rewrite aimed at the cause"),
                 ],
                 |s| Box::pin(remediate(s)),
             )
@@ -90,213 +157,265 @@ impl Strategy for Metarag {
 
 type S = Run<MetaragState>;
 
-async fn verify_node(s: &mut S) -> NodeResult {
-    let (answer, short) = {
-        let r = s.current_round()?;
-        (r.answer.clone(), r.short_answer.clone())
-    };
-    let need_facts = s
-        .ext
-        .facts
-        .as_ref()
-        .is_none_or(|(version, _)| *version != s.sources_version);
-    let judge_req = prompts::judge(&s.question, &s.sources, &answer);
-    // The facts depend only on the evidence, so they are asked once per evidence pool;
-    // with an API backend the two calls run at the same time.
-    let judge_call = if need_facts {
-        let facts_req = prompts::facts(&s.question, &s.sources);
-        let (f, j) =
-            s.gw.chat2(
-                VERIFY.as_str(),
-                ("facts", facts_req, None),
-                ("judge", judge_req),
-            )
-            .await?;
-        s.ext.facts = Some((s.sources_version, f.parsed::<FactsReply>()));
-        j
-    } else {
-        s.gw.chat(VERIFY.as_str(), "judge", judge_req).await?
-    };
-    let facts = match &s.ext.facts {
-        Some((_, Ok(f))) => Ok(f),
-        Some((_, Err(e))) => Err(e.clone()),
-        None => Err("no facts".to_string()),
-    };
-    let v = verify(VerifyInput {
-        answer: &answer,
-        short_answer: &short,
-        sources: &s.sources,
-        facts,
-        judge: judge_call.parsed::<JudgeReply>(),
-        support_threshold: s.cfg().support_threshold,
-        judge_weight: s.cfg().judge_weight,
-    });
-    s.note = Some(format!(
-        "faithfulness {:.2}, completeness {:.2}, citation precision {:.2}, facts found {}/{}",
-        v.faithfulness,
-        v.completeness,
-        v.citation_precision,
-        v.facts.iter().filter(|f| f.verified).count(),
-        v.facts.len()
-    ));
-    s.current_round()?.verification = Some(v);
-    Ok(Transition::Goto(MONITOR))
-}
-
-async fn monitor(s: &mut S) -> NodeResult {
-    let cfg = s.config.clone();
-    let round = s.current_round()?;
-    let v = round
-        .verification
-        .as_ref()
-        .ok_or("the answer was not verified")?;
-    let m = metacog::monitor(v, &cfg);
-    round.monitor = Some(m);
-    s.note = Some(if m.passed {
-        "gate passed".into()
-    } else {
-        "gate failed".into()
-    });
-    Ok(if m.passed {
-        Transition::done(if m.fast_path {
-            "passed (fast path)"
-        } else {
-            "passed"
-        })
-    } else {
-        Transition::Goto(CONVERGE)
-    })
-}
-
-async fn converge(s: &mut S) -> NodeResult {
-    let (max_rounds, threshold) = (s.cfg().max_rounds, s.cfg().convergence_threshold);
-    let n = s.rounds.len();
-    let similarity = (n >= 2)
-        .then(|| metacog::answer_similarity(&s.rounds[n - 2].answer, &s.rounds[n - 1].answer));
-    s.current_round()?.similarity_to_previous = similarity;
-    if n > max_rounds {
-        return Ok(Transition::done(format!("max_rounds {max_rounds}")));
+async fn check(s: &mut S) -> NodeResult {
+    let last = s.retrievals.last().map(|r| r.reason);
+    if last != Some(RetrievalReason::Remediation) {
+        return Ok(Transition::Goto(READ));
     }
-    if let Some(j) = similarity
-        && j >= threshold
+    let before = s.ext.pool_before.min(s.pool.len());
+    let new = &s.pool[before..];
+    let query = s.queries.last().cloned().unwrap_or_default();
+    let wanted = crate::text::content_terms(&query);
+    let found = new.iter().any(|p| {
+        let terms = crate::text::content_terms(&format!("{} {}", p.title, p.text));
+        wanted.iter().any(|t| terms.contains(t))
+    });
+    if new.is_empty() || !found {
+        s.note = Some(format!(
+            "re-retrieval added {} passages, none covering {query:?}",
+            new.len()
+        ));
+        return Ok(Transition::done(
+            "re-retrieval found nothing for the missing hop",
+        ));
+    }
+    s.note = Some(format!("{} new passages cover {query:?}", new.len()));
+    Ok(Transition::Goto(READ))
+}
+
+/// Samples the short answer over the current sources (once per evidence pool).
+async fn samples(s: &mut S) -> Result<Vec<String>, crate::graph::NodeError> {
+    let k = s.ext.config.samples;
+    if k == 0 || s.sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some((version, texts)) = &s.ext.samples
+        && *version == s.sources_version
     {
-        return Ok(Transition::done(format!("converged (jaccard {j:.2})")));
+        return Ok(texts.clone());
+    }
+    let request = prompts::short_answer(&s.question, &s.sources);
+    let texts =
+        s.gw.sample(
+            ASSESS.as_str(),
+            "sample",
+            request,
+            k,
+            s.ext.config.sample_temperature,
+            0,
+        )
+        .await?;
+    let texts: Vec<String> = texts
+        .iter()
+        .map(|t| {
+            parse_json::<ShortReply>(t)
+                .map(|r| r.short_answer)
+                .unwrap_or_else(|_| t.trim().to_string())
+        })
+        .map(|t| crate::verify::without_citations(t.trim()))
+        .collect();
+    s.ext.samples = Some((s.sources_version, texts.clone()));
+    Ok(texts)
+}
+
+async fn closed_book(s: &mut S) -> Result<Option<String>, crate::graph::NodeError> {
+    if !s.ext.config.closed_book {
+        return Ok(None);
+    }
+    if let Some(cb) = &s.ext.closed_book {
+        return Ok(cb.clone());
+    }
+    let c =
+        s.gw.chat(
+            ASSESS.as_str(),
+            "closed_book",
+            prompts::closed_book(&s.question),
+        )
+        .await?;
+    let cb = c.text().ok().map(|t| t.trim().to_string());
+    s.ext.closed_book = Some(cb.clone());
+    Ok(cb)
+}
+
+async fn assess(s: &mut S) -> NodeResult {
+    // Samples first: they share the evidence prefix with the write call just made; the
+    // closed-book probe (no sources) would evict it.
+    let samples = samples(s).await?;
+    let cb = closed_book(s).await?;
+    let index = s.rounds.len() - 1;
+    let round = &s.rounds[index];
+    let lp = round.logprobs;
+    let signals = monitor::measure(MeasureInput {
+        question: &s.question,
+        answer: &round.answer,
+        short_answer: &round.short_answer,
+        sources: &s.sources,
+        short_logprob: lp.and_then(|l| l.short_answer),
+        answer_logprob: lp.and_then(|l| l.answer),
+        samples: &samples,
+        closed_book: cb.as_deref(),
+    });
+    let model = &s.ext.config.monitor;
+    let confidence = model.confidence(&signals);
+    let passed = confidence >= model.threshold;
+    let threshold = model.threshold;
+    let short = round.short_answer.clone();
+    let round = &mut s.rounds[index];
+    round.assessment = Some(Assessment {
+        signals,
+        confidence,
+        passed,
+        samples,
+        closed_book: cb,
+    });
+    // Do no harm: the first answer is kept unless a later one is clearly more confident,
+    // and a rewrite never flips a yes/no verdict (no verified fact contradicts it here).
+    let kept = s.chosen.unwrap_or(0);
+    let mut why_kept = String::new();
+    if index > 0 {
+        let kept_round = &s.rounds[kept];
+        let kept_conf = kept_round.assessment.as_ref().map_or(0.0, |a| a.confidence);
+        let flips = AnswerForm::of(&s.question) == AnswerForm::YesNo
+            && !agree(&kept_round.short_answer, &short);
+        if flips {
+            why_kept = format!("; kept round {kept}: a rewrite does not flip a yes/no verdict");
+        } else if confidence > kept_conf + s.ext.config.margin {
+            s.chosen = Some(index);
+        } else {
+            why_kept = format!(
+                "; kept round {kept} ({kept_conf:.2}): not better by {}",
+                s.ext.config.margin
+            );
+        }
+    } else {
+        s.chosen = Some(0);
+    }
+    s.note = Some(format!(
+        "confidence {confidence:.2} (threshold {threshold:.2}){why_kept}"
+    ));
+    if passed {
+        return Ok(Transition::done("confident"));
+    }
+    // The rounds limit is the agent's (`agent.max_rounds`, `ask --max-rounds`).
+    if index >= s.cfg().max_rounds {
+        return Ok(Transition::done(format!(
+            "max_rounds {}",
+            s.cfg().max_rounds
+        )));
+    }
+    if index > 0 && agree(&s.rounds[index - 1].short_answer, &short) {
+        return Ok(Transition::done("converged (same short answer)"));
     }
     Ok(Transition::Goto(DIAGNOSE))
 }
 
-/// What the checks found, in words, for the critic.
-fn findings(round: &Round) -> Vec<String> {
-    let Some(v) = &round.verification else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let unsupported = v.claims.iter().filter(|c| !c.supported).count();
-    if unsupported > 0 {
-        out.push(format!(
-            "{unsupported} of {} claims are not supported by the sources they cite",
-            v.claims.len()
-        ));
-    }
-    if v.citation_precision < 1.0 {
-        out.push(format!("citation precision is {:.2}", v.citation_precision));
-    }
-    for f in v.facts.iter().filter(|f| !f.verified) {
-        out.push(format!("needed fact not found in the sources: {}", f.need));
-    }
-    for f in v.facts.iter().filter(|f| f.verified && !f.in_answer) {
-        out.push(format!("the answer does not use: {} = {}", f.need, f.value));
-    }
-    if v.refusal {
-        out.push("the answer declines to answer".into());
-    }
-    out
-}
-
 async fn diagnose(s: &mut S) -> NodeResult {
-    let cfg = s.config.clone();
     let round = s.current_round()?.clone();
-    let v = round
-        .verification
-        .clone()
-        .ok_or("the answer was not verified")?;
-    let critic_req = prompts::critic(&s.question, &s.sources, &round.answer, &findings(&round));
-    // The critic goes first: it shares the evidence prefix with the calls before it, so a
-    // local model reuses that prefix (the closed-book probe would evict it).
-    let (critic, cb) =
-        s.gw.chat2(
-            DIAGNOSE.as_str(),
-            ("critic", critic_req, Some(cfg.critic_timeout)),
-            ("closed_book", prompts::closed_book(&s.question)),
-        )
-        .await?;
-    let closed_book = cb.text().map(|t| t.trim().to_string());
-    let coverage = evidence::diagnose_pool(&s.question, &s.pool).query_coverage;
-    let fallback_query = evidence::next_hop_query(&s.question, &s.pool);
-    let d = metacog::diagnose(
-        DiagnoseInput {
-            question: &s.question,
-            answer: &round.answer,
-            short_answer: &round.short_answer,
-            complexity: s.complexity,
-            verification: &v,
-            coverage,
-            closed_book,
-            critic: critic.parsed(),
-            fallback_query,
-        },
-        &cfg,
+    let a = round
+        .assessment
+        .as_ref()
+        .ok_or("the answer was not assessed")?;
+    let uncovered = monitor::uncovered_entities(&s.question, &s.pool);
+    let missing_hop = if uncovered.is_empty() {
+        evidence::next_hop_query(&s.question, &s.pool)
+    } else {
+        Some(uncovered.join(" "))
+    };
+    let complexity: Complexity = s.complexity;
+    let d = monitor::diagnose(
+        &s.question,
+        &round.answer,
+        &a.signals,
+        a.closed_book.as_deref(),
+        missing_hop,
+        complexity,
     );
     s.note = Some(format!(
-        "{} {:?} ({:?})",
+        "{} {:?}: {}",
         d.category.as_str(),
         d.error_types,
-        d.method
+        d.reasons.join("; ")
     ));
     s.current_round()?.diagnosis = Some(d);
     Ok(Transition::Goto(REMEDIATE))
 }
 
 async fn remediate(s: &mut S) -> NodeResult {
+    use crate::metacog::Category;
     let can_retrieve = s.mode == EvidenceMode::Retrieval;
-    let round = s.current_round()?;
+    let round = s.current_round()?.clone();
     let d = round.diagnosis.clone().ok_or("no diagnosis")?;
-    let (remediation, next, directive, pending) = match metacog::directive(&d) {
-        None if can_retrieve => (
-            Remediation::Retrieve {
-                category: d.category,
-                query: d.suggested_query.clone(),
-            },
-            RETRIEVE,
-            None,
-            Some((d.suggested_query.clone(), RetrievalReason::Remediation)),
-        ),
-        None => (
-            Remediation::Directive {
-                category: d.category,
-                text: metacog::DIRECTIVE_REREAD.into(),
-            },
-            WRITE,
-            Some(metacog::DIRECTIVE_REREAD.to_string()),
-            None,
-        ),
-        Some(text) => (
-            Remediation::Directive {
-                category: d.category,
-                text: text.clone(),
-            },
-            WRITE,
-            Some(text),
-            None,
-        ),
+    let a = round.assessment.clone().ok_or("not assessed")?;
+    let searched_already = |q: &str| s.queries.iter().any(|x| x == q);
+    // Missing knowledge: search for the hop the evidence does not cover; when the model's
+    // own (closed-book) answer disagrees with the sources, search for that answer so the
+    // sources can confirm or refute it.
+    let query = match d.category {
+        Category::InsufficientKnowledge => Some(d.suggested_query.clone()),
+        Category::InternalKnowledgeOnly => a
+            .closed_book
+            .as_ref()
+            .map(|cb| format!("{} {cb}", s.question)),
+        _ => None,
     };
-    let note = match &remediation {
-        Remediation::Retrieve { query, .. } => format!("re-retrieve with {query:?}"),
-        Remediation::Directive { text, .. } => format!("directive: {text}"),
+    if can_retrieve
+        && let Some(query) = query.filter(|q| !q.trim().is_empty() && !searched_already(q))
+    {
+        s.note = Some(format!("re-retrieve the missing hop with {query:?}"));
+        s.current_round()?.remediation = Some(Remediation::Retrieve {
+            category: d.category,
+            query: query.clone(),
+        });
+        s.ext.pool_before = s.pool.len();
+        s.pending = Some((query, RetrievalReason::Remediation));
+        return Ok(Transition::Goto(RETRIEVE));
+    }
+    // Sufficient evidence (or nothing to search): tell the writer what the samples over
+    // the same sources said, or what form the question asks for.
+    let form = AnswerForm::of(&s.question);
+    let directive = if let Some((top, share)) = majority(&a.samples)
+        && !agree(&top, &round.short_answer)
+    {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for x in &a.samples {
+            match counts.iter_mut().find(|(y, _)| agree(y, x)) {
+                Some((_, c)) => *c += 1,
+                None => counts.push((x.clone(), 1)),
+            }
+        }
+        let listed = counts
+            .iter()
+            .map(|(x, c)| format!("\"{x}\" ({c} of {})", a.samples.len()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!(
+            "Reading the sources several times gave these answers: {listed}; your first answer was \"{}\". \
+             Check which one the sources state{}, and answer with it.",
+            round.short_answer,
+            if share > 0.5 {
+                " (most readings agree)"
+            } else {
+                ""
+            }
+        ))
+    } else if !a.signals.type_match {
+        Some(match form {
+            AnswerForm::Date => "The question asks when: the short_answer must be a date or a year.".into(),
+            AnswerForm::Number => "The question asks how many or how much: the short_answer must be a number.".into(),
+            _ => "The short_answer must name the answer itself (a name, a place, a thing), not yes or no and not a sentence.".into(),
+        })
+    } else {
+        None
     };
-    round.remediation = Some(remediation);
-    s.note = Some(note);
-    s.directive = directive;
-    s.pending = pending;
-    Ok(Transition::Goto(next))
+    let Some(text) = directive else {
+        s.note = Some("no remedy would change the answer".into());
+        return Ok(Transition::done("no remedy for the diagnosed cause"));
+    };
+    s.note = Some(format!("directive: {text}"));
+    s.current_round()?.remediation = Some(Remediation::Directive {
+        category: d.category,
+        text: text.clone(),
+    });
+    s.directive = Some(text);
+    Ok(Transition::Goto(WRITE))
 }

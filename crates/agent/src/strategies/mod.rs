@@ -14,7 +14,7 @@ mod standard;
 pub use direct::Direct;
 pub use flare::{Flare, FlareConfig};
 pub use ircot::{Ircot, IrcotConfig};
-pub use metarag::Metarag;
+pub use metarag::{Metarag, MetaragConfig};
 pub use react::{React, ReactConfig};
 pub use reflexion::{Reflexion, ReflexionConfig};
 pub use self_ask::{SelfAsk, SelfAskConfig};

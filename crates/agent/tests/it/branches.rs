@@ -1,11 +1,11 @@
 //! Every branch of the metacognitive loop, driven by the scripted fake LLM.
 
 use crate::{context, index};
-use metarag_agent::metacog::{DIRECTIVE_EXTERNAL, DIRECTIVE_INTERNAL};
+use metarag_agent::metacog::DIRECTIVE_EXTERNAL;
 use metarag_agent::trace::{Remediation, RetrievalReason};
 use metarag_agent::{
     Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod, ErrorType,
-    RouteConfig, StopReason, Trace, prompts,
+    Registry, RouteConfig, StopReason, StrategySections, Trace, prompts,
 };
 use metarag_core::{DynLlm, Message};
 use metarag_testkit::ScriptedLlm;
@@ -22,26 +22,12 @@ pub(crate) const SPIELBERG: (&str, &str) = (
 );
 
 // Needles that pick out each prompt.
-pub(crate) const WRITE: &str = "Answer the question using the sources";
-const FACTS: &str = "List the facts needed";
-const JUDGE: &str = "Score the answer from 0 to 1";
-const CRITIC: &str = "Assess the answer.";
+pub(crate) const WRITE: &str = "Answer the question using the sources. After every fact";
+const SAMPLE: &str = "with the answer alone";
 const CLOSED: &str = "Answer from your own knowledge with only the answer itself";
 const PLAN: &str = "Classify this question";
 
 pub(crate) const GOOD: &str = r#"{"answer": "Jaws was directed by Steven Spielberg [1], who is American [2].", "short_answer": "United States"}"#;
-/// Claims no source supports (so code cannot attribute them either).
-const UNSUPPORTED: &str = r#"{"answer": "Jaws was made in Hollywood by a studio executive.", "short_answer": "United States"}"#;
-const HALF: &str = r#"{"answer": "Jaws was directed by Steven Spielberg [1].", "short_answer": "Steven Spielberg"}"#;
-const FACTS_BOTH: &str = r#"{"facts": [
-  {"need": "director of Jaws", "value": "Steven Spielberg", "source": 1, "quote": "directed by Steven Spielberg"},
-  {"need": "country of Steven Spielberg", "value": "American", "source": 2, "quote": "Steven Spielberg is an American filmmaker"}]}"#;
-const FACTS_MISSING: &str = r#"{"facts": [
-  {"need": "director of Jaws", "value": "Steven Spielberg", "source": 1, "quote": "directed by Steven Spielberg"},
-  {"need": "country of Steven Spielberg", "value": "", "source": 0, "quote": ""}]}"#;
-const JUDGE_HIGH: &str = r#"{"faithfulness": 0.9, "completeness": 0.9, "confidence": 0.8}"#;
-const JUDGE_MID: &str = r#"{"faithfulness": 0.9, "completeness": 0.5, "confidence": 0.8}"#;
-const CRITIC_YES: &str = r#"{"internal_sufficient": true, "external_sufficient": true, "error_types": [], "suggested_query": "Steven Spielberg nationality"}"#;
 
 pub(crate) fn agent(llm: ScriptedLlm, config: AgentConfig) -> (Agent, Arc<ScriptedLlm>) {
     let llm = Arc::new(llm);
@@ -62,263 +48,272 @@ fn nodes(t: &Trace) -> Vec<&str> {
     t.graph.events.iter().map(|e| e.node.as_str()).collect()
 }
 
+/// A monitor that reads only the agreement of the samples and the answer's form, so a
+/// test scripts confidence through the samples it returns.
+fn metarag_registry() -> Registry {
+    let mut sections = StrategySections::new();
+    sections.insert(
+        "metarag".into(),
+        serde_json::json!({
+            "samples": 4,
+            "monitor": {
+                "bias": 0.0,
+                "threshold": 0.5,
+                "weights": {
+                    "sample_agreement": {"weight": 4.0, "mean": 0.6, "scale": 0.3},
+                    "type_match": {"weight": 1.0, "mean": 0.5, "scale": 0.5}
+                }
+            }
+        }),
+    );
+    Registry::builtin_with(&sections).unwrap()
+}
+
+fn metarag_agent(llm: ScriptedLlm, max_rounds: usize) -> (Agent, Arc<ScriptedLlm>) {
+    let llm = Arc::new(llm);
+    let dynllm: Arc<dyn DynLlm> = llm.clone();
+    let agent = Agent::builder(dynllm)
+        .registry(metarag_registry())
+        .config(AgentConfig {
+            max_rounds,
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    (agent, llm)
+}
+
+fn short(s: &str) -> String {
+    format!(r#"{{"short_answer": "{s}"}}"#)
+}
+
 #[tokio::test]
-async fn a_good_first_answer_passes_the_gate_without_diagnosis() {
-    let (agent, llm) = agent(
+async fn a_confident_first_answer_stops_after_one_write_and_the_monitor() {
+    let (agent, llm) = metarag_agent(
         ScriptedLlm::new()
+            .on(&[SAMPLE], short("United States"))
             .on(&[WRITE], GOOD)
-            .on(&[FACTS], FACTS_BOTH)
-            .on(&[JUDGE], JUDGE_HIGH),
-        AgentConfig::default(),
+            .on(&[CLOSED], "United States"),
+        2,
     );
     let t = agent.ask(&gold(true)).await.unwrap();
-    assert_eq!(t.stop, StopReason::Done("passed".into()));
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
     assert_eq!(
         nodes(&t),
-        ["plan", "retrieve", "read", "write", "verify", "monitor"]
+        ["plan", "retrieve", "check", "read", "write", "assess"]
     );
     assert_eq!(t.rounds.len(), 1);
-    assert_eq!(
-        t.answer,
-        "Jaws was directed by Steven Spielberg [1], who is American [2]."
-    );
-    assert_eq!(t.sources.len(), 2);
-    // Gold context: the plan uses rules (nothing to route) and no search runs.
+    let a = t.rounds[0].assessment.as_ref().unwrap();
+    assert!(a.passed && a.confidence >= 0.5, "{a:?}");
+    assert_eq!(a.signals.sample_agreement, Some(1.0));
+    assert_eq!(a.signals.closed_book_agreement, Some(1.0));
+    assert_eq!(a.samples.len(), 4);
+    // The write asked for log-probabilities; the short answer's are in the signals.
+    assert!(t.rounds[0].logprobs.unwrap().short_answer.is_some());
+    assert!(a.signals.short_logprob.is_some());
+    // Gold context: the plan uses rules; write + four samples (one by one: the fake draws
+    // one sample per call) + the closed-book probe.
     assert_eq!(t.plan.as_ref().unwrap().method, "rules");
     assert_eq!(t.retrievals[0].reason, RetrievalReason::Context);
-    assert_eq!(llm.call_count(), 3);
-    assert_eq!(t.usage.llm_calls, 3);
-    let v = t.rounds[0].verification.as_ref().unwrap();
-    assert_eq!(v.citation_precision, 1.0);
-    assert!(v.faithfulness >= 0.7 && v.completeness >= 0.6);
+    assert_eq!(llm.call_count(), 6);
+    assert_eq!(llm.hits(&[SAMPLE]), 4);
+    assert!(t.rounds[0].diagnosis.is_none());
+    assert_eq!(t.final_round, Some(0));
 }
 
 #[tokio::test]
-async fn external_knowledge_only_leads_to_the_sources_only_directive() {
-    let (agent, llm) = agent(
+async fn disagreeing_samples_lead_to_a_rewrite_told_what_they_said_and_it_is_kept_if_more_confident()
+ {
+    let wrong =
+        r#"{"answer": "Jaws was directed by Steven Spielberg [1].", "short_answer": "Cincinnati"}"#;
+    let (agent, _) = metarag_agent(
         ScriptedLlm::new()
-            .on(&[WRITE, "Instruction for this attempt: Answer ONLY"], GOOD)
-            .on(&[WRITE], UNSUPPORTED)
-            .on(&[FACTS], FACTS_BOTH)
-            .on(&[JUDGE], JUDGE_HIGH)
-            .on(&[CLOSED], "unknown")
-            .on(&[CRITIC], CRITIC_YES),
-        AgentConfig::default(),
-    );
-    let mut t = agent.ask(&gold(true)).await.unwrap();
-    assert_eq!(t.stop, StopReason::Done("passed".into()));
-    let d = t.rounds[0].diagnosis.as_ref().unwrap();
-    assert_eq!(d.category, Category::ExternalKnowledgeOnly);
-    assert_eq!(d.method, DiagnosisMethod::Rules);
-    assert_eq!(
-        t.rounds[0].remediation,
-        Some(Remediation::Directive {
-            category: Category::ExternalKnowledgeOnly,
-            text: DIRECTIVE_EXTERNAL.into()
-        })
-    );
-    assert_eq!(t.rounds[1].directive.as_deref(), Some(DIRECTIVE_EXTERNAL));
-    assert_eq!(t.final_round, Some(1));
-    // The facts depend only on the evidence: asked once for two rounds.
-    assert_eq!(llm.hits(&[FACTS]), 1);
-    assert_eq!(
-        nodes(&t),
-        [
-            "plan",
-            "retrieve",
-            "read",
-            "write",
-            "verify",
-            "monitor",
-            "converge",
-            "diagnose",
-            "remediate",
-            "write",
-            "verify",
-            "monitor"
-        ]
-    );
-    t.zero_timings();
-    insta::assert_json_snapshot!("trace_external_knowledge_only", t);
-}
-
-#[tokio::test]
-async fn internal_knowledge_only_gets_its_directive_and_converges_early() {
-    let (agent, _) = agent(
-        ScriptedLlm::new()
-            .on(&[WRITE], UNSUPPORTED)
-            .on(&[FACTS], FACTS_MISSING)
-            .on(&[JUDGE], JUDGE_HIGH)
-            .on(&[CLOSED], "the United States")
-            .on(&[CRITIC], CRITIC_YES),
-        AgentConfig::default(),
-    );
-    let t = agent.ask(&gold(false)).await.unwrap();
-    let d = t.rounds[0].diagnosis.as_ref().unwrap();
-    assert_eq!(
-        d.category,
-        Category::InternalKnowledgeOnly,
-        "{:?}",
-        d.reasons
-    );
-    assert_eq!(t.rounds[1].directive.as_deref(), Some(DIRECTIVE_INTERNAL));
-    // The rewrite is the same answer: converged after one remediation, not three.
-    assert!(
-        matches!(&t.stop, StopReason::Done(m) if m.starts_with("converged")),
-        "{:?}",
-        t.stop
-    );
-    assert_eq!(t.rounds.len(), 2);
-    assert_eq!(t.rounds[1].similarity_to_previous, Some(1.0));
-}
-
-#[tokio::test]
-async fn a_reasoning_error_gets_error_specific_guidance() {
-    let (agent, _) = agent(
-        ScriptedLlm::new()
-            .on(&[WRITE, "Do not skip steps"], GOOD)
-            .on(&[WRITE], HALF)
-            .on(&[FACTS], FACTS_BOTH)
-            .on(&[JUDGE], JUDGE_MID)
-            .on(&[CLOSED], "American")
-            .on(&[CRITIC], CRITIC_YES),
-        AgentConfig::default(),
+            .on(&[SAMPLE], short("United States"))
+            .on(&[WRITE, "Reading the sources several times gave"], GOOD)
+            .on(&[WRITE], wrong)
+            .on(&[CLOSED], "unknown"),
+        2,
     );
     let t = agent.ask(&gold(true)).await.unwrap();
     let d = t.rounds[0].diagnosis.as_ref().unwrap();
-    assert_eq!(d.category, Category::ReasoningError, "{:?}", d.reasons);
-    assert_eq!(d.error_types, [ErrorType::IncompleteReasoning]);
+    assert_eq!(d.method, DiagnosisMethod::Signals);
+    // The sources mention Jaws and hold "Cincinnati"; the model's own knowledge does not
+    // agree: the sources suffice, the model does not.
+    assert_eq!(d.category, Category::ExternalKnowledgeOnly);
+    assert!(d.error_types.contains(&ErrorType::IncompleteReasoning));
+    match &t.rounds[0].remediation {
+        Some(Remediation::Directive { text, .. }) => {
+            assert!(text.contains("\"United States\" (4 of 4)"), "{text}");
+            assert!(
+                text.contains("your first answer was \"Cincinnati\""),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(t.rounds.len(), 2);
+    // The samples depend only on the question and the sources: drawn once for two rounds.
+    assert_eq!(t.rounds[1].assessment.as_ref().unwrap().samples.len(), 4);
     assert!(
-        t.rounds[1]
-            .directive
-            .as_deref()
-            .unwrap()
-            .starts_with("Do not skip steps")
+        t.rounds[1].assessment.as_ref().unwrap().confidence
+            > t.rounds[0].assessment.as_ref().unwrap().confidence
     );
-    assert_eq!(t.stop, StopReason::Done("passed".into()));
+    assert_eq!(t.final_round, Some(1));
     assert_eq!(t.short_answer, "United States");
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn insufficient_knowledge_retrieves_with_the_suggested_query() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut passages: Vec<(String, String)> = [JAWS, SPIELBERG]
+#[tokio::test]
+async fn a_rewrite_that_is_not_more_confident_does_not_replace_the_first_answer() {
+    let first =
+        r#"{"answer": "Jaws was directed by Steven Spielberg [1].", "short_answer": "Ohio"}"#;
+    let second = r#"{"answer": "Steven Spielberg is American [2].", "short_answer": "Cincinnati"}"#;
+    let (agent, _) = metarag_agent(
+        ScriptedLlm::new()
+            .on_seq(
+                &[SAMPLE],
+                &[
+                    short("Canada"),
+                    short("Canada"),
+                    short("Ohio"),
+                    short("Mexico"),
+                ],
+            )
+            .on(&[WRITE, "Reading the sources several times gave"], second)
+            .on(&[WRITE], first)
+            .on(&[CLOSED], "unknown"),
+        1,
+    );
+    let t = agent.ask(&gold(true)).await.unwrap();
+    assert_eq!(t.rounds.len(), 2);
+    assert_eq!(t.final_round, Some(0));
+    assert_eq!(t.short_answer, "Ohio");
+    let note = &t
+        .graph
+        .events
         .iter()
-        .map(|(t, x)| (t.to_string(), x.to_string()))
-        .collect();
-    for (t, x) in [
+        .rev()
+        .find(|e| e.node == "assess")
+        .unwrap()
+        .note;
+    assert!(
+        note.as_deref().unwrap().contains("kept round 0"),
+        "{note:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_rewrite_never_flips_a_yes_no_verdict() {
+    let q = "Is the director of Jaws American?";
+    let (agent, _) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("no"))
+            .on_seq(
+                &[WRITE],
+                &[
+                    r#"{"answer": "Yes, Spielberg is American [2].", "short_answer": "yes"}"#,
+                    r#"{"answer": "No [1].", "short_answer": "no"}"#,
+                ],
+            )
+            .on(&[CLOSED], "yes"),
+        2,
+    );
+    let ask = Ask::new(q, "metarag").with_context(context(&[JAWS, SPIELBERG]));
+    let t = agent.ask(&ask).await.unwrap();
+    assert_eq!(t.rounds.len(), 2);
+    assert_eq!(t.rounds[1].short_answer, "no");
+    assert_eq!(t.short_answer, "yes");
+    assert_eq!(t.final_round, Some(0));
+}
+
+#[tokio::test]
+async fn an_answer_of_the_wrong_form_gets_a_form_directive() {
+    let q = "When was the director of Jaws born?";
+    let (agent, _) = metarag_agent(
+        ScriptedLlm::new()
+            .on_seq(
+                &[SAMPLE],
+                &[short("Cincinnati"), short("1946"), short("1946"), short("Cincinnati")],
+            )
+            .on(&[WRITE, "must be a date"], r#"{"answer": "He was born in 1946 [2].", "short_answer": "1946"}"#)
+            .on(&[WRITE], r#"{"answer": "Spielberg was born in Cincinnati [2].", "short_answer": "Cincinnati"}"#)
+            .on(&[CLOSED], "unknown"),
+        1,
+    );
+    let ask = Ask::new(q, "metarag").with_context(context(&[JAWS, SPIELBERG]));
+    let t = agent.ask(&ask).await.unwrap();
+    let d = t.rounds[0].diagnosis.as_ref().unwrap();
+    assert!(
+        d.error_types.contains(&ErrorType::AmbiguityUnderstanding),
+        "{d:?}"
+    );
+    assert!(!t.rounds[0].assessment.as_ref().unwrap().signals.type_match);
+    assert_eq!(t.rounds.len(), 2);
+    assert!(t.rounds[1].assessment.as_ref().unwrap().signals.type_match);
+    assert_eq!(t.short_answer, "1946");
+}
+
+#[tokio::test]
+async fn missing_knowledge_re_retrieves_the_uncovered_hop_and_writes_again_only_if_covered() {
+    let dir = tempfile::tempdir().unwrap();
+    let passages: Vec<(String, String)> = [
+        JAWS,
+        SPIELBERG,
         (
-            "Ohio",
-            "Ohio is a state in the Midwestern region of the United States.",
+            "Roy Scheider",
+            "Roy Scheider was an American actor born in Orange, New Jersey.",
         ),
         (
-            "Duel (1971 film)",
-            "Duel is a 1971 television film about a truck driver on a desert highway.",
+            "Amity Island",
+            "Amity Island is a fictional island in the film Jaws.",
         ),
-        (
-            "Great white shark",
-            "The great white shark is a large shark found in coastal waters of all major oceans.",
-        ),
-        (
-            "Martha's Vineyard",
-            "Martha's Vineyard is an island south of Cape Cod in Massachusetts, known as a summer colony.",
-        ),
-    ] {
-        passages.push((t.to_string(), x.to_string()));
-    }
-    let retriever = index(tmp.path(), &passages).await;
-    // One chunk per search and one hop, whatever the plan says.
-    let config = AgentConfig {
-        routes: [RouteConfig {
-            top_k: 1,
-            rerank: false,
-            hops: 1,
-        }; 3],
-        ..AgentConfig::default()
-    };
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let retriever = index(dir.path(), &passages).await;
+    let q = "Which country is the director of Jaws, who also made Zorblatt Tide, from?";
     let llm = Arc::new(
         ScriptedLlm::new()
+            .on(&[SAMPLE], short("a different answer"))
             .on(&[PLAN], r#"{"complexity": "simple"}"#)
-            .on(&[WRITE, "is an American filmmaker"], GOOD)
-            .on(&[WRITE], HALF)
-            .on(&[FACTS, "is an American filmmaker"], FACTS_BOTH)
-            .on(&[FACTS], FACTS_MISSING)
-            .on(&[JUDGE], JUDGE_MID)
-            .on(&[CLOSED], "unknown")
-            .on(&[CRITIC], CRITIC_YES),
+            .on(&[WRITE], GOOD)
+            .on(&[CLOSED], "unknown"),
     );
     let dynllm: Arc<dyn DynLlm> = llm.clone();
     let agent = Agent::builder(dynllm)
         .retriever(retriever)
-        .config(config)
+        .registry(metarag_registry())
+        .config(AgentConfig {
+            routes: [RouteConfig {
+                top_k: 2,
+                rerank: false,
+                hops: 1,
+            }; 3],
+            ..AgentConfig::default()
+        })
         .build()
         .unwrap();
-    let t = agent.ask(&Ask::new(Q, "metarag")).await.unwrap();
-    // The model said simple; the rules see "the director of Jaws" as a chain.
-    assert_eq!(t.plan.as_ref().unwrap().method, "llm+rules");
-    assert_eq!(t.retrievals[0].k, 1);
-    assert_eq!(t.retrievals[0].reason, RetrievalReason::Initial);
-    let json = serde_json::to_string_pretty(&t).unwrap();
-    let d = t.rounds[0].diagnosis.as_ref().expect(&json);
-    assert_eq!(
-        d.category,
-        Category::InsufficientKnowledge,
-        "{:?}",
-        d.reasons
-    );
+    let t = agent.ask(&Ask::new(q, "metarag")).await.unwrap();
+    let d = t.rounds[0].diagnosis.as_ref().unwrap();
+    assert_eq!(d.category, Category::InsufficientKnowledge, "{d:?}");
+    assert_eq!(d.suggested_query, "Zorblatt Tide");
     assert_eq!(
         t.rounds[0].remediation,
         Some(Remediation::Retrieve {
             category: Category::InsufficientKnowledge,
-            query: "Steven Spielberg nationality".into()
+            query: "Zorblatt Tide".into()
         })
     );
-    assert_eq!(t.retrievals[1].reason, RetrievalReason::Remediation);
-    assert_eq!(t.retrievals[1].added, 1);
-    let titles: Vec<_> = t.sources.iter().map(|s| s.passage.title.as_str()).collect();
-    assert_eq!(titles, ["Jaws (film)", "Steven Spielberg"]);
-    // New evidence, so the facts were asked again.
-    assert_eq!(llm.hits(&[FACTS, "is an American filmmaker"]), 1);
-    assert_eq!(t.stop, StopReason::Done("passed".into()));
+    let r = t.retrievals.last().unwrap();
+    assert_eq!(r.reason, RetrievalReason::Remediation);
+    // Nothing in the index mentions Zorblatt Tide: no second write on the same evidence.
+    assert_eq!(t.rounds.len(), 1);
     assert_eq!(
-        nodes(&t)[8..],
-        [
-            "remediate",
-            "retrieve",
-            "read",
-            "write",
-            "verify",
-            "monitor"
-        ]
+        t.stop,
+        StopReason::Done("re-retrieval found nothing for the missing hop".into())
     );
-}
-
-#[tokio::test]
-async fn a_critic_with_broken_json_falls_back_to_the_heuristic() {
-    let (agent, _) = agent(
-        ScriptedLlm::new()
-            .on(&[WRITE], UNSUPPORTED)
-            .on(&[FACTS], "the facts are: Spielberg, American")
-            .on(&[JUDGE], JUDGE_HIGH)
-            .on(&[CLOSED], "unknown")
-            .on(&[CRITIC], "I think the answer is fine {"),
-        AgentConfig {
-            max_rounds: 1,
-            ..AgentConfig::default()
-        },
-    );
-    let t = agent.ask(&gold(true)).await.unwrap();
-    let d = t.rounds[0].diagnosis.as_ref().unwrap();
-    assert_eq!(d.method, DiagnosisMethod::Heuristic);
-    assert!(d.critic_error.is_some());
-    assert!(
-        d.reasons.iter().any(|r| r.starts_with("heuristic")),
-        "{:?}",
-        d.reasons
-    );
-    let v = t.rounds[0].verification.as_ref().unwrap();
-    assert!(v.facts_error.is_some());
-    assert_eq!(t.stop, StopReason::Done("max_rounds 1".into()));
+    assert_eq!(nodes(&t).last(), Some(&"check"));
 }
 
 #[tokio::test]
@@ -330,38 +325,36 @@ async fn the_budget_guard_stops_a_runaway_loop_and_invalid_citations_are_strippe
             )
         })
         .collect();
-    let (agent, _) = agent(
+    let llm = Arc::new(
         ScriptedLlm::new()
+            .on(&[SAMPLE], short("United States"))
             .on_seq(&[WRITE], &writes)
-            .on(&[FACTS], FACTS_BOTH)
-            .on(&[JUDGE], JUDGE_HIGH)
-            .on(&[CLOSED], "unknown")
-            .on(&[CRITIC], CRITIC_YES),
-        AgentConfig {
+            .on(&[CLOSED], "unknown"),
+    );
+    let dynllm: Arc<dyn DynLlm> = llm.clone();
+    let agent = Agent::builder(dynllm)
+        .registry(metarag_registry())
+        .config(AgentConfig {
             max_rounds: 100,
-            convergence_threshold: 1.0,
             budget: Budget {
-                max_llm_calls: 12,
+                max_llm_calls: 9,
                 ..Budget::default()
             },
             ..AgentConfig::default()
-        },
-    );
+        })
+        .build()
+        .unwrap();
     let t = agent.ask(&gold(true)).await.unwrap();
     assert_eq!(
         t.stop,
         StopReason::Budget(BudgetLimit {
             kind: BudgetKind::MaxLlmCalls,
-            limit: 12
+            limit: 9
         })
     );
-    // Checked at every call in the gateway: a call that would go over is never made (a
-    // pair of concurrent calls is refused when only one is left).
-    assert!(
-        (11..=12).contains(&t.usage.llm_calls),
-        "{}",
-        t.usage.llm_calls
-    );
+    // Checked at every call in the gateway: a call that would go over is never made.
+    assert_eq!(t.usage.llm_calls, 9);
+    assert!(t.rounds.len() >= 3);
     assert!(t.rounds.iter().all(|r| r.stripped_citations == 1));
     assert!(t.rounds.iter().all(|r| !r.answer.contains("[7]")));
     assert!(t.rounds[0].answer.ends_with("about Jaws."));
@@ -434,6 +427,12 @@ fn prompts_snapshot() {
                 &["needed fact not found in the sources: country of Steven Spielberg".into()]
             )
             .messages
+        )
+    );
+    insta::assert_snapshot!(
+        "prompt_short_answer",
+        render(
+            &prompts::short_answer("Who is older, Anna Veltz or Piet Ormund?", &sources).messages
         )
     );
     insta::assert_snapshot!(

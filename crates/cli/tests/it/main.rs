@@ -337,7 +337,7 @@ fn ask_answers_over_the_ingested_examples_with_sources() {
     assert!(stdout.contains("Sources:"), "{stdout}");
     assert!(stdout.contains("] Panama Canal"), "{stdout}");
     // --trace: the nodes that ran, and the run's summary line on stderr.
-    for node in ["plan", "retrieve", "read", "write", "verify", "monitor"] {
+    for node in ["plan", "retrieve", "read", "write", "assess"] {
         assert!(stdout.contains(&format!("    {node} ")), "{node}: {stdout}");
     }
     assert!(stderr.contains("metarag · 1 round(s)"), "{stderr}");
@@ -351,7 +351,7 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
     let m = String::from_utf8_lossy(&out.stdout);
     assert!(m.starts_with("flowchart TD\n"), "{m}");
     assert!(
-        m.contains("remediate -->|insufficient_knowledge| retrieve"),
+        m.contains("remediate -->|missing knowledge: search the missing hop| retrieve"),
         "{m}"
     );
 

@@ -199,6 +199,8 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         "| LLM calls | from cache | tokens | overhead | errors |",
         "| metarag vs standard | 3 |",
         "## The metacognitive loop (metarag)",
+        "## Monitor: does it tell right first answers from wrong?",
+        "| metarag | sample_agreement |",
         "## Compared with `abc`",
         "- resumed: earlier parts of this run were written by `0123`",
         "![run-f1-by-type.svg](run-f1-by-type.svg)",

@@ -1,0 +1,840 @@
+//! The monitor: how sure the agent may be that a written answer is right, from signals a
+//! small local model can give about its own answer, combined by a logistic model fitted on
+//! labelled benchmark runs.
+//!
+//! Asked whether its answer is right (or whether the sources suffice), a 1.5B model says
+//! yes almost regardless (P(True) and verbalised confidence are near chance at this size;
+//! `shared/research/small-model-monitor.md`). What carries information is measured, not
+//! asked: the probability the model gave the tokens of its short answer, whether samples
+//! of the short answer agree with it, whether the closed-book answer agrees, whether the
+//! sources hold the answer's words and the question's entities, and whether the answer
+//! has the shape the question asks for. [`Signals`] holds them; [`MonitorModel`] turns
+//! them into a confidence in `[0, 1]`; [`MonitorModel::fit`] fits its weights by
+//! regularised logistic regression on first answers labelled right (F1 >= 0.5) or wrong.
+//! The weights in [`MonitorModel::default`] come from such a fit on the tuning half of
+//! the dev data (see ARCHITECTURE.md and `docs/results/monitor.md`).
+
+use crate::config::Complexity;
+use crate::evidence::{Passage, Source};
+use crate::metacog::{Category, Diagnosis, DiagnosisMethod, ErrorType};
+use crate::text::{
+    AnswerType, answer_f1, answer_type, content_terms, has_number_or_date, is_refusal, is_stopword,
+    options, sentences, tokens,
+};
+use metarag_core::{LogprobSummary, TokenLogprob, logprob_summary};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+
+/// What the monitor measured about one answer. Every field is cheap: the write call's own
+/// log-probabilities, `k` short samples over the same (cached) prompt prefix, one short
+/// closed-book call, and text checks in code.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Signals {
+    /// Log-probabilities of the short answer's tokens in the write reply (mean, minimum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_logprob: Option<LogprobSummary>,
+    /// Log-probabilities of the answer field's tokens in the write reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_logprob: Option<LogprobSummary>,
+    /// Share of sampled short answers (over the same sources) that agree with the short
+    /// answer; `None` when no samples were drawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_agreement: Option<f64>,
+    /// Agreement of the closed-book answer with the short answer (1 or 0; 0 when the
+    /// model says it does not know); `None` when no probe ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_book_agreement: Option<f64>,
+    /// Share of the question's named entities that the sources mention.
+    pub entity_coverage: f64,
+    /// Share of the short answer's content words found in the sources; `None` for a yes/no
+    /// answer (its words are not in any source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_in_sources: Option<f64>,
+    /// The short answer has the form the question asks for (a date for "when", a number
+    /// for "how many", yes/no, one of the options of "A or B").
+    pub type_match: bool,
+    /// The answer declines to answer.
+    pub refusal: bool,
+}
+
+/// The names of the features the model reads, in order. Each maps a [`Signals`] to a
+/// number or `None` (missing: the feature contributes its mean, i.e. nothing).
+pub const FEATURES: &[&str] = &[
+    "short_logprob_mean",
+    "short_logprob_min",
+    "answer_logprob_mean",
+    "answer_logprob_min",
+    "sample_agreement",
+    "closed_book_agreement",
+    "entity_coverage",
+    "answer_in_sources",
+    "type_match",
+    "refusal",
+];
+
+impl Signals {
+    /// The value of a feature named in [`FEATURES`].
+    pub fn feature(&self, name: &str) -> Option<f64> {
+        let b = |x: bool| if x { 1.0 } else { 0.0 };
+        match name {
+            "short_logprob_mean" => self.short_logprob.map(|s| s.mean),
+            "short_logprob_min" => self.short_logprob.map(|s| s.min),
+            "answer_logprob_mean" => self.answer_logprob.map(|s| s.mean),
+            "answer_logprob_min" => self.answer_logprob.map(|s| s.min),
+            "sample_agreement" => self.sample_agreement,
+            "closed_book_agreement" => self.closed_book_agreement,
+            "entity_coverage" => Some(self.entity_coverage),
+            "answer_in_sources" => self.answer_in_sources,
+            "type_match" => Some(b(self.type_match)),
+            "refusal" => Some(b(self.refusal)),
+            _ => None,
+        }
+    }
+}
+
+/// One feature's place in the model: its weight on the standardised value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Weight {
+    /// Weight of `(x - mean) / scale`.
+    pub weight: f64,
+    /// The feature's mean on the fitting data (a missing value counts as this).
+    pub mean: f64,
+    /// Its standard deviation there (at least a small floor).
+    pub scale: f64,
+}
+
+/// A logistic model over [`Signals`]: confidence = sigmoid(bias + sum of weighted,
+/// standardised features). `threshold` is the confidence at or above which an answer
+/// passes the gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MonitorModel {
+    /// The intercept.
+    pub bias: f64,
+    /// Weights by feature name (see [`FEATURES`]); features not listed are not used.
+    pub weights: BTreeMap<String, Weight>,
+    /// Answers at or above this confidence pass.
+    pub threshold: f64,
+    /// Where the weights came from (a run and its split), for the record.
+    pub fitted_on: String,
+}
+
+impl Default for MonitorModel {
+    /// Fitted by `metarag bench monitor --fit` on the tuning half of HotpotQA and
+    /// 2WikiMultiHopQA gold runs of the default local model (docs/results/monitor.md).
+    fn default() -> Self {
+        prior()
+    }
+}
+
+/// A hand-set model used before any fit: agreement, answer probability, grounding and
+/// form each count; a refusal counts against.
+fn prior() -> MonitorModel {
+    let w = |weight, mean, scale| Weight {
+        weight,
+        mean,
+        scale,
+    };
+    MonitorModel {
+        bias: 0.0,
+        weights: BTreeMap::from([
+            ("short_logprob_min".into(), w(0.8, -1.0, 1.0)),
+            ("sample_agreement".into(), w(1.0, 0.7, 0.3)),
+            ("closed_book_agreement".into(), w(0.3, 0.3, 0.45)),
+            ("entity_coverage".into(), w(0.3, 0.8, 0.3)),
+            ("answer_in_sources".into(), w(0.6, 0.8, 0.3)),
+            ("type_match".into(), w(0.6, 0.9, 0.3)),
+            ("refusal".into(), w(-1.0, 0.05, 0.2)),
+        ]),
+        threshold: 0.5,
+        fitted_on: "prior (not fitted)".into(),
+    }
+}
+
+fn sigmoid(z: f64) -> f64 {
+    1.0 / (1.0 + (-z).exp())
+}
+
+impl MonitorModel {
+    /// The confidence that the answer measured by `s` is right, in `[0, 1]`.
+    pub fn confidence(&self, s: &Signals) -> f64 {
+        sigmoid(self.logit(s))
+    }
+
+    fn logit(&self, s: &Signals) -> f64 {
+        self.bias
+            + self
+                .weights
+                .iter()
+                .map(|(name, w)| {
+                    s.feature(name)
+                        .map_or(0.0, |x| w.weight * (x - w.mean) / w.scale)
+                })
+                .sum::<f64>()
+    }
+
+    /// Checks the model, naming the field at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.threshold) {
+            return Err(format!(
+                "monitor.threshold {} is not in [0, 1]",
+                self.threshold
+            ));
+        }
+        for (name, w) in &self.weights {
+            if !FEATURES.contains(&name.as_str()) {
+                return Err(format!(
+                    "monitor.weights.{name}: unknown feature (known: {})",
+                    FEATURES.join(", ")
+                ));
+            }
+            if !(w.scale > 0.0) || !w.weight.is_finite() || !w.mean.is_finite() {
+                return Err(format!(
+                    "monitor.weights.{name}: weight and mean must be finite, scale > 0"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fits the weights of `features` by L2-regularised logistic regression on
+    /// `(signals, right)` pairs (full-batch gradient descent on standardised features; a
+    /// missing value is the feature's mean), then picks the threshold that classifies
+    /// the same pairs best. Deterministic.
+    pub fn fit(samples: &[(Signals, bool)], features: &[&str], fitted_on: &str) -> MonitorModel {
+        let n = samples.len().max(1) as f64;
+        let mut weights = BTreeMap::new();
+        for &f in features {
+            let xs: Vec<f64> = samples.iter().filter_map(|(s, _)| s.feature(f)).collect();
+            if xs.is_empty() {
+                continue;
+            }
+            let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+            weights.insert(
+                f.to_string(),
+                Weight {
+                    weight: 0.0,
+                    mean,
+                    scale: var.sqrt().max(1e-3),
+                },
+            );
+        }
+        let names: Vec<String> = weights.keys().cloned().collect();
+        let rows: Vec<(Vec<f64>, f64)> = samples
+            .iter()
+            .map(|(s, y)| {
+                let x = names
+                    .iter()
+                    .map(|f| {
+                        let w = &weights[f];
+                        s.feature(f).map_or(0.0, |x| (x - w.mean) / w.scale)
+                    })
+                    .collect();
+                (x, if *y { 1.0 } else { 0.0 })
+            })
+            .collect();
+        let positives = rows.iter().filter(|r| r.1 > 0.5).count() as f64;
+        let prior = ((positives + 0.5) / (n + 1.0)).clamp(1e-3, 1.0 - 1e-3);
+        let mut bias = (prior / (1.0 - prior)).ln();
+        let mut w = vec![0.0; names.len()];
+        // Ridge strength: enough to keep weights of near-constant or redundant features
+        // small on a hundred questions.
+        let lambda = 1.0 / n;
+        let rate = 0.5;
+        for _ in 0..3000 {
+            let mut gb = 0.0;
+            let mut gw = vec![0.0; w.len()];
+            for (x, y) in &rows {
+                let z = bias + x.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>();
+                let err = sigmoid(z) - y;
+                gb += err;
+                for (g, xi) in gw.iter_mut().zip(x) {
+                    *g += err * xi;
+                }
+            }
+            bias -= rate * gb / n;
+            for (wi, g) in w.iter_mut().zip(&gw) {
+                *wi -= rate * (g / n + lambda * *wi);
+            }
+        }
+        for (name, wi) in names.iter().zip(&w) {
+            weights.get_mut(name).expect("named above").weight = *wi;
+        }
+        let mut model = MonitorModel {
+            bias,
+            weights,
+            threshold: 0.5,
+            fitted_on: fitted_on.to_string(),
+        };
+        model.threshold = best_threshold(
+            &samples
+                .iter()
+                .map(|(s, y)| (model.confidence(s), *y))
+                .collect::<Vec<_>>(),
+        );
+        model
+    }
+}
+
+/// The threshold that classifies `(score, right)` pairs best (accuracy of "score >=
+/// threshold" as "right"), the midpoint between neighbouring scores; ties go to the
+/// lower threshold (fewer answers sent round the loop cost less).
+pub fn best_threshold(scored: &[(f64, bool)]) -> f64 {
+    let mut xs: Vec<(f64, bool)> = scored.to_vec();
+    xs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Threshold below everything: every answer passes.
+    let mut correct = xs.iter().filter(|x| x.1).count();
+    let mut best = (correct, xs.first().map_or(0.5, |x| x.0 - 1e-9));
+    for i in 0..xs.len() {
+        // Move xs[i] to the failing side.
+        if xs[i].1 {
+            correct -= 1;
+        } else {
+            correct += 1;
+        }
+        let next = xs
+            .get(i + 1)
+            .map_or(xs[i].0 + 1e-9, |x| (xs[i].0 + x.0) / 2.0);
+        if correct > best.0 {
+            best = (correct, next);
+        }
+    }
+    best.1.clamp(0.0, 1.0)
+}
+
+/// Mean and minimum log-probability of the tokens of one string field's value in a JSON
+/// reply (`"short_answer": "..."`), from the reply's per-token log-probabilities. `None`
+/// when the field is not found.
+pub fn field_logprobs(tokens: &[TokenLogprob], field: &str) -> Option<LogprobSummary> {
+    let mut text = String::new();
+    let mut starts = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        starts.push(text.len());
+        text.push_str(&t.token);
+    }
+    let key = format!("\"{field}\"");
+    let k = text.find(&key)? + key.len();
+    let rest = &text[k..];
+    let open = k + rest.find('"')? + 1;
+    // The value ends at the next quote not escaped by a backslash.
+    let bytes = text.as_bytes();
+    let mut end = open;
+    while end < bytes.len() && !(bytes[end] == b'"' && bytes[end - 1] != b'\\') {
+        end += 1;
+    }
+    let picked: Vec<TokenLogprob> = tokens
+        .iter()
+        .zip(&starts)
+        .filter(|&(t, &s)| {
+            let e = s + t.token.len();
+            // Overlaps the value and carries a letter or digit (not the closing quote).
+            s < end && e > open && t.token.chars().any(char::is_alphanumeric)
+        })
+        .map(|(t, _)| t.clone())
+        .collect();
+    logprob_summary(&picked)
+}
+
+/// Runs of capitalised words in the question (its named entities: "Steven Spielberg",
+/// "Jaws"), without a leading question word; digits count as name-like (years).
+pub fn question_entities(question: &str) -> Vec<String> {
+    const QUESTION_WORDS: &[&str] = &[
+        "who", "what", "when", "where", "which", "why", "how", "whose", "whom", "is", "are", "was",
+        "were", "do", "does", "did", "in", "the", "a", "an", "of", "both", "and",
+    ];
+    let mut out = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let words: Vec<&str> = question.split_whitespace().collect();
+    for (i, raw) in words.iter().enumerate() {
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let name = w
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+        let lead = i == 0 && QUESTION_WORDS.contains(&w.to_lowercase().as_str());
+        // Lowercase joiners inside a name ("Bedknobs and Broomsticks", "Wenceslaus of
+        // Niemodlin") keep the run going when a capital follows.
+        let joiner = !run.is_empty()
+            && [
+                "of", "and", "the", "de", "van", "von", "la", "le", "du", "for",
+            ]
+            .contains(&w)
+            && words
+                .get(i + 1)
+                .and_then(|n| n.chars().next())
+                .is_some_and(char::is_uppercase);
+        if (name && !lead && !w.is_empty()) || joiner {
+            run.push(w);
+        } else if !run.is_empty() {
+            out.push(run.join(" "));
+            run.clear();
+        }
+        if raw.ends_with([',', '?', ';', ':']) && !run.is_empty() {
+            out.push(run.join(" "));
+            run.clear();
+        }
+    }
+    if !run.is_empty() {
+        out.push(run.join(" "));
+    }
+    out.dedup();
+    out
+}
+
+/// The content words of every source (titles included).
+fn source_terms(sources: &[Source]) -> HashSet<String> {
+    let mut all = HashSet::new();
+    for s in sources {
+        all.extend(content_terms(&s.passage.title));
+        for span in &s.spans {
+            all.extend(content_terms(span));
+        }
+    }
+    all
+}
+
+/// Share of the question's entities the passages mention (an entity counts when at least
+/// two thirds of its content words are there); 1 when the question names none.
+pub fn entity_coverage(question: &str, passages: &[Passage]) -> f64 {
+    let mut all = HashSet::new();
+    for p in passages {
+        all.extend(content_terms(&p.title));
+        all.extend(content_terms(&p.text));
+    }
+    coverage_in(question, &all)
+}
+
+fn coverage_in(question: &str, all: &HashSet<String>) -> f64 {
+    let entities = question_entities(question);
+    let mut scored = 0usize;
+    let mut covered = 0usize;
+    for e in &entities {
+        let terms: Vec<String> = tokens(e).into_iter().filter(|t| !is_stopword(t)).collect();
+        if terms.is_empty() {
+            continue;
+        }
+        scored += 1;
+        let found = terms.iter().filter(|t| all.contains(*t)).count();
+        if found * 3 >= terms.len() * 2 {
+            covered += 1;
+        }
+    }
+    if scored == 0 {
+        1.0
+    } else {
+        covered as f64 / scored as f64
+    }
+}
+
+/// The question's entities the passages do not mention.
+pub fn uncovered_entities(question: &str, passages: &[Passage]) -> Vec<String> {
+    let mut all = HashSet::new();
+    for p in passages {
+        all.extend(content_terms(&p.title));
+        all.extend(content_terms(&p.text));
+    }
+    question_entities(question)
+        .into_iter()
+        .filter(|e| coverage_in(e, &all) < 1.0)
+        .collect()
+}
+
+/// The form of answer a question asks for, which the write node's schema enforces where
+/// it can (yes/no, one of two options) and the monitor checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "form", content = "options")]
+pub enum AnswerForm {
+    /// "Is ...?", "Did ...?": yes or no.
+    YesNo,
+    /// "Who is older, A or B?": one of the options, or both, or neither.
+    Choice(Vec<String>),
+    /// "When ...?", "What year ...?": a date.
+    Date,
+    /// "How many ...?": a number.
+    Number,
+    /// Anything else: a short phrase.
+    Free,
+}
+
+impl AnswerForm {
+    /// The form of the question's answer, from its wording.
+    pub fn of(question: &str) -> AnswerForm {
+        if let Some((a, b)) = options(question) {
+            return AnswerForm::Choice(vec![a, b, "both".into(), "neither".into()]);
+        }
+        match answer_type(question) {
+            AnswerType::YesNo => AnswerForm::YesNo,
+            AnswerType::Date => AnswerForm::Date,
+            AnswerType::Number => AnswerForm::Number,
+            AnswerType::Other => AnswerForm::Free,
+        }
+    }
+
+    /// The values a constrained short answer may take (`None`: free text).
+    pub fn allowed(&self) -> Option<Vec<String>> {
+        match self {
+            AnswerForm::YesNo => Some(vec!["yes".into(), "no".into()]),
+            AnswerForm::Choice(o) => Some(o.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether a short answer has this form.
+    pub fn matches(&self, short: &str) -> bool {
+        let t = tokens(short);
+        let verdict = t.len() == 1 && (t[0] == "yes" || t[0] == "no");
+        match self {
+            AnswerForm::YesNo => verdict,
+            AnswerForm::Choice(o) => {
+                let terms = content_terms(short);
+                !terms.is_empty()
+                    && o.iter()
+                        .any(|opt| content_terms(opt).iter().any(|w| terms.contains(w)))
+            }
+            AnswerForm::Date | AnswerForm::Number => has_number_or_date(short),
+            AnswerForm::Free => !t.is_empty() && !verdict && !is_refusal(short),
+        }
+    }
+}
+
+/// Whether two short answers say the same: the same yes/no verdict, or token F1 >= 0.5.
+pub fn agree(a: &str, b: &str) -> bool {
+    let (ta, tb) = (tokens(a), tokens(b));
+    let verdict =
+        |t: &[String]| (t.len() == 1 && (t[0] == "yes" || t[0] == "no")).then(|| t[0].clone());
+    match (verdict(&ta), verdict(&tb)) {
+        (Some(x), Some(y)) => x == y,
+        (None, None) => answer_f1(a, b) >= 0.5,
+        _ => false,
+    }
+}
+
+/// Inputs of [`measure`].
+#[derive(Debug, Clone, Copy)]
+pub struct MeasureInput<'a> {
+    /// The question.
+    pub question: &'a str,
+    /// The answer with citations.
+    pub answer: &'a str,
+    /// The short answer.
+    pub short_answer: &'a str,
+    /// The sources the answer was written over.
+    pub sources: &'a [Source],
+    /// Log-probabilities of the short answer's tokens in the write reply.
+    pub short_logprob: Option<LogprobSummary>,
+    /// Log-probabilities of the answer field's tokens.
+    pub answer_logprob: Option<LogprobSummary>,
+    /// Sampled short answers over the same sources (may be empty).
+    pub samples: &'a [String],
+    /// The closed-book answer, when the probe ran.
+    pub closed_book: Option<&'a str>,
+}
+
+/// Measures the signals of one answer.
+pub fn measure(input: MeasureInput<'_>) -> Signals {
+    let form = AnswerForm::of(input.question);
+    let terms = source_terms(input.sources);
+    let short_terms = content_terms(input.short_answer);
+    let answer_in_sources =
+        (!matches!(form, AnswerForm::YesNo) && !short_terms.is_empty()).then(|| {
+            short_terms.iter().filter(|t| terms.contains(*t)).count() as f64
+                / short_terms.len() as f64
+        });
+    let sample_agreement = (!input.samples.is_empty()).then(|| {
+        input
+            .samples
+            .iter()
+            .filter(|s| agree(s, input.short_answer))
+            .count() as f64
+            / input.samples.len() as f64
+    });
+    let closed_book_agreement = input.closed_book.map(|cb| {
+        let unknown = tokens(cb).iter().any(|t| t == "unknown") || is_refusal(cb);
+        if !unknown && agree(cb, input.short_answer) {
+            1.0
+        } else {
+            0.0
+        }
+    });
+    Signals {
+        short_logprob: input.short_logprob,
+        answer_logprob: input.answer_logprob,
+        sample_agreement,
+        closed_book_agreement,
+        entity_coverage: coverage_in(input.question, &terms),
+        answer_in_sources,
+        type_match: form.matches(input.short_answer),
+        refusal: is_refusal(input.answer) || is_refusal(input.short_answer),
+    }
+}
+
+/// The most frequent sampled answer (grouped by [`agree`]) and its share of the samples,
+/// when one exists.
+pub fn majority(samples: &[String]) -> Option<(String, f64)> {
+    let mut best: Option<(&String, usize)> = None;
+    for s in samples {
+        if tokens(s).is_empty() {
+            continue;
+        }
+        let count = samples.iter().filter(|o| agree(s, o)).count();
+        if best.is_none_or(|(_, c)| count > c) {
+            best = Some((s, count));
+        }
+    }
+    best.map(|(s, c)| (s.trim().to_string(), c as f64 / samples.len() as f64))
+}
+
+/// The seed's diagnosis (four knowledge categories, three error types) decided in code
+/// from the monitor's signals: the sources suffice when they mention the question's
+/// entities and the answer's words; the model's own knowledge suffices when its
+/// closed-book answer agrees with the answer. `suggested_query` is the missing hop:
+/// the question's entities the evidence does not mention, else a next-hop query.
+pub fn diagnose(
+    question: &str,
+    answer: &str,
+    signals: &Signals,
+    closed_book: Option<&str>,
+    missing_hop: Option<String>,
+    complexity: Complexity,
+) -> Diagnosis {
+    let mut reasons = Vec::new();
+    let grounded = signals.answer_in_sources.is_none_or(|g| g >= 0.5);
+    let external = signals.entity_coverage >= 0.5 && grounded && !signals.refusal;
+    if signals.entity_coverage < 0.5 {
+        reasons.push(format!(
+            "the sources mention {:.0}% of the question's entities",
+            signals.entity_coverage * 100.0
+        ));
+    }
+    if !grounded {
+        reasons.push("the sources do not contain the short answer's words".into());
+    }
+    if signals.refusal {
+        reasons.push("the answer declines to answer".into());
+    }
+    let internal = signals.closed_book_agreement.is_some_and(|a| a >= 0.5);
+    if internal {
+        reasons.push("the closed-book answer agrees".into());
+    }
+    let mut error_types = Vec::new();
+    if !signals.type_match {
+        error_types.push(ErrorType::AmbiguityUnderstanding);
+        reasons.push("the short answer does not have the form the question asks for".into());
+    }
+    if signals.sample_agreement.is_some_and(|a| a < 0.5) {
+        error_types.push(ErrorType::IncompleteReasoning);
+        reasons.push("most samples over the same sources disagree".into());
+    }
+    let spans = sentences(answer);
+    let sents: Vec<HashSet<String>> = spans
+        .iter()
+        .map(|&(a, b)| content_terms(&answer[a..b]))
+        .collect();
+    let repeated = (0..sents.len())
+        .any(|i| (i + 1..sents.len()).any(|j| crate::text::jaccard(&sents[i], &sents[j]) >= 0.8));
+    if repeated {
+        error_types.push(ErrorType::AnswerRedundance);
+        reasons.push("the answer repeats itself".into());
+    }
+    if complexity == Complexity::MultiHop && !external && missing_hop.is_some() {
+        reasons.push("a hop of the question is not covered".into());
+    }
+    Diagnosis {
+        category: match (internal, external) {
+            (false, false) => Category::InsufficientKnowledge,
+            (true, false) => Category::InternalKnowledgeOnly,
+            (false, true) => Category::ExternalKnowledgeOnly,
+            (true, true) => Category::ReasoningError,
+        },
+        error_types,
+        internal_sufficient: internal,
+        external_sufficient: external,
+        suggested_query: missing_hop.unwrap_or_else(|| question.to_string()),
+        method: DiagnosisMethod::Signals,
+        closed_book_answer: closed_book.map(str::to_string),
+        critic: None,
+        critic_error: None,
+        reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lp(pieces: &[(&str, f32)]) -> Vec<TokenLogprob> {
+        pieces
+            .iter()
+            .map(|(t, p)| TokenLogprob {
+                token: t.to_string(),
+                logprob: *p,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn field_logprobs_read_only_the_fields_value() {
+        let t = lp(&[
+            ("{\"", -0.01),
+            ("answer", -0.01),
+            ("\":", -0.01),
+            (" \"", -0.01),
+            ("Qu", -0.5),
+            ("ill", -0.2),
+            (" [1]", -0.1),
+            ("\",", -0.01),
+            (" \"short_answer", -0.01),
+            ("\": \"", -0.01),
+            ("Qu", -0.05),
+            ("ill", -3.0),
+            ("\"}", -0.01),
+        ]);
+        let s = field_logprobs(&t, "short_answer").unwrap();
+        assert_eq!(s.tokens, 2);
+        assert!((s.min + 3.0).abs() < 1e-6);
+        let a = field_logprobs(&t, "answer").unwrap();
+        assert_eq!(a.tokens, 3);
+        assert!((a.min + 0.5).abs() < 1e-6);
+        assert!(field_logprobs(&t, "missing").is_none());
+    }
+
+    #[test]
+    fn entities_are_capitalised_runs_without_the_question_word() {
+        assert_eq!(
+            question_entities("Which country is the director of Zorblatt Tide from?"),
+            ["Zorblatt Tide"]
+        );
+        assert_eq!(
+            question_entities("Who is older, Anna Veltz or Piet of Ormund?"),
+            ["Anna Veltz", "Piet of Ormund"]
+        );
+        assert_eq!(
+            question_entities("When was the Glass Harbor Bridge opened in 1921?"),
+            ["Glass Harbor Bridge", "1921"]
+        );
+    }
+
+    #[test]
+    fn forms_follow_the_question() {
+        assert_eq!(
+            AnswerForm::of("Is the Quillmoor river longer than the Tessa?"),
+            AnswerForm::YesNo
+        );
+        let choice = AnswerForm::of("Who was born first, Anna Veltz or Piet Ormund?");
+        assert_eq!(
+            choice.allowed().unwrap(),
+            ["Anna Veltz", "Piet Ormund", "both", "neither"]
+        );
+        assert!(choice.matches("Piet Ormund"));
+        assert!(!choice.matches("1921"));
+        assert!(AnswerForm::of("When did Zorblatt open?").matches("May 1921"));
+        assert!(!AnswerForm::of("When did Zorblatt open?").matches("Quillmoor"));
+        assert!(!AnswerForm::of("Who founded Zorblatt?").matches("yes"));
+    }
+
+    #[test]
+    fn agreement_compares_verdicts_and_words() {
+        assert!(agree("Yes", "yes."));
+        assert!(!agree("yes", "no"));
+        assert!(agree("Anna Veltz", "Veltz"));
+        assert!(!agree("Anna Veltz", "Piet Ormund"));
+        assert!(!agree("yes", "Anna Veltz"));
+        let (m, share) = majority(&[
+            "Piet Ormund".into(),
+            "Anna Veltz".into(),
+            "Piet Ormund".into(),
+        ])
+        .unwrap();
+        assert_eq!(m, "Piet Ormund");
+        assert!((share - 2.0 / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_fit_separates_right_from_wrong_and_the_threshold_sits_between() {
+        let sig = |agreement: f64, junk: f64| Signals {
+            sample_agreement: Some(agreement),
+            entity_coverage: junk,
+            type_match: true,
+            ..Signals::default()
+        };
+        let mut data = Vec::new();
+        for i in 0..40 {
+            let junk = f64::from(i % 5) / 4.0;
+            data.push((sig(0.8 + 0.05 * f64::from(i % 4), junk), true));
+            data.push((sig(0.2 + 0.05 * f64::from(i % 4), junk), false));
+        }
+        let m = MonitorModel::fit(&data, FEATURES, "test");
+        m.validate().unwrap();
+        assert!(m.weights["sample_agreement"].weight > 1.0);
+        // A feature unrelated to the label gets (almost) nothing.
+        assert!(m.weights["entity_coverage"].weight.abs() < 0.2);
+        assert!(m.confidence(&sig(0.9, 0.5)) >= m.threshold);
+        assert!(m.confidence(&sig(0.2, 0.5)) < m.threshold);
+        // Features missing from every sample are left out.
+        assert!(!m.weights.contains_key("short_logprob_min"));
+    }
+
+    #[test]
+    fn the_best_threshold_maximises_accuracy() {
+        let t = best_threshold(&[(0.1, false), (0.3, false), (0.6, true), (0.9, true)]);
+        assert!(t > 0.3 && t <= 0.6);
+        // All right: everything passes.
+        assert!(best_threshold(&[(0.2, true), (0.4, true)]) <= 0.2);
+    }
+
+    #[test]
+    fn an_unknown_feature_is_a_config_error_naming_it() {
+        let mut m = MonitorModel::default();
+        m.validate().unwrap();
+        m.weights.insert(
+            "vibes".into(),
+            Weight {
+                weight: 1.0,
+                mean: 0.0,
+                scale: 1.0,
+            },
+        );
+        assert!(m.validate().unwrap_err().contains("monitor.weights.vibes"));
+    }
+
+    #[test]
+    fn signals_of_a_grounded_answer_of_the_right_form() {
+        let src = Source {
+            n: 1,
+            passage: Passage {
+                title: "Zorblatt Tide".into(),
+                section: vec![],
+                pages: None,
+                chunk_id: None,
+                doc: "z".into(),
+                text: String::new(),
+            },
+            spans: vec!["Zorblatt Tide is a 1975 film directed by Anna Veltz.".into()],
+        };
+        let s = measure(MeasureInput {
+            question: "Who directed Zorblatt Tide?",
+            answer: "Zorblatt Tide was directed by Anna Veltz [1].",
+            short_answer: "Anna Veltz",
+            sources: std::slice::from_ref(&src),
+            short_logprob: None,
+            answer_logprob: None,
+            samples: &["Anna Veltz".into(), "Piet Ormund".into()],
+            closed_book: Some("unknown"),
+        });
+        assert_eq!(s.entity_coverage, 1.0);
+        assert_eq!(s.answer_in_sources, Some(1.0));
+        assert_eq!(s.sample_agreement, Some(0.5));
+        assert_eq!(s.closed_book_agreement, Some(0.0));
+        assert!(s.type_match && !s.refusal);
+        let d = diagnose(
+            "Who directed Zorblatt Tide?",
+            "Zorblatt Tide was directed by Anna Veltz [1].",
+            &s,
+            Some("unknown"),
+            None,
+            Complexity::Simple,
+        );
+        assert_eq!(d.category, Category::ExternalKnowledgeOnly);
+    }
+}

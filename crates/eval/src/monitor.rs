@@ -1,0 +1,385 @@
+//! The monitor measured as a classifier: for every first answer, each signal (and the
+//! combination the gate uses) against whether the answer is right (F1 >= 0.5 against the
+//! gold answers), as AUROC and the gate's accuracy, on the tuning and reporting halves
+//! of the questions. Also fits the monitor's weights on the tuning half.
+//!
+//! **Splits.** A question belongs to the tuning half when the FNV-1a 64-bit hash of its
+//! id is even, else to the reporting half ([`split_of`]). Weights and thresholds are
+//! fitted on the tuning half only; tables that claim a result report the other half.
+
+use crate::report::RunRecord;
+use crate::score_answer;
+use metarag_agent::monitor::{FEATURES, MonitorModel, Signals};
+use metarag_agent::trace::Round;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Which half of the dev data a question is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// Weights and thresholds are fitted here.
+    Tune,
+    /// Results are reported here.
+    Report,
+}
+
+impl Split {
+    /// The name in tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Tune => "tuning",
+            Split::Report => "reporting",
+        }
+    }
+}
+
+/// The half a question id falls in: FNV-1a 64 of the id's bytes, even -> tuning.
+pub fn split_of(id: &str) -> Split {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    if h % 2 == 0 {
+        Split::Tune
+    } else {
+        Split::Report
+    }
+}
+
+/// Area under the ROC curve of `score` for telling `true` from `false` (the probability
+/// that a random right answer scores above a random wrong one, ties counting half);
+/// `None` when either class is empty.
+pub fn auroc(scored: &[(f64, bool)]) -> Option<f64> {
+    let pos: Vec<f64> = scored.iter().filter(|x| x.1).map(|x| x.0).collect();
+    let neg: Vec<f64> = scored.iter().filter(|x| !x.1).map(|x| x.0).collect();
+    if pos.is_empty() || neg.is_empty() {
+        return None;
+    }
+    let mut wins = 0.0;
+    for p in &pos {
+        for n in &neg {
+            wins += if p > n {
+                1.0
+            } else if p == n {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    Some(wins / (pos.len() * neg.len()) as f64)
+}
+
+/// One first answer as the monitor saw it.
+#[derive(Debug, Clone)]
+pub struct FirstAnswer {
+    /// The question id.
+    pub id: String,
+    /// Its half.
+    pub split: Split,
+    /// Right: F1 >= 0.5 against the gold answers.
+    pub right: bool,
+    /// Signals by name (the monitor's, or the verification metrics of older traces).
+    pub features: BTreeMap<String, f64>,
+    /// The monitor's signals (traces of version 3 and later).
+    pub signals: Option<Signals>,
+    /// The gate's combined score (the monitor's confidence, or the sum of the older
+    /// gate's three metrics) and whether the gate passed it.
+    pub gate: Option<(f64, bool)>,
+}
+
+/// The features of an older trace's first round: the verification metrics and the
+/// faithfulness / completeness / citation-precision gate (trace version 2 and before).
+fn legacy_features(r: &Round) -> Option<(BTreeMap<String, f64>, (f64, bool))> {
+    let v = r.verification.as_ref()?;
+    let facts = if v.facts.is_empty() {
+        0.0
+    } else {
+        v.facts.iter().filter(|f| f.verified).count() as f64 / v.facts.len() as f64
+    };
+    let features = BTreeMap::from([
+        ("faithfulness".to_string(), v.faithfulness),
+        ("completeness".to_string(), v.completeness),
+        ("citation_precision".to_string(), v.citation_precision),
+        ("judge_confidence".to_string(), v.confidence),
+        ("facts_verified".to_string(), facts),
+    ]);
+    let passed = r.monitor.is_some_and(|m| m.passed);
+    let sum = v.faithfulness + v.completeness + v.citation_precision;
+    Some((features, (sum, passed)))
+}
+
+/// Every first answer of `strategy` in the record whose trace the monitor (or the older
+/// gate) assessed.
+pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
+    let mut out = Vec::new();
+    for r in &record.results {
+        if r.strategy.as_str() != strategy {
+            continue;
+        }
+        let Some(round) = r.trace.as_ref().and_then(|t| t.rounds.first()) else {
+            continue;
+        };
+        let right = score_answer(&round.short_answer, &r.answers).f1 >= 0.5;
+        let (features, signals, gate) = if let Some(a) = &round.assessment {
+            let features = FEATURES
+                .iter()
+                .filter_map(|f| a.signals.feature(f).map(|x| (f.to_string(), x)))
+                .collect();
+            (
+                features,
+                Some(a.signals.clone()),
+                Some((a.confidence, a.passed)),
+            )
+        } else if let Some((features, gate)) = legacy_features(round) {
+            (features, None, Some(gate))
+        } else {
+            continue;
+        };
+        out.push(FirstAnswer {
+            id: r.id.clone(),
+            split: split_of(&r.id),
+            right,
+            features,
+            signals,
+            gate,
+        });
+    }
+    out
+}
+
+/// The monitor's quality on one half of one strategy's questions.
+#[derive(Debug, Clone, Serialize)]
+pub struct MonitorTable {
+    /// The strategy.
+    pub strategy: String,
+    /// The half.
+    pub split: Split,
+    /// First answers assessed.
+    pub n: usize,
+    /// Share of them that are right.
+    pub right_rate: f64,
+    /// AUROC of each signal alone (signals constant on these questions give 0.5).
+    pub signals: Vec<(String, Option<f64>)>,
+    /// AUROC of the gate's combined score.
+    pub combined: Option<f64>,
+    /// Share of answers the gate classified correctly (passed = right).
+    pub gate_accuracy: Option<f64>,
+    /// Share of answers the gate passed.
+    pub pass_rate: Option<f64>,
+}
+
+/// The monitor's tables for `strategy`, one per half that has questions.
+pub fn tables(record: &RunRecord, strategy: &str) -> Vec<MonitorTable> {
+    let all = first_answers(record, strategy);
+    let mut out = Vec::new();
+    for split in [Split::Tune, Split::Report] {
+        let xs: Vec<&FirstAnswer> = all.iter().filter(|a| a.split == split).collect();
+        if xs.is_empty() {
+            continue;
+        }
+        out.push(table(strategy, split, &xs));
+    }
+    out
+}
+
+fn table(strategy: &str, split: Split, xs: &[&FirstAnswer]) -> MonitorTable {
+    let n = xs.len();
+    let names: Vec<String> = {
+        let mut v: Vec<String> = xs.iter().flat_map(|a| a.features.keys().cloned()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let signals = names
+        .iter()
+        .map(|name| {
+            let scored: Vec<(f64, bool)> = xs
+                .iter()
+                .filter_map(|a| a.features.get(name).map(|x| (*x, a.right)))
+                .collect();
+            (name.clone(), auroc(&scored))
+        })
+        .collect();
+    let gated: Vec<(f64, bool, bool)> = xs
+        .iter()
+        .filter_map(|a| a.gate.map(|(s, p)| (s, p, a.right)))
+        .collect();
+    let combined = auroc(&gated.iter().map(|g| (g.0, g.2)).collect::<Vec<_>>());
+    let (gate_accuracy, pass_rate) = if gated.is_empty() {
+        (None, None)
+    } else {
+        let m = gated.len() as f64;
+        (
+            Some(gated.iter().filter(|g| g.1 == g.2).count() as f64 / m),
+            Some(gated.iter().filter(|g| g.1).count() as f64 / m),
+        )
+    };
+    MonitorTable {
+        strategy: strategy.to_string(),
+        split,
+        n,
+        right_rate: xs.iter().filter(|a| a.right).count() as f64 / n as f64,
+        signals,
+        combined,
+        gate_accuracy,
+        pass_rate,
+    }
+}
+
+/// What fitting the monitor gave.
+#[derive(Debug, Clone)]
+pub struct Fit {
+    /// The fitted model (weights and threshold from the tuning half).
+    pub model: MonitorModel,
+    /// Tuning questions it was fitted on.
+    pub tune_n: usize,
+    /// Reporting questions it was evaluated on.
+    pub report_n: usize,
+    /// AUROC of the fitted confidence on the reporting half.
+    pub report_auroc: Option<f64>,
+    /// Accuracy of its gate (threshold from the tuning half) on the reporting half.
+    pub report_accuracy: Option<f64>,
+    /// AUROC on the tuning half (optimistic: fitted there).
+    pub tune_auroc: Option<f64>,
+}
+
+/// Fits the monitor's weights on the tuning half of `strategy`'s first answers in every
+/// record, using `features` (the names in [`FEATURES`]), and evaluates the fit on the
+/// reporting half.
+pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
+    let all: Vec<FirstAnswer> = records
+        .iter()
+        .flat_map(|r| first_answers(r, strategy))
+        .filter(|a| a.signals.is_some())
+        .collect();
+    let pairs = |split: Split| -> Vec<(Signals, bool)> {
+        all.iter()
+            .filter(|a| a.split == split)
+            .filter_map(|a| a.signals.clone().map(|s| (s, a.right)))
+            .collect()
+    };
+    let (tune, report) = (pairs(Split::Tune), pairs(Split::Report));
+    let sources: Vec<String> = records
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} n{}",
+                r.config.dataset,
+                r.config.protocol.as_str(),
+                r.config.n
+            )
+        })
+        .collect();
+    let model = MonitorModel::fit(
+        &tune,
+        features,
+        &format!(
+            "tuning half ({} first answers of {strategy}) of: {}",
+            tune.len(),
+            sources.join(", ")
+        ),
+    );
+    let evaluate = |xs: &[(Signals, bool)]| {
+        let scored: Vec<(f64, bool)> = xs.iter().map(|(s, y)| (model.confidence(s), *y)).collect();
+        let acc = (!scored.is_empty()).then(|| {
+            scored
+                .iter()
+                .filter(|(c, y)| (*c >= model.threshold) == *y)
+                .count() as f64
+                / scored.len() as f64
+        });
+        (auroc(&scored), acc)
+    };
+    let (report_auroc, report_accuracy) = evaluate(&report);
+    let (tune_auroc, _) = evaluate(&tune);
+    Fit {
+        tune_n: tune.len(),
+        report_n: report.len(),
+        report_auroc,
+        report_accuracy,
+        tune_auroc,
+        model,
+    }
+}
+
+/// The monitor section of a report: a table per strategy that was assessed.
+pub fn markdown(record: &RunRecord) -> String {
+    let mut strategies: Vec<String> = record
+        .results
+        .iter()
+        .map(|r| r.strategy.as_str().to_string())
+        .collect();
+    strategies.sort();
+    strategies.dedup();
+    let tables: Vec<MonitorTable> = strategies.iter().flat_map(|s| tables(record, s)).collect();
+    if tables.is_empty() {
+        return String::new();
+    }
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+    let mut out = String::from(
+        "## Monitor: does it tell right first answers from wrong?\n\n\
+         Each first answer labelled right when its F1 against the gold answers is at least 0.5. \
+         AUROC 0.5 is chance. Halves by the FNV-1a hash of the question id (even: tuning, where \
+         weights and thresholds are fitted; odd: reporting).\n\n\
+         | strategy | half | n | right | gate AUROC | gate accuracy | passed |\n|---|---|---|---|---|---|---|\n",
+    );
+    for t in &tables {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.0}% | {} | {} | {} |\n",
+            t.strategy,
+            t.split.as_str(),
+            t.n,
+            t.right_rate * 100.0,
+            f(t.combined),
+            t.gate_accuracy
+                .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
+            t.pass_rate
+                .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
+        ));
+    }
+    out.push_str("\nAUROC of each signal alone:\n\n| strategy | half | signal | AUROC |\n|---|---|---|---|\n");
+    for t in &tables {
+        for (name, a) in &t.signals {
+            out.push_str(&format!(
+                "| {} | {} | {name} | {} |\n",
+                t.strategy,
+                t.split.as_str(),
+                f(*a)
+            ));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auroc_is_the_probability_a_right_answer_scores_higher() {
+        assert_eq!(auroc(&[(0.9, true), (0.1, false)]), Some(1.0));
+        assert_eq!(auroc(&[(0.1, true), (0.9, false)]), Some(0.0));
+        assert_eq!(auroc(&[(0.5, true), (0.5, false)]), Some(0.5));
+        assert_eq!(
+            auroc(&[(0.8, true), (0.4, true), (0.6, false), (0.2, false)]),
+            Some(0.75)
+        );
+        assert_eq!(auroc(&[(0.8, true)]), None);
+    }
+
+    #[test]
+    fn splits_are_stable_and_roughly_even() {
+        assert_eq!(
+            split_of("5a8b57f25542995d1e6f1371"),
+            split_of("5a8b57f25542995d1e6f1371")
+        );
+        let tune = (0..1000)
+            .filter(|i| split_of(&format!("q{i}")) == Split::Tune)
+            .count();
+        assert!((400..600).contains(&tune), "{tune}");
+    }
+}
