@@ -641,12 +641,7 @@ pub fn diagnose(
         reasons.push("a hop of the question is not covered".into());
     }
     Diagnosis {
-        category: match (internal, external) {
-            (false, false) => Category::InsufficientKnowledge,
-            (true, false) => Category::InternalKnowledgeOnly,
-            (false, true) => Category::ExternalKnowledgeOnly,
-            (true, true) => Category::ReasoningError,
-        },
+        category: Category::of(internal, external),
         error_types,
         internal_sufficient: internal,
         external_sufficient: external,

@@ -198,31 +198,14 @@ pub struct FactReply {
     pub quote: String,
 }
 
-/// The facts reply.
+/// The facts reply (the facts check [`crate::verify`] reads).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FactsReply {
     /// One entry per reasoning step, at most four.
     pub facts: Vec<FactReply>,
 }
 
-/// Asks which facts the question needs and where the sources state them. Depends only on
-/// the question and the evidence, so it runs once per evidence pool.
-pub fn facts(question: &str, sources: &[Source]) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Question: {question}\n\nList the facts needed to answer the question, one per reasoning step \
-             (at most 4). For each fact give: need (what must be known), value (the fact as the sources state \
-             it), source (the number of the source stating it) and quote (the exact words of that source). If \
-             no source states a fact, give an empty value, source 0 and an empty quote.\n\
-             Reply in JSON: {{\"facts\": [{{\"need\": \"...\", \"value\": \"...\", \"source\": <number>, \"quote\": \"...\"}}]}}"
-        ),
-    ))
-    .json_schema::<FactsReply>()
-    .max_tokens(320)
-}
-
-/// The judge's scores.
+/// A judge's scores of an answer (the [`crate::verify`] input).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct JudgeReply {
     /// Every claim supported by its cited source (0 to 1).
@@ -233,22 +216,7 @@ pub struct JudgeReply {
     pub confidence: f64,
 }
 
-/// Asks the model to score an answer.
-pub fn judge(question: &str, sources: &[Source], answer: &str) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Question: {question}\n\nAnswer to check: {answer}\n\nScore the answer from 0 to 1: faithfulness (every \
-             claim is supported by the source it cites), completeness (it answers every part of the question), \
-             confidence (how sure you are that it is correct).\n\
-             Reply in JSON with three numbers from 0 to 1: {{\"faithfulness\": <score>, \"completeness\": <score>, \"confidence\": <score>}}"
-        ),
-    ))
-    .json_schema::<JudgeReply>()
-    .max_tokens(48)
-}
-
-/// The evaluator-critic's reply.
+/// An evaluator-critic's reply, as traces before version 3 recorded it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CriticReply {
     /// Could the question be answered reliably without the sources?
@@ -259,39 +227,6 @@ pub struct CriticReply {
     pub error_types: Vec<String>,
     /// One search query that would find the missing information.
     pub suggested_query: String,
-}
-
-/// Asks the evaluator-critic for its assessment, telling it what the checks measured.
-pub fn critic(
-    question: &str,
-    sources: &[Source],
-    answer: &str,
-    findings: &[String],
-) -> ChatRequest {
-    let findings = if findings.is_empty() {
-        "none".to_string()
-    } else {
-        findings
-            .iter()
-            .map(|f| format!("- {f}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Question: {question}\n\nAnswer to check: {answer}\n\nProblems the checks found:\n{findings}\n\n\
-             Assess the answer. internal_sufficient: could you answer the question reliably from your own \
-             knowledge, without the sources? external_sufficient: do the sources contain everything the question \
-             needs? error_types: which of incomplete_reasoning (missed steps or ignored evidence), \
-             answer_redundance (repetitive or verbose), ambiguity_understanding (answered a different question) \
-             the answer shows. suggested_query: one search query that would find the missing information.\n\
-             Reply in JSON: {{\"internal_sufficient\": <true or false>, \"external_sufficient\": <true or false>, \
-             \"error_types\": [...], \"suggested_query\": \"...\"}}"
-        ),
-    ))
-    .json_schema::<CriticReply>()
-    .max_tokens(120)
 }
 
 /// Asks for a short closed-book answer (the internal-knowledge probe).

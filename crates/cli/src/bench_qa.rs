@@ -87,7 +87,8 @@ pub struct ReportArgs {
 /// `metarag bench monitor`.
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
-    /// Run records (`runs/....json`) whose traces the monitor assessed.
+    /// Run records (`runs/....json`) whose traces the monitor assessed, or the results
+    /// file of a run in progress (`runs/....jsonl`).
     #[arg(required = true)]
     pub records: Vec<PathBuf>,
     /// The strategy whose first answers to read.
@@ -181,6 +182,26 @@ fn read_results(path: &Path) -> Result<(Header, Vec<QuestionResult>)> {
         }
     }
     Ok((header, results))
+}
+
+/// A run record, or the results file of a run still in progress (`.jsonl`: its header
+/// and the results so far, without a summary).
+fn record_or_results(path: &Path) -> Result<RunRecord> {
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        let (header, results) = read_results(path)?;
+        return Ok(RunRecord {
+            version: RECORD_VERSION,
+            config: header.config,
+            command: String::new(),
+            git_commit: header.git_commit,
+            earlier_commits: Vec::new(),
+            started_at: header.started_at,
+            finished_at: header.started_at,
+            summary: Vec::new(),
+            results,
+        });
+    }
+    Ok(RunRecord::load(path)?)
 }
 
 impl App {
@@ -458,8 +479,8 @@ impl App {
         let records = args
             .records
             .iter()
-            .map(|p| RunRecord::load(p))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
+            .map(|p| record_or_results(p))
+            .collect::<Result<Vec<_>>>()?;
         let mut tables = Vec::new();
         for r in &records {
             for t in monitor::tables(r, &args.strategy) {

@@ -1,7 +1,6 @@
 //! Every branch of the metacognitive loop, driven by the scripted fake LLM.
 
 use crate::{context, index};
-use metarag_agent::metacog::DIRECTIVE_EXTERNAL;
 use metarag_agent::trace::{Remediation, RetrievalReason};
 use metarag_agent::{
     Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod, ErrorType,
@@ -403,31 +402,20 @@ fn prompts_snapshot() {
     insta::assert_snapshot!("prompt_plan", render(&prompts::plan(Q).messages));
     insta::assert_snapshot!(
         "prompt_write",
-        render(&prompts::write(Q, &sources, None, Some(DIRECTIVE_EXTERNAL), 256).messages)
+        render(
+            &prompts::write(
+                Q,
+                &sources,
+                Some("The director is Steven Spielberg [1]."),
+                Some("The question asks when: the short_answer must be a date or a year."),
+                256
+            )
+            .messages
+        )
     );
     insta::assert_snapshot!(
         "prompt_write_closed_book",
         render(&prompts::write(Q, &[], None, None, 256).messages)
-    );
-    insta::assert_snapshot!(
-        "prompt_facts",
-        render(&prompts::facts(Q, &sources).messages)
-    );
-    insta::assert_snapshot!(
-        "prompt_judge",
-        render(&prompts::judge(Q, &sources, "Jaws was directed by Steven Spielberg [1].").messages)
-    );
-    insta::assert_snapshot!(
-        "prompt_critic",
-        render(
-            &prompts::critic(
-                Q,
-                &sources,
-                "Jaws was directed by Steven Spielberg [1].",
-                &["needed fact not found in the sources: country of Steven Spielberg".into()]
-            )
-            .messages
-        )
     );
     insta::assert_snapshot!(
         "prompt_short_answer",
@@ -439,18 +427,27 @@ fn prompts_snapshot() {
         "prompt_closed_book",
         render(&prompts::closed_book(Q).messages)
     );
-    // Every evidence prompt starts with the same prefix, so a local model reuses it.
-    let prefix = render(&prompts::facts(Q, &sources).messages[..1]);
-    for req in [
-        prompts::write(Q, &sources, None, None, 256),
-        prompts::judge(Q, &sources, "x"),
-        prompts::critic(Q, &sources, "x", &[]),
-    ] {
-        assert_eq!(render(&req.messages[..1]), prefix);
-        assert!(
-            req.messages[1]
-                .content
-                .starts_with("Sources:\n[1] Jaws (film)\n")
-        );
-    }
+    // Every evidence prompt starts with the same prefix (system prompt, sources, question),
+    // so a local model reuses it from the write to the samples.
+    let write = prompts::write(Q, &sources, None, None, 256);
+    let sample = prompts::short_answer(Q, &sources);
+    assert_eq!(render(&write.messages[..1]), render(&sample.messages[..1]));
+    let question = format!("Question: {Q}\n\n");
+    let upto = |m: &str| m[..m.find(&question).unwrap() + question.len()].to_string();
+    assert_eq!(
+        upto(&write.messages[1].content),
+        upto(&sample.messages[1].content)
+    );
+    assert!(
+        write.messages[1]
+            .content
+            .starts_with("Sources:\n[1] Jaws (film)\n")
+    );
+    // A yes/no question's short answer is limited to yes and no by the schema.
+    let yes_no = prompts::write("Is Jaws a film?", &sources, None, None, 256);
+    let schema = &yes_no.schema.unwrap().schema;
+    assert_eq!(
+        schema.pointer("/properties/short_answer/enum").unwrap(),
+        &serde_json::json!(["yes", "no"])
+    );
 }
