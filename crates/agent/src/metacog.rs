@@ -7,8 +7,9 @@
 //! completeness and citation precision thresholds) and diagnoses by the rules over an
 //! evaluator-critic's reply ([`DiagnosisMethod::Rules`], [`DiagnosisMethod::Heuristic`]);
 //! they still read. That gate was measured as a classifier of right and wrong first answers
-//! and did no better than chance (AUROC 0.63 / 0.49 / 0.47 on HotpotQA gold, 2Wiki gold and
-//! HotpotQA open; docs/results/monitor.md), so it was replaced.
+//! and was near chance (AUROC of its metric sum on the reporting halves: 0.69 HotpotQA gold,
+//! 0.51 2Wiki gold, 0.50 HotpotQA open; the facts check and the judge's confidence between
+//! 0.42 and 0.57; docs/results/monitor.md), so it was replaced.
 
 use crate::prompts::CriticReply;
 use serde::{Deserialize, Serialize};

@@ -82,6 +82,28 @@ pub struct ReportArgs {
     /// Directory for the markdown and SVG files (default: beside the record).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Report only one half of the questions (`tuning` or `reporting`: the FNV-1a hash of
+    /// the id, even or odd), e.g. the half no weight or threshold was fitted on.
+    #[arg(long, value_enum)]
+    pub split: Option<SplitArg>,
+}
+
+/// A half of the dev questions.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SplitArg {
+    /// Where weights and thresholds are fitted.
+    Tuning,
+    /// Where results are reported.
+    Reporting,
+}
+
+impl SplitArg {
+    fn split(self) -> metarag_eval::monitor::Split {
+        match self {
+            SplitArg::Tuning => metarag_eval::monitor::Split::Tune,
+            SplitArg::Reporting => metarag_eval::monitor::Split::Report,
+        }
+    }
 }
 
 /// `metarag bench monitor`.
@@ -577,7 +599,12 @@ impl App {
     pub fn bench_report(&self, args: ReportArgs) -> Result<ExitCode> {
         // The summaries are recomputed from the per-question results, so a report made
         // with newer code shows the newer statistics of the same answers.
+        let split = args.split.map(SplitArg::split);
         let resummarize = |mut r: RunRecord| {
+            if let Some(split) = split {
+                r.results
+                    .retain(|q| metarag_eval::monitor::split_of(&q.id) == split);
+            }
             r.summary = summarize(&r.config.strategies, &r.results, r.config.agent.max_rounds);
             r
         };
@@ -597,12 +624,27 @@ impl App {
             .record
             .file_stem()
             .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+        let stem = match split {
+            Some(s) => format!("{stem}-{}", s.as_str()),
+            None => stem,
+        };
         let svgs = plots(&record, &dir, &stem)?;
         let names: Vec<String> = svgs
             .iter()
             .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .collect();
-        let md = markdown(&record, compare.as_ref(), &names);
+        let mut md = markdown(&record, compare.as_ref(), &names);
+        if let Some(split) = split {
+            let at = md.find('\n').map_or(0, |i| i + 1);
+            md.insert_str(
+                at,
+                &format!(
+                    "\n> The {} half of the questions only ({} of them; halves by the FNV-1a hash of the question id).\n",
+                    split.as_str(),
+                    record.results.len() / record.config.strategies.len().max(1)
+                ),
+            );
+        }
         let md_path = dir.join(format!("{stem}.md"));
         std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
         if self.json {
