@@ -193,7 +193,11 @@ impl MonitorModel {
                     FEATURES.join(", ")
                 ));
             }
-            if !(w.scale > 0.0) || !w.weight.is_finite() || !w.mean.is_finite() {
+            if !w.scale.is_finite()
+                || w.scale <= 0.0
+                || !w.weight.is_finite()
+                || !w.mean.is_finite()
+            {
                 return Err(format!(
                     "monitor.weights.{name}: weight and mean must be finite, scale > 0"
                 ));

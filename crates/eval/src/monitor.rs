@@ -41,7 +41,7 @@ pub fn split_of(id: &str) -> Split {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    if h % 2 == 0 {
+    if h.is_multiple_of(2) {
         Split::Tune
     } else {
         Split::Report
