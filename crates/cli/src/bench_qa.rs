@@ -315,6 +315,11 @@ impl App {
             embedder: embedder_id,
             agent: agent_config,
             cache: !args.no_cache,
+            strategy_settings: strategies
+                .iter()
+                .filter_map(|s| agent.registry().get(s.as_str()).ok())
+                .map(|s| (s.name().to_string(), s.config_json()))
+                .collect(),
         };
 
         // The results file of this experiment: continued unless --fresh.

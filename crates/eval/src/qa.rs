@@ -54,6 +54,11 @@ pub struct RunConfig {
     pub agent: AgentConfig,
     /// Whether the LLM call cache was on.
     pub cache: bool,
+    /// Each strategy's own settings (`[strategies.NAME]`, defaults filled in), e.g. the
+    /// monitor's weights and threshold metarag ran with. Empty in records written before
+    /// they were recorded.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub strategy_settings: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl RunConfig {

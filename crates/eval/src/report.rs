@@ -483,14 +483,22 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
     let _ = writeln!(out, "- command: `{}`", record.command);
     let _ = writeln!(
         out,
-        "- agent: max_rounds {}, convergence {}, gate F>={} C>={} P>={}, call cache {}\n",
+        "- agent: max_rounds {}, max_evidence_chars {}, call cache {}",
         c.agent.max_rounds,
-        c.agent.convergence_threshold,
-        c.agent.faithfulness_threshold,
-        c.agent.completeness_threshold,
-        c.agent.citation_precision_threshold,
+        c.agent.max_evidence_chars,
         if c.cache { "on" } else { "off" }
     );
+    for (name, settings) in &c.strategy_settings {
+        // The monitor's weights are in the record; the header names where they came from.
+        let mut shown = settings.clone();
+        if let Some(m) = shown.get_mut("monitor").and_then(|m| m.as_object_mut()) {
+            m.remove("weights");
+        }
+        if shown.as_object().is_some_and(|o| !o.is_empty()) {
+            let _ = writeln!(out, "- `{name}`: `{shown}`");
+        }
+    }
+    out.push('\n');
     out.push_str("## Answers\n\nMeans with bootstrap 95% intervals (1,000 resamples), in percent. Failed questions count as zero. Seconds per question count each call replayed from the call cache at the time it took when computed (n given where some replayed calls predate that record).\n\n");
     let open = record.summary.iter().any(|s| s.support_recall.is_some());
     out.push_str("| strategy | EM | F1 | precision | recall | Sub-EM |");

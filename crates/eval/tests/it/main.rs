@@ -166,6 +166,11 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         embedder: None,
         agent: agent.config().clone(),
         cache: false,
+        strategy_settings: [(
+            "metarag".to_string(),
+            agent.registry().get("metarag").unwrap().config_json(),
+        )]
+        .into(),
     };
     let record = RunRecord {
         version: RECORD_VERSION,
@@ -200,7 +205,8 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         "| metarag vs standard | 3 |",
         "## The metacognitive loop (metarag)",
         "## Monitor: does it tell right first answers from wrong?",
-        "| metarag | sample_agreement |",
+        "| sample_agreement |",
+        "- `metarag`: `{",
         "## Compared with `abc`",
         "- resumed: earlier parts of this run were written by `0123`",
         "![run-f1-by-type.svg](run-f1-by-type.svg)",
@@ -311,6 +317,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
                 embedder: Some("all-minilm-l6-v2".into()),
                 agent: agent.config().clone(),
                 cache: true,
+                strategy_settings: Default::default(),
             },
             command: "c".into(),
             git_commit: None,
