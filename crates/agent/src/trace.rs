@@ -126,6 +126,16 @@ pub enum Remediation {
         /// The directive.
         text: String,
     },
+    /// Every short answer sampled over the same sources agreed, against the written one:
+    /// their answer was taken as the next round, with the source sentence stating it.
+    Vote {
+        /// The diagnosis category.
+        category: Category,
+        /// The samples' answer.
+        answer: String,
+        /// How many samples gave it.
+        samples: usize,
+    },
 }
 
 /// One write and what followed it.

@@ -163,6 +163,38 @@ async fn disagreeing_samples_lead_to_a_rewrite_told_what_they_said_and_it_is_kep
 }
 
 #[tokio::test]
+async fn unanimous_samples_against_the_answer_are_taken_with_the_sentence_stating_them() {
+    let q = "Where was the director of Jaws born?";
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("Cincinnati"))
+            .on(
+                &[WRITE],
+                r#"{"answer": "Jaws stars Roy Scheider [1].", "short_answer": "Roy Scheider"}"#,
+            )
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(q, "metarag").with_context(context(&[JAWS, SPIELBERG]));
+    let t = agent.ask(&ask).await.unwrap();
+    assert_eq!(
+        t.rounds[0].remediation,
+        Some(Remediation::Vote {
+            category: Category::ExternalKnowledgeOnly,
+            answer: "Cincinnati".into(),
+            samples: 4
+        })
+    );
+    assert_eq!(t.rounds.len(), 2);
+    assert_eq!(t.short_answer, "Cincinnati");
+    assert_eq!(t.answer, "He was born in Cincinnati, Ohio, in 1946. [2]");
+    assert_eq!(t.final_round, Some(1));
+    // No second write: the samples' answer is taken as it stands.
+    assert_eq!(llm.hits(&[WRITE]), 1);
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+}
+
+#[tokio::test]
 async fn a_rewrite_that_is_not_more_confident_does_not_replace_the_first_answer() {
     let first =
         r#"{"answer": "Jaws was directed by Steven Spielberg [1].", "short_answer": "Ohio"}"#;
