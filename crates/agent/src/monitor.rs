@@ -438,40 +438,34 @@ fn source_terms(sources: &[Source]) -> HashSet<String> {
     all
 }
 
-/// Share of the question's entities the passages mention (an entity counts when at least
-/// two thirds of its content words are there); 1 when the question names none.
-pub fn entity_coverage(question: &str, passages: &[Passage]) -> f64 {
-    let mut all = HashSet::new();
-    for p in passages {
-        all.extend(content_terms(&p.title));
-        all.extend(content_terms(&p.text));
+/// Whether the terms mention an entity: at least two thirds of its content words are there
+/// (`None` for an entity without content words).
+fn entity_covered(entity: &str, all: &HashSet<String>) -> Option<bool> {
+    let terms: Vec<String> = tokens(entity)
+        .into_iter()
+        .filter(|t| !is_stopword(t))
+        .collect();
+    if terms.is_empty() {
+        return None;
     }
-    coverage_in(question, &all)
+    let found = terms.iter().filter(|t| all.contains(*t)).count();
+    Some(found * 3 >= terms.len() * 2)
 }
 
+/// Share of the question's entities the terms mention; 1 when the question names none.
 fn coverage_in(question: &str, all: &HashSet<String>) -> f64 {
-    let entities = question_entities(question);
-    let mut scored = 0usize;
-    let mut covered = 0usize;
-    for e in &entities {
-        let terms: Vec<String> = tokens(e).into_iter().filter(|t| !is_stopword(t)).collect();
-        if terms.is_empty() {
-            continue;
-        }
-        scored += 1;
-        let found = terms.iter().filter(|t| all.contains(*t)).count();
-        if found * 3 >= terms.len() * 2 {
-            covered += 1;
-        }
-    }
-    if scored == 0 {
+    let verdicts: Vec<bool> = question_entities(question)
+        .iter()
+        .filter_map(|e| entity_covered(e, all))
+        .collect();
+    if verdicts.is_empty() {
         1.0
     } else {
-        covered as f64 / scored as f64
+        verdicts.iter().filter(|&&c| c).count() as f64 / verdicts.len() as f64
     }
 }
 
-/// The question's entities the passages do not mention.
+/// The question's entities the passages do not mention (the missing hop to search for).
 pub fn uncovered_entities(question: &str, passages: &[Passage]) -> Vec<String> {
     let mut all = HashSet::new();
     for p in passages {
@@ -480,7 +474,7 @@ pub fn uncovered_entities(question: &str, passages: &[Passage]) -> Vec<String> {
     }
     question_entities(question)
         .into_iter()
-        .filter(|e| coverage_in(e, &all) < 1.0)
+        .filter(|e| entity_covered(e, &all) == Some(false))
         .collect()
 }
 

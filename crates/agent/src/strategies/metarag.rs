@@ -16,7 +16,6 @@
 //! only when its confidence beats the kept one's by `margin`, and a yes/no verdict is never
 //! flipped by a rewrite.
 
-use crate::config::Complexity;
 use crate::evidence;
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
@@ -323,14 +322,13 @@ async fn diagnose(s: &mut S) -> NodeResult {
     } else {
         Some(uncovered.join(" "))
     };
-    let complexity: Complexity = s.complexity;
     let d = monitor::diagnose(
         &s.question,
         &round.answer,
         &a.signals,
         a.closed_book.as_deref(),
         missing_hop,
-        complexity,
+        s.complexity,
     );
     s.note = Some(format!(
         "{} {:?}: {}",
