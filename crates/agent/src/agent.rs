@@ -4,7 +4,8 @@
 use crate::config::AgentConfig;
 use crate::error::{Error, Result};
 use crate::evidence::Passage;
-use crate::gateway::{DEFAULT_RETRIEVER, Deps, Gateway};
+use crate::gateway::{DEFAULT_RETRIEVER, Deps, Gateway, TokenTap};
+use crate::graph::Observer;
 use crate::registry::{DynStrategy, Registry, RunSetup, StrategyId};
 use crate::trace::{EvidenceMode, Trace};
 use metarag_core::{DynLlm, DynReranker, DynRetriever, Llm};
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What to answer.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Ask {
     /// The question.
     pub question: String,
@@ -21,6 +22,19 @@ pub struct Ask {
     /// Gold context paragraphs: when set, they are the only sources and nothing is
     /// retrieved.
     pub context: Option<Vec<Passage>>,
+    /// Receives generated text as the model writes it (see [`TokenTap`]).
+    pub tap: Option<TokenTap>,
+}
+
+impl std::fmt::Debug for Ask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ask")
+            .field("question", &self.question)
+            .field("strategy", &self.strategy)
+            .field("context", &self.context)
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl Ask {
@@ -30,7 +44,14 @@ impl Ask {
             question: question.into(),
             strategy: strategy.into(),
             context: None,
+            tap: None,
         }
+    }
+
+    /// Streams the text of the run's model calls to `tap` as it is generated.
+    pub fn with_tap(mut self, tap: TokenTap) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     /// Uses these paragraphs as the only sources.
@@ -150,12 +171,8 @@ impl Agent {
         self.ask_observed(ask, &|_| {}).await
     }
 
-    /// Answers a question, calling `observer` with each node's name as it starts.
-    pub async fn ask_observed(
-        &self,
-        ask: &Ask,
-        observer: &(dyn Fn(&str) + Send + Sync),
-    ) -> Result<Trace> {
+    /// Answers a question, telling `observer` as each node starts and finishes.
+    pub async fn ask_observed(&self, ask: &Ask, observer: Observer<'_>) -> Result<Trace> {
         let strategy: &Arc<dyn DynStrategy> = self.registry.get(ask.strategy.as_str())?;
         let question = ask.question.trim();
         if question.is_empty() {
@@ -179,7 +196,8 @@ impl Agent {
             return Err(Error::Request("the context has no paragraphs".into()));
         }
         let setup = RunSetup {
-            gateway: Gateway::new(self.deps.clone(), self.config.budget.clone()),
+            gateway: Gateway::new(self.deps.clone(), self.config.budget.clone())
+                .with_tap(ask.tap.clone()),
             config: self.config.clone(),
             budget: self.config.budget.clone(),
             question: question.to_string(),

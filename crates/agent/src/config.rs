@@ -30,7 +30,7 @@ impl Complexity {
 }
 
 /// The retrieval settings one complexity level gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RouteConfig {
     /// Chunks per search.
     pub top_k: usize,
@@ -41,7 +41,7 @@ pub struct RouteConfig {
 }
 
 /// Thresholds and limits of the agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentConfig {
     /// Routes for simple / complex / multi-hop queries (seed: 5/no/1, 10/yes/1, 10/yes/3).
     pub routes: [RouteConfig; 3],

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
 /// A passage before reading: a retrieved chunk or a gold context paragraph.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Passage {
     /// Title of the document (or paragraph).
     pub title: String,
@@ -61,7 +61,7 @@ impl Passage {
 }
 
 /// A numbered source as the model sees it: the evidence sentences picked from a passage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Source {
     /// The number the answer cites it by (`[n]`), from 1.
     pub n: usize,
@@ -80,7 +80,7 @@ impl Source {
 }
 
 /// What the guardrails dropped, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardrailReport {
     /// Chunks carrying prompt-injection patterns.
     pub injection: usize,
@@ -191,7 +191,7 @@ pub fn guard(
 }
 
 /// Observability measures of an evidence pool against the question.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RetrievalDiagnostics {
     /// Share of the question's content terms that occur somewhere in the pool.
     pub query_coverage: f64,

@@ -69,11 +69,27 @@ impl Called {
     }
 }
 
+/// A piece of generated text.
+#[derive(Debug, Clone, Copy)]
+pub struct Generated<'a> {
+    /// What the call is for ("write", "plan", ...).
+    pub purpose: &'a str,
+    /// The call's number in the run, from 0: pieces of one call share it.
+    pub call: u64,
+    /// The new text.
+    pub text: &'a str,
+}
+
+/// Receives the text of single-sample LLM calls as it is generated: the server streams
+/// it to its clients.
+pub type TokenTap = Arc<dyn Fn(Generated<'_>) + Send + Sync>;
+
 /// The run's door to models and searches, with its accounting. See the module docs.
 pub struct Gateway {
     deps: Arc<Deps>,
     budget: Budget,
     started: Instant,
+    tap: Option<TokenTap>,
     /// Every LLM call, in order.
     pub calls: Vec<CallRecord>,
     /// Totals.
@@ -87,9 +103,16 @@ impl Gateway {
             deps,
             budget,
             started: Instant::now(),
+            tap: None,
             calls: Vec::new(),
             usage: RunUsage::default(),
         }
+    }
+
+    /// Streams every single-sample call's text to `tap` as it is generated.
+    pub fn with_tap(mut self, tap: Option<TokenTap>) -> Self {
+        self.tap = tap;
+        self
     }
 
     /// The model's name.
@@ -147,7 +170,8 @@ impl Gateway {
         request: ChatRequest,
     ) -> Result<Called, BudgetLimit> {
         self.check(1)?;
-        let c = timed(self.deps.llm.as_ref(), purpose, request, None).await;
+        let tap = self.tap.as_ref().map(|t| (t, self.usage.llm_calls));
+        let c = timed(self.deps.llm.as_ref(), purpose, request, None, tap).await;
         self.record(node, &[&c], c.ms);
         Ok(c)
     }
@@ -164,9 +188,14 @@ impl Gateway {
         self.check(2)?;
         let llm = self.deps.llm.clone();
         let t = Instant::now();
+        let n = self.usage.llm_calls;
+        let (tap_a, tap_b) = match self.tap.as_ref() {
+            Some(t) => (Some((t, n)), Some((t, n + 1))),
+            None => (None, None),
+        };
         let (a, b) = tokio::join!(
-            timed(llm.as_ref(), first.0, first.1, first.2),
-            timed(llm.as_ref(), second.0, second.1, None)
+            timed(llm.as_ref(), first.0, first.1, first.2, tap_a),
+            timed(llm.as_ref(), second.0, second.1, None, tap_b)
         );
         self.record(node, &[&a, &b], t.elapsed().as_secs_f64() * 1e3);
         Ok((a, b))
@@ -310,11 +339,28 @@ async fn timed(
     purpose: &'static str,
     request: ChatRequest,
     limit: Option<Duration>,
+    tap: Option<(&TokenTap, u64)>,
 ) -> Called {
     let t = Instant::now();
+    // Several samples would interleave in one stream; only single-sample calls stream.
+    let sink = tap.filter(|_| request.params.n <= 1).map(|(tap, call)| {
+        move |text: &str| {
+            tap(Generated {
+                purpose,
+                call,
+                text,
+            })
+        }
+    });
+    let call = async {
+        match &sink {
+            Some(sink) => llm.chat_stream_dyn(&request, sink).await,
+            None => llm.chat_dyn(&request).await,
+        }
+    };
     let result = match limit {
-        None => llm.chat_dyn(&request).await,
-        Some(d) => match tokio::time::timeout(d, llm.chat_dyn(&request)).await {
+        None => call.await,
+        Some(d) => match tokio::time::timeout(d, call).await {
             Ok(r) => r,
             Err(_) => Err(metarag_core::Error::backend(
                 "model",

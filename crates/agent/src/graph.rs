@@ -46,7 +46,7 @@ impl Transition {
 }
 
 /// Which limit of a [`Budget`] a run reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BudgetKind {
     /// [`Budget::max_steps`].
@@ -60,7 +60,7 @@ pub enum BudgetKind {
 }
 
 /// A budget limit that was reached: which one, and its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "BudgetRepr")]
 pub struct BudgetLimit {
     /// Which limit.
@@ -70,7 +70,7 @@ pub struct BudgetLimit {
 }
 
 /// Traces before version 2 wrote the limit as text ("max_llm_calls 40").
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum BudgetRepr {
     Typed { kind: BudgetKind, limit: u64 },
@@ -117,7 +117,7 @@ impl std::fmt::Display for BudgetLimit {
 }
 
 /// Why a run ended. New reasons may be added: match with a wildcard arm.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 #[non_exhaustive]
 pub enum StopReason {
@@ -170,7 +170,7 @@ impl From<&str> for NodeError {
 pub type NodeResult = Result<Transition, NodeError>;
 
 /// Limits on one run. Every loop in a strategy is bounded by these.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Budget {
     /// Most node visits.
     pub max_steps: usize,
@@ -213,7 +213,7 @@ impl Default for Budget {
 }
 
 /// What a node used, as its state reports it (the executor cannot see inside the node).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spend {
     /// LLM calls so far in the run.
     pub llm_calls: u64,
@@ -236,8 +236,20 @@ pub trait GraphState: Send {
     }
 }
 
+/// What a run reports while it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// A node is about to run.
+    NodeStarted(&'a str),
+    /// A node finished: its timings, note, and the next node or the stop reason.
+    NodeFinished(&'a TraceEvent),
+}
+
+/// Receives a run's [`Progress`] (the CLI's spinner, the server's SSE events).
+pub type Observer<'a> = &'a (dyn Fn(Progress<'_>) + Send + Sync);
+
 /// One node visit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceEvent {
     /// The node.
     pub node: String,
@@ -259,7 +271,7 @@ pub struct TraceEvent {
 }
 
 /// The record of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphTrace {
     /// Node visits in order.
     pub events: Vec<TraceEvent>,
@@ -349,13 +361,13 @@ impl<S: GraphState> Graph<S> {
         self.run_observed(state, budget, &|_| {}).await
     }
 
-    /// [`Graph::run`], calling `observer` with each node's name before the node runs (the
-    /// CLI's progress spinner, the server's SSE progress events).
+    /// [`Graph::run`], telling `observer` as each node starts and finishes (the CLI's
+    /// progress spinner, the server's SSE progress events).
     pub async fn run_observed(
         &self,
         state: &mut S,
         budget: &Budget,
-        observer: &(dyn Fn(&str) + Send + Sync),
+        observer: Observer<'_>,
     ) -> GraphTrace {
         let started = Instant::now();
         let ms = |t: Instant| t.duration_since(started).as_secs_f64() * 1e3;
@@ -369,7 +381,7 @@ impl<S: GraphState> Graph<S> {
             let Some(spec) = self.nodes.get(&current) else {
                 break StopReason::Failed(format!("no node `{current}`"));
             };
-            observer(current.as_str());
+            observer(Progress::NodeStarted(current.as_str()));
             let node_started = Instant::now();
             let span = tracing::info_span!("node", name = current.as_str());
             let outcome = tracing::Instrument::instrument((spec.run)(state), span).await;
@@ -386,7 +398,7 @@ impl<S: GraphState> Graph<S> {
                     Transition::Stop(StopReason::Failed(format!("{current}: {e}")))
                 }
             };
-            events.push(TraceEvent {
+            let event = TraceEvent {
                 node: current.to_string(),
                 start_ms: ms(node_started),
                 elapsed_ms: node_started.elapsed().as_secs_f64() * 1e3,
@@ -401,7 +413,9 @@ impl<S: GraphState> Graph<S> {
                     Transition::Stop(r) => Some(r.clone()),
                     Transition::Goto(_) => None,
                 },
-            });
+            };
+            observer(Progress::NodeFinished(&event));
+            events.push(event);
             match transition {
                 Transition::Goto(next) => current = next,
                 Transition::Stop(reason) => break reason,

@@ -37,10 +37,10 @@ pub use agent::{Agent, AgentBuilder, Ask};
 pub use config::{AgentConfig, Complexity, RouteConfig};
 pub use error::{Error, Result};
 pub use evidence::{Passage, Source};
-pub use gateway::{DEFAULT_RETRIEVER, Gateway};
+pub use gateway::{DEFAULT_RETRIEVER, Gateway, Generated, TokenTap};
 pub use graph::{
     Budget, BudgetKind, BudgetLimit, Graph, GraphState, GraphTrace, NodeError, NodeId, NodeResult,
-    Spend, StopReason, TraceEvent, Transition,
+    Observer, Progress, Spend, StopReason, TraceEvent, Transition,
 };
 pub use metacog::{Category, Diagnosis, DiagnosisMethod, ErrorType};
 pub use monitor::{AnswerForm, MonitorModel, Signals};

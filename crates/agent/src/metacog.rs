@@ -15,7 +15,7 @@ use crate::prompts::CriticReply;
 use serde::{Deserialize, Serialize};
 
 /// The outcome of the older monitoring gate (trace versions before 3).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MonitorResult {
     /// Whether the answer passes.
     pub passed: bool,
@@ -30,7 +30,7 @@ pub struct MonitorResult {
 }
 
 /// The four knowledge categories of the diagnosis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     /// Neither the model nor the sources suffice: re-retrieve.
@@ -66,7 +66,7 @@ impl Category {
 }
 
 /// The declarative error patterns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorType {
     /// Missed reasoning steps or ignored evidence.
@@ -78,7 +78,7 @@ pub enum ErrorType {
 }
 
 /// How the diagnosis was reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DiagnosisMethod {
     /// Traces before version 3: rules over a facts check, the closed-book probe and an
@@ -92,7 +92,7 @@ pub enum DiagnosisMethod {
 }
 
 /// Why an answer is weak.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Diagnosis {
     /// The knowledge category.
     pub category: Category,

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, HashSet};
 /// What the monitor measured about one answer. Every field is cheap: the write call's own
 /// log-probabilities, `k` short samples over the same (cached) prompt prefix, one short
 /// closed-book call, and text checks in code.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Signals {
     /// Log-probabilities of the short answer's tokens in the write reply (mean, minimum).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +93,7 @@ impl Signals {
 }
 
 /// One feature's place in the model: its weight on the standardised value.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Weight {
     /// Weight of `(x - mean) / scale`.
     pub weight: f64,
@@ -106,7 +106,7 @@ pub struct Weight {
 /// A logistic model over [`Signals`]: confidence = sigmoid(bias + sum of weighted,
 /// standardised features). `threshold` is the confidence at or above which an answer
 /// passes the gate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct MonitorModel {
     /// The intercept.
@@ -480,7 +480,7 @@ pub fn uncovered_entities(question: &str, passages: &[Passage]) -> Vec<String> {
 
 /// The form of answer a question asks for, which the write node's schema enforces where
 /// it can (yes/no, one of two options) and the monitor checks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "form", content = "options")]
 pub enum AnswerForm {
     /// "Is ...?", "Did ...?": yes or no.

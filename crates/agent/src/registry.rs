@@ -99,9 +99,7 @@ impl std::fmt::Debug for dyn DynStrategy {
     }
 }
 
-/// Receives each node's name as it starts (the CLI's spinner, the server's progress
-/// events).
-pub type Observer<'a> = &'a (dyn Fn(&str) + Send + Sync);
+pub use crate::graph::Observer;
 
 /// What one run starts from.
 pub struct RunSetup {

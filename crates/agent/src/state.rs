@@ -205,6 +205,7 @@ impl<E> Run<E> {
             calls: self.gw.calls,
             usage: self.gw.usage,
             graph,
+            queue_ms: 0.0,
         }
     }
 }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub const TRACE_VERSION: u32 = 3;
 
 /// What one reasoning step of a strategy was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
     /// The model's reasoning (a chain-of-thought sentence, a ReAct thought, a
@@ -35,7 +35,7 @@ pub enum StepKind {
 
 /// One reasoning step, in order: the shared record of iterative strategies (IRCoT,
 /// Self-Ask, ReAct, FLARE, Reflexion) beside MetaRAG's rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// The node that took it.
     pub node: String,
@@ -46,7 +46,7 @@ pub struct Step {
 }
 
 /// Where the evidence came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceMode {
     /// Searched in the index.
@@ -58,7 +58,7 @@ pub enum EvidenceMode {
 }
 
 /// What the plan node decided.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanRecord {
     /// The query's complexity.
     pub complexity: Complexity,
@@ -72,7 +72,7 @@ pub struct PlanRecord {
 }
 
 /// Why a retrieval ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RetrievalReason {
     /// The first search, with the question.
@@ -86,7 +86,7 @@ pub enum RetrievalReason {
 }
 
 /// One retrieval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RetrievalRecord {
     /// Why it ran.
     pub reason: RetrievalReason,
@@ -109,7 +109,7 @@ pub struct RetrievalRecord {
 }
 
 /// What a remediation round did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum Remediation {
     /// Targeted re-retrieval with a sub-query; the pool was augmented.
@@ -139,7 +139,7 @@ pub enum Remediation {
 }
 
 /// One write and what followed it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Round {
     /// 0 for the first answer, then one per remediation.
     pub index: usize,
@@ -193,7 +193,7 @@ impl Round {
 }
 
 /// Log-probabilities of a written answer's two fields.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AnswerLogprobs {
     /// Over the answer field's tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,7 +204,7 @@ pub struct AnswerLogprobs {
 }
 
 /// What the monitor measured about a round and what it concluded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Assessment {
     /// The signals.
     pub signals: Signals,
@@ -221,7 +221,7 @@ pub struct Assessment {
 }
 
 /// One LLM call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CallRecord {
     /// The node that made it.
     pub node: String,
@@ -247,7 +247,7 @@ pub struct CallRecord {
 }
 
 /// Totals of a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunUsage {
     /// LLM calls.
     pub llm_calls: u64,
@@ -264,7 +264,7 @@ pub struct RunUsage {
 }
 
 /// The record of one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Trace {
     /// [`TRACE_VERSION`].
     pub version: u32,
@@ -303,6 +303,14 @@ pub struct Trace {
     pub usage: RunUsage,
     /// Node visits with timings, and the orchestration overhead.
     pub graph: GraphTrace,
+    /// Milliseconds the run waited for a free slot before it started (a server queues
+    /// asks when the model is busy); not part of `graph.wall_ms`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queue_ms: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Trace {

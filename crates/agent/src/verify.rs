@@ -138,7 +138,7 @@ pub fn without_citations(text: &str) -> String {
 }
 
 /// One claim of an answer (a sentence) and how the sources support it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Claim {
     /// The sentence without citations.
     pub text: String,
@@ -153,7 +153,7 @@ pub struct Claim {
 }
 
 /// A needed fact the model listed, checked against the sources.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Fact {
     /// What must be known.
     pub need: String,
@@ -170,7 +170,7 @@ pub struct Fact {
 }
 
 /// An edge of the claim-to-source evidence graph.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SupportEdge {
     /// Index of the claim.
     pub claim: usize,
@@ -183,7 +183,7 @@ pub struct SupportEdge {
 }
 
 /// Everything the verify step measured about one answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verification {
     /// The answer's claims.
     pub claims: Vec<Claim>,

@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use metarag_agent::verify::citations;
-use metarag_agent::{Agent, Ask, Passage, Registry, Trace};
+use metarag_agent::{Agent, Ask, Passage, Progress, Registry, Trace};
+use metarag_eval::runs::Surface;
 use metarag_core::{DynReranker, DynRetriever, StoreRead};
 use metarag_models::{CrossEncoder, LlmReranker};
 use metarag_retrieve::HybridRetriever;
@@ -179,9 +180,21 @@ impl App {
         );
         spinner.enable_steady_tick(Duration::from_millis(120));
         let trace = agent
-            .ask_observed(&ask, &|node| spinner.set_message(node.to_string()))
+            .ask_observed(&ask, &|p| {
+                if let Progress::NodeStarted(node) = p {
+                    spinner.set_message(node.to_string())
+                }
+            })
             .await?;
         spinner.finish_and_clear();
+        // The run log is a record, not the answer: failing to write it is a warning.
+        match self
+            .run_log()
+            .and_then(|log| Ok(log.record(&trace, Surface::Cli, 0.0, self.config.price())?))
+        {
+            Ok(id) => tracing::info!(run = %id, "run recorded"),
+            Err(e) => eprintln!("warning: the run was not recorded: {e:#}"),
+        }
         if self.json {
             print_json(&trace)?;
         } else {
@@ -279,7 +292,7 @@ pub fn load_context(path: &Path) -> Result<Vec<Passage>> {
     Ok(passages)
 }
 
-fn print_answer(t: &Trace) {
+pub fn print_answer(t: &Trace) {
     if t.answer.is_empty() {
         println!("(no answer)");
     } else {
@@ -335,7 +348,7 @@ fn print_answer(t: &Trace) {
     );
 }
 
-fn print_trace(t: &Trace) {
+pub fn print_trace(t: &Trace) {
     println!("\nTrace");
     if let Some(p) = &t.plan {
         println!(

@@ -19,6 +19,7 @@ const SECTIONS: &[&str] = &[
     "agent",
     "rerank",
     "strategies",
+    "server",
 ];
 
 /// Settings as read, before validation. Every field has a default.
@@ -49,6 +50,62 @@ pub struct RawConfig {
     /// Per-strategy sections (`[strategies.ircot]`, `[strategies.flare]`, ...), each read
     /// by its own strategy; `metarag strategies --json` shows every field with its value.
     pub strategies: metarag_agent::StrategySections,
+    /// `metarag serve`: address, upload and time limits, the ask queue.
+    pub server: RawServer,
+}
+
+/// `[server]`: what `metarag serve` listens on and what one client may make it do.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawServer {
+    /// Address to listen on; beyond loopback an API key is required (`metarag keys add`).
+    pub addr: String,
+    /// Largest request body (an upload of several files counts whole), MiB.
+    pub max_body_mb: usize,
+    /// Most files in one upload.
+    pub max_files: usize,
+    /// Time limit of requests other than asks and ingests, seconds.
+    pub request_timeout_secs: u64,
+    /// Time limit of one ask, queue wait included, seconds.
+    pub ask_timeout_secs: u64,
+    /// Time limit of one ingest, seconds.
+    pub ingest_timeout_secs: u64,
+    /// Asks running at once (the local model serves one call at a time: keep 1 for it;
+    /// raise it for an API backend).
+    pub running_asks: usize,
+    /// Asks waiting for a slot, in arrival order; one more is refused with 429.
+    pub waiting_asks: usize,
+}
+
+impl Default for RawServer {
+    fn default() -> Self {
+        RawServer {
+            addr: "127.0.0.1:8080".into(),
+            max_body_mb: 64,
+            max_files: 32,
+            request_timeout_secs: 60,
+            ask_timeout_secs: 900,
+            ingest_timeout_secs: 3600,
+            running_asks: 1,
+            waiting_asks: 8,
+        }
+    }
+}
+
+impl RawServer {
+    /// The typed limits.
+    pub fn limits(&self) -> metarag_server::Limits {
+        use std::time::Duration;
+        metarag_server::Limits {
+            max_body_bytes: self.max_body_mb << 20,
+            max_files: self.max_files,
+            request_timeout: Duration::from_secs(self.request_timeout_secs),
+            ask_timeout: Duration::from_secs(self.ask_timeout_secs),
+            ingest_timeout: Duration::from_secs(self.ingest_timeout_secs),
+            running_asks: self.running_asks,
+            waiting_asks: self.waiting_asks,
+        }
+    }
 }
 
 /// `[agent]`: thresholds and limits of the strategies. Defaults follow seed `000`.
@@ -543,6 +600,24 @@ impl Config {
                 "the cross_encoder backend needs the model directory",
             ));
         }
+        for (field, v) in [
+            ("server.max_body_mb", raw.server.max_body_mb as u64),
+            ("server.max_files", raw.server.max_files as u64),
+            ("server.request_timeout_secs", raw.server.request_timeout_secs),
+            ("server.ask_timeout_secs", raw.server.ask_timeout_secs),
+            ("server.ingest_timeout_secs", raw.server.ingest_timeout_secs),
+            ("server.running_asks", raw.server.running_asks as u64),
+        ] {
+            if v == 0 {
+                return Err(invalid(field, "must be positive"));
+            }
+        }
+        if raw.server.addr.parse::<std::net::SocketAddr>().is_err() {
+            return Err(invalid(
+                "server.addr",
+                "must be an IP address and port, like 127.0.0.1:8080",
+            ));
+        }
         let home = match &raw.home {
             Some(h) => h.clone(),
             None => directories::ProjectDirs::from("", "", "metarag")
@@ -572,16 +647,16 @@ impl Config {
         &self,
         model_id: &str,
     ) -> std::collections::BTreeMap<String, metarag_models::Pricing> {
+        [(model_id.to_string(), self.price())].into_iter().collect()
+    }
+
+    /// The configured chat model's prices (zero for the local model).
+    pub fn price(&self) -> metarag_models::Pricing {
         let l = &self.raw.llm;
-        [(
-            model_id.to_string(),
-            metarag_models::Pricing {
-                prompt_per_million: l.price_prompt_per_million,
-                completion_per_million: l.price_completion_per_million,
-            },
-        )]
-        .into_iter()
-        .collect()
+        metarag_models::Pricing {
+            prompt_per_million: l.price_prompt_per_million,
+            completion_per_million: l.price_completion_per_million,
+        }
     }
 
     /// The OpenAI-compatible client settings, with the key from `api_key` or the variable
@@ -603,6 +678,16 @@ impl Config {
     /// The default index.
     pub fn index_dir(&self) -> PathBuf {
         self.home.join("index")
+    }
+
+    /// The run log (every answered question with its trace).
+    pub fn runs_path(&self) -> PathBuf {
+        self.home.join("runs.sqlite")
+    }
+
+    /// The API key file of `metarag serve`.
+    pub fn keys_path(&self) -> PathBuf {
+        self.home.join("keys.json")
     }
 
     /// Retrieval settings for the builder.

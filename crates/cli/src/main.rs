@@ -1,7 +1,8 @@
 //! # metarag
 //!
-//! The command-line front end: `ingest`, `docs`, `search`, `chat`, `serve-llm`, `models`,
-//! `cache`, `bench` and `config`.
+//! The command-line front end: `ingest`, `docs`, `search`, `ask`, `serve` (REST + SSE API
+//! and web page), `keys`, `runs`, `chat`, `serve-llm`, `models`, `cache`, `bench` and
+//! `config`.
 //! Every command that prints something a script would read accepts `--json`.
 //!
 //! Exit codes: 0 success; 1 internal error (a bug or a broken environment); 2 user error
@@ -15,6 +16,7 @@ mod bench_qa;
 mod config;
 mod llm;
 mod output;
+mod serve;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -59,6 +61,20 @@ enum Command {
     Strategies(ask::StrategiesArgs),
     /// Send one message to the configured chat model and stream its reply.
     Chat(llm::ChatArgs),
+    /// Serve the REST + SSE API, its OpenAPI document and the web page
+    /// (`metarag serve`, then open http://127.0.0.1:8080/).
+    Serve(serve::ServeArgs),
+    /// Create, list and remove the API keys of `metarag serve`.
+    Keys {
+        #[command(subcommand)]
+        command: serve::KeysCommand,
+    },
+    /// List, show and summarise recorded runs (every ask from the CLI, the API or a
+    /// benchmark).
+    Runs {
+        #[command(subcommand)]
+        command: serve::RunsCommand,
+    },
     /// Serve the configured chat model as an OpenAI-compatible endpoint.
     ServeLlm(llm::ServeLlmArgs),
     /// Inspect or clear the LLM call cache.
@@ -302,6 +318,13 @@ fn fault_of(e: &anyhow::Error) -> Fault {
         if let Some(e) = cause.downcast_ref::<metarag_agent::Error>() {
             return e.fault();
         }
+        if let Some(e) = cause.downcast_ref::<metarag_server::Error>() {
+            return if e.status.is_client_error() {
+                Fault::User
+            } else {
+                Fault::Internal
+            };
+        }
         if cause.downcast_ref::<config::ConfigError>().is_some()
             || cause.downcast_ref::<app::UserError>().is_some()
         {
@@ -326,6 +349,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Graph(args) => app.graph(args),
         Command::Strategies(args) => app.strategies(args),
         Command::Chat(args) => app.chat(args).await,
+        Command::Serve(args) => app.serve(args).await,
+        Command::Keys { command } => app.keys(command),
+        Command::Runs { command } => app.runs(command),
         Command::ServeLlm(args) => app.serve_llm(args).await,
         Command::Cache { command } => app.cache(command),
         Command::Models { command } => match command {

@@ -7,6 +7,7 @@ use std::fmt;
 /// corpus line gave. Re-ingesting the same source yields the same id.
 #[derive(
     Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(transparent)]
 pub struct DocId(String);
@@ -37,6 +38,7 @@ impl fmt::Display for DocId {
 /// chunks get new ids, so a stale id never silently points at different text.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(transparent)]
 pub struct ChunkId(pub u64);

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 /// Who wrote a chat message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Instructions that frame the conversation.
@@ -33,7 +33,7 @@ impl Role {
 }
 
 /// One chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Message {
     /// Author.
     pub role: Role,
@@ -67,7 +67,7 @@ impl Message {
 
 /// Sampling parameters. The defaults are deterministic (greedy) because metarag's calls
 /// are judged and cached: the same request should give the same answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GenParams {
     /// 0 means greedy decoding.
@@ -143,7 +143,7 @@ impl GenParams {
 }
 
 /// A JSON schema the completion must satisfy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OutputSchema {
     /// A short name (OpenAI's `json_schema.name`).
     pub name: String,
@@ -167,7 +167,7 @@ impl OutputSchema {
 }
 
 /// One chat call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChatRequest {
     /// The conversation so far; the model writes the next assistant turn.
     pub messages: Vec<Message>,
@@ -242,7 +242,7 @@ impl ChatRequest {
 }
 
 /// Why generation stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishReason {
     /// The model ended its turn or hit a stop string.
@@ -252,7 +252,7 @@ pub enum FinishReason {
 }
 
 /// Tokens and time one call cost.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Usage {
     /// Tokens of the prompt, including any the backend did not have to evaluate.
@@ -286,7 +286,7 @@ impl Usage {
 }
 
 /// One generated token with its log-probability under the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenLogprob {
     /// The token's text (a piece of a word, possibly empty for partial UTF-8).
     pub token: String,
@@ -313,7 +313,7 @@ pub fn logprob_summary(tokens: &[TokenLogprob]) -> Option<LogprobSummary> {
 }
 
 /// Mean and minimum log-probability of some tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogprobSummary {
     /// Mean log-probability per token.
     pub mean: f64,
@@ -324,7 +324,7 @@ pub struct LogprobSummary {
 }
 
 /// A further sample of a call that asked for `n > 1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     /// The sample's text.
     pub text: String,
@@ -336,7 +336,7 @@ pub struct Sample {
 }
 
 /// A finished chat call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Completion {
     /// The assistant's text (JSON when a schema was given); the first sample.
     pub text: String,
@@ -380,7 +380,7 @@ impl Completion {
 
 /// What a chat backend can do beyond plain text. Strategies that need a capability
 /// degrade when it is missing (documented per strategy), rather than fail.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Capabilities {
     /// Returns per-token log-probabilities ([`GenParams::logprobs`]).
     pub logprobs: bool,

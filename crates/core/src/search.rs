@@ -4,7 +4,7 @@ use crate::{Chunk, ChunkId, DocId};
 use serde::{Deserialize, Serialize};
 
 /// Which retriever produced a ranking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RetrieverKind {
     /// Lexical BM25 over title and text.
@@ -14,7 +14,7 @@ pub enum RetrieverKind {
 }
 
 /// How a search combines retrievers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// BM25 only.
@@ -38,7 +38,7 @@ impl SearchMode {
 }
 
 /// Restricts a search to part of the index. All set conditions must hold.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Filter {
     /// Only chunks of these documents.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -65,7 +65,7 @@ impl Filter {
 }
 
 /// A search as the retriever layer receives it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchRequest {
     /// The query text.
     pub query: String,
@@ -91,7 +91,7 @@ impl SearchRequest {
 
 /// One entry of a primitive ranking (BM25 or nearest neighbours): a chunk and the
 /// ranking's own score for it, best first in the list that holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScoredChunk {
     /// The chunk.
     pub id: ChunkId,
@@ -107,7 +107,7 @@ impl ScoredChunk {
 }
 
 /// Where one retriever ranked a hit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceRank {
     /// The retriever.
     pub retriever: RetrieverKind,
@@ -118,7 +118,7 @@ pub struct SourceRank {
 }
 
 /// A search result: the chunk, its final score, and which retrievers found it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Hit {
     /// The chunk, with its text.
     pub chunk: Chunk,

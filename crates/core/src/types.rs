@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 /// The format a document was parsed from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DocFormat {
     /// Portable Document Format; text is extracted per page.
@@ -54,7 +54,7 @@ impl DocFormat {
 }
 
 /// A stored document: what `docs list` and `docs show` print.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Document {
     /// Stable id (canonical path or given id).
     pub id: DocId,
@@ -82,7 +82,7 @@ pub struct Document {
 }
 
 /// A chunk as produced by the chunker, before the store assigns it an id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChunkDraft {
     /// Position of the chunk inside its document, from 0.
     pub ordinal: u32,
@@ -125,7 +125,7 @@ pub fn embedding_input(title: &str, section: &[String], text: &str) -> String {
 }
 
 /// A stored chunk, with its id and the fields of its document that search results show.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Chunk {
     /// Store-assigned id.
     pub id: ChunkId,
@@ -149,7 +149,7 @@ pub struct DocumentUpdate {
 }
 
 /// Counts a store reports.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StoreStats {
     /// Documents stored.
     pub documents: u64,

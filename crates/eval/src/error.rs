@@ -28,6 +28,14 @@ pub enum Error {
     /// Retrieval failed.
     #[error(transparent)]
     Backend(#[from] metarag_core::Error),
+    /// The run log (SQLite) could not be opened, read or written.
+    #[error("run log {path}: {reason}")]
+    RunLog {
+        /// The database file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -35,7 +43,16 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Backend(e) => e.fault(),
+            Error::RunLog { .. } => Fault::Internal,
             _ => Fault::User,
+        }
+    }
+
+    /// A filesystem failure on `path`.
+    pub fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
         }
     }
 }

@@ -6,7 +6,8 @@
 //! titles, MRR, and query latency per mode — that `metarag bench retrieval` runs, and the
 //! QA benchmark ([`qa`]: every sampled question through every registered strategy, gold or
 //! open protocol, resumable) with its run records, bootstrap intervals and markdown + SVG
-//! report ([`report`]).
+//! report ([`report`]), and the run log ([`runs`]: every answered question in SQLite,
+//! with its trace, for `metarag runs` and the server's analytics).
 
 mod dataset;
 mod error;
@@ -15,6 +16,7 @@ pub mod monitor;
 pub mod qa;
 pub mod report;
 mod retrieval;
+pub mod runs;
 pub mod stats;
 
 pub use dataset::{QaContext, QaRecord, load_dataset};

@@ -27,6 +27,14 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// An uploaded file's name is not a plain file name.
+    #[error("file name `{name}` is refused: {reason}")]
+    BadName {
+        /// The name as sent (cut to 80 characters).
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// No parser for this kind of file.
     #[error(
         "{path}: unsupported file type (known: pdf, docx, html, htm, md, markdown, txt, json, jsonl)"

@@ -21,5 +21,5 @@ pub use chunk::{ChunkSettings, Chunker};
 pub use error::{Error, Result};
 pub use parse::{CorpusMode, ParsedDocument, Section};
 pub use pipeline::{
-    Failure, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, discover,
+    Failure, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, Upload, discover,
 };

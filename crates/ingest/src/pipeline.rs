@@ -42,8 +42,67 @@ impl Default for IngestOptions {
     }
 }
 
+/// A file received over the network: its name (a label only, never a path on disk) and
+/// its bytes.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    /// The file name as sent, which picks the parser by extension; it must be a plain name
+    /// (see [`Upload::new`]).
+    pub name: String,
+    /// The content.
+    pub bytes: Vec<u8>,
+}
+
+impl Upload {
+    /// An upload named `name`, refused unless the name is a plain file name: no path
+    /// separators, no `..`, no control characters, at most 255 bytes. An uploaded name
+    /// never becomes a path, but a name that looks like one is a client mistake or a
+    /// probe, and says so.
+    pub fn new(name: &str, bytes: Vec<u8>) -> Result<Upload> {
+        let bad = |reason: &str| Error::BadName {
+            name: name.chars().take(80).collect(),
+            reason: reason.to_string(),
+        };
+        if name.trim().is_empty() {
+            return Err(bad("the file name is empty"));
+        }
+        if name.len() > 255 {
+            return Err(bad("the file name is longer than 255 bytes"));
+        }
+        if name.contains(['/', '\\']) {
+            return Err(bad("path separators are not allowed; send the file name alone"));
+        }
+        if name == "." || name == ".." || name.contains("..") {
+            return Err(bad("`..` is not allowed in a file name"));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(bad("control characters are not allowed"));
+        }
+        Ok(Upload {
+            name: name.to_string(),
+            bytes,
+        })
+    }
+}
+
+/// One input of a run.
+enum Input<'a> {
+    File(&'a Path),
+    Upload(&'a Upload),
+}
+
+impl Input<'_> {
+    /// What errors and progress name it by.
+    fn label(&self) -> &Path {
+        match self {
+            Input::File(p) => p,
+            Input::Upload(u) => Path::new(&u.name),
+        }
+    }
+}
+
 /// What happened to one input file.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct FileOutcome {
     /// New documents.
     pub added: usize,
@@ -82,7 +141,7 @@ pub enum IngestEvent<'a> {
 }
 
 /// A file or record that could not be ingested.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Failure {
     /// The file (or `file:line`).
     pub source: String,
@@ -91,7 +150,7 @@ pub struct Failure {
 }
 
 /// Totals of an ingest run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct IngestReport {
     /// Files read.
     pub files: usize,
@@ -239,6 +298,28 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         files: &[PathBuf],
         on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
     ) -> Result<IngestReport> {
+        let inputs: Vec<Input<'_>> = files.iter().map(|p| Input::File(p)).collect();
+        self.run_inputs(&inputs, on_event).await
+    }
+
+    /// Ingests uploaded files (the server's): each is parsed from its bytes under its
+    /// name, which is a label and never touches the filesystem. Its document id is
+    /// `upload:NAME`, so uploading a file of the same name again replaces it.
+    pub async fn run_uploads(
+        &self,
+        uploads: &[Upload],
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<IngestReport> {
+        let inputs: Vec<Input<'_>> = uploads.iter().map(Input::Upload).collect();
+        self.run_inputs(&inputs, on_event).await
+    }
+
+    async fn run_inputs(
+        &self,
+        inputs: &[Input<'_>],
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<IngestReport> {
+        let files = inputs;
         let _span = tracing::info_span!("ingest", files = files.len()).entered();
         let started = Instant::now();
         let mut report = IngestReport {
@@ -256,7 +337,8 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         let fingerprint = self.fingerprint();
         let mut pending: Vec<Pending> = Vec::new();
         let mut pending_chunks = 0;
-        for path in files {
+        for input in files {
+            let path = input.label();
             let mut outcome = FileOutcome::default();
             let fail = |report: &mut IngestReport,
                         outcome: &mut FileOutcome,
@@ -270,7 +352,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                 on_event(IngestEvent::Failed(&f));
                 report.failures.push(f);
             };
-            match self.read(path) {
+            match self.read(input) {
                 Err(e) => fail(&mut report, &mut outcome, path.display().to_string(), &e),
                 Ok((docs, errors)) => {
                     for e in &errors {
@@ -332,24 +414,45 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         Ok(report)
     }
 
-    /// Reads and parses one file.
-    fn read(&self, path: &Path) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
-        let format = match self.options.format.or_else(|| parse::detect(path)) {
-            Some(f) => f,
-            None => {
-                return Err(Error::Unsupported {
-                    path: path.to_path_buf(),
-                });
+    /// Reads and parses one input.
+    fn read(&self, input: &Input<'_>) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+        match input {
+            Input::File(path) => self.read_file(path),
+            Input::Upload(u) => {
+                let path = Path::new(&u.name);
+                let format = self.format_of(path)?;
+                self.check_size(path, u.bytes.len() as u64)?;
+                let id = DocId::new(format!("upload:{}", u.name))?;
+                parse::parse_file(path, &id, &u.bytes, format, self.options.corpus)
             }
-        };
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-        if meta.len() > self.options.max_file_bytes {
+        }
+    }
+
+    fn format_of(&self, path: &Path) -> Result<DocFormat> {
+        self.options
+            .format
+            .or_else(|| parse::detect(path))
+            .ok_or_else(|| Error::Unsupported {
+                path: path.to_path_buf(),
+            })
+    }
+
+    fn check_size(&self, path: &Path, size: u64) -> Result<()> {
+        if size > self.options.max_file_bytes {
             return Err(Error::TooLarge {
                 path: path.to_path_buf(),
-                size: meta.len(),
+                size,
                 limit: self.options.max_file_bytes,
             });
         }
+        Ok(())
+    }
+
+    /// Reads and parses one file.
+    fn read_file(&self, path: &Path) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+        let format = self.format_of(path)?;
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        self.check_size(path, meta.len())?;
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let canonical = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
         let id = DocId::new(canonical.display().to_string())?;

@@ -16,6 +16,15 @@ pub struct Pricing {
     pub completion_per_million: f64,
 }
 
+impl Pricing {
+    /// The cost of these tokens, US dollars.
+    pub fn cost(&self, prompt_tokens: u64, completion_tokens: u64) -> f64 {
+        (prompt_tokens as f64 * self.prompt_per_million
+            + completion_tokens as f64 * self.completion_per_million)
+            / 1e6
+    }
+}
+
 /// What one model cost during a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelUsage {

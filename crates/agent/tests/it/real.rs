@@ -3,7 +3,7 @@
 
 use crate::index;
 use metarag_agent::verify::citations;
-use metarag_agent::{Agent, AgentConfig, Ask, Budget, EvidenceMode, StopReason};
+use metarag_agent::{Agent, AgentConfig, Ask, Budget, EvidenceMode, Progress, StopReason};
 use metarag_core::DynLlm;
 use serde_json::Value;
 use std::sync::Arc;
@@ -59,8 +59,10 @@ async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model(
         .unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
     let t = agent
-        .ask_observed(&Ask::new(question, "metarag"), &|node| {
-            seen.lock().unwrap().push(node.to_string())
+        .ask_observed(&Ask::new(question, "metarag"), &|p| {
+            if let Progress::NodeStarted(node) = p {
+                seen.lock().unwrap().push(node.to_string())
+            }
         })
         .await
         .unwrap();

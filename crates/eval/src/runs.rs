@@ -1,0 +1,479 @@
+//! The run log: every answered question (from the CLI, the REST API, MCP or a benchmark)
+//! as one row of an SQLite database in the data directory, with the whole [`Trace`] as its
+//! provenance snapshot, so runs can be listed, inspected and summarised per strategy.
+//!
+//! The schema is versioned with SQLite's `user_version`; [`RunLog::open`] applies the
+//! migrations a file lacks, in one transaction each, so an old log opens under a new binary
+//! and nothing already recorded is lost.
+
+use crate::error::{Error, Result};
+use metarag_agent::{StopReason, Trace};
+pub use metarag_models::Pricing;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Schema migrations, in order; migration `i` brings `user_version` from `i` to `i + 1`.
+/// Append only: a released migration is never edited.
+const MIGRATIONS: &[&str] = &[
+    // 1: the runs table.
+    "CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        created_ms INTEGER NOT NULL,
+        surface TEXT NOT NULL,
+        question TEXT NOT NULL,
+        strategy TEXT NOT NULL,
+        model TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        short_answer TEXT NOT NULL,
+        stop TEXT NOT NULL,
+        failed INTEGER NOT NULL,
+        rounds INTEGER NOT NULL,
+        diagnosis TEXT,
+        sources INTEGER NOT NULL,
+        wall_ms REAL NOT NULL,
+        queue_ms REAL NOT NULL,
+        llm_calls INTEGER NOT NULL,
+        cached_calls INTEGER NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL,
+        trace TEXT NOT NULL
+    );
+    CREATE INDEX runs_created ON runs(created_ms);
+    CREATE INDEX runs_strategy ON runs(strategy);",
+];
+
+/// Where a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Surface {
+    /// `metarag ask`.
+    Cli,
+    /// The REST API (`/v1/ask`, `/v1/ask/stream`).
+    Rest,
+    /// An MCP tool call.
+    Mcp,
+    /// A benchmark run.
+    Bench,
+}
+
+impl Surface {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Cli => "cli",
+            Surface::Rest => "rest",
+            Surface::Mcp => "mcp",
+            Surface::Bench => "bench",
+        }
+    }
+
+    fn parse(s: &str) -> Surface {
+        match s {
+            "rest" => Surface::Rest,
+            "mcp" => Surface::Mcp,
+            "bench" => Surface::Bench,
+            _ => Surface::Cli,
+        }
+    }
+}
+
+/// One recorded run without its trace: what lists and dashboards show.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunSummary {
+    /// The run's id.
+    pub id: String,
+    /// When it was recorded, milliseconds since the Unix epoch.
+    pub created_ms: i64,
+    /// Where it came from.
+    pub surface: Surface,
+    /// The question.
+    pub question: String,
+    /// The strategy.
+    pub strategy: String,
+    /// The chat model.
+    pub model: String,
+    /// The answer.
+    pub answer: String,
+    /// The short answer.
+    pub short_answer: String,
+    /// Why the run stopped.
+    pub stop: String,
+    /// Whether the run failed.
+    pub failed: bool,
+    /// Writes (answer rounds).
+    pub rounds: u32,
+    /// The last diagnosis's knowledge category, if the run diagnosed its answer.
+    pub diagnosis: Option<String>,
+    /// Numbered sources of the answer.
+    pub sources: u32,
+    /// Wall time of the run, milliseconds (without the queue wait).
+    pub wall_ms: f64,
+    /// Time spent waiting for a free slot before the run started, milliseconds.
+    pub queue_ms: f64,
+    /// LLM calls.
+    pub llm_calls: u64,
+    /// Calls answered from the call cache.
+    pub cached_calls: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Cost at the configured prices, US dollars.
+    pub cost_usd: f64,
+}
+
+/// One recorded run with its provenance snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunDetail {
+    /// The row.
+    #[serde(flatten)]
+    pub summary: RunSummary,
+    /// The whole trace (plan, retrievals, rounds, diagnosis, calls, node timings).
+    #[schemars(with = "serde_json::Value")]
+    pub trace: Trace,
+}
+
+/// Per-strategy aggregates over recorded runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StrategyStats {
+    /// The strategy.
+    pub strategy: String,
+    /// Runs.
+    pub runs: u64,
+    /// Failed runs.
+    pub failed: u64,
+    /// Median wall time, milliseconds.
+    pub p50_ms: f64,
+    /// 95th-percentile wall time, milliseconds.
+    pub p95_ms: f64,
+    /// Mean LLM calls per run.
+    pub mean_calls: f64,
+    /// Mean tokens (prompt + completion) per run.
+    pub mean_tokens: f64,
+    /// Total cost, US dollars.
+    pub cost_usd: f64,
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct RunQuery {
+    /// Only this strategy.
+    pub strategy: Option<String>,
+    /// Only runs from this surface.
+    pub surface: Option<Surface>,
+    /// At most this many, newest first (0: 50).
+    pub limit: usize,
+    /// Skip this many of the newest.
+    pub offset: usize,
+}
+
+/// The run log. Cheap to clone; one connection behind a mutex (SQLite serialises writers
+/// anyway, and a record is one insert).
+#[derive(Clone)]
+pub struct RunLog {
+    path: PathBuf,
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for RunLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLog").field("path", &self.path).finish()
+    }
+}
+
+impl RunLog {
+    /// Opens (creating if needed) the log at `path`, applying pending migrations.
+    pub fn open(path: &Path) -> Result<RunLog> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let db = |e: rusqlite::Error| Error::RunLog {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        };
+        let mut conn = Connection::open(path).map_err(db)?;
+        // Several processes (a server and a CLI) may share the file.
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(db)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(db)?;
+        let version: usize = conn
+            .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+            .map_err(db)? as usize;
+        if version > MIGRATIONS.len() {
+            return Err(Error::RunLog {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "schema version {version} is newer than this binary knows ({}); upgrade metarag",
+                    MIGRATIONS.len()
+                ),
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+            let tx = conn.transaction().map_err(db)?;
+            tx.execute_batch(sql).map_err(db)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .map_err(db)?;
+            tx.commit().map_err(db)?;
+        }
+        Ok(RunLog {
+            path: path.to_path_buf(),
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: rusqlite::Error) -> Error {
+        Error::RunLog {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves the connection usable: SQLite rolled back.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records a finished run; returns its id.
+    pub fn record(
+        &self,
+        trace: &Trace,
+        surface: Surface,
+        queue_ms: f64,
+        pricing: Pricing,
+    ) -> Result<String> {
+        let created_ms = now_ms();
+        let id = run_id(created_ms, &trace.question, &trace.strategy);
+        let json = serde_json::to_string(trace).map_err(|e| Error::RunLog {
+            path: self.path.clone(),
+            reason: format!("serialising the trace: {e}"),
+        })?;
+        let u = &trace.usage;
+        let diagnosis = trace
+            .rounds
+            .iter()
+            .rev()
+            .find_map(|r| r.diagnosis.as_ref())
+            .map(|d| format!("{:?}", d.category));
+        self.conn()
+            .execute(
+                "INSERT INTO runs (id, created_ms, surface, question, strategy, model, answer,
+                    short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms,
+                    llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, trace)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                    ?16, ?17, ?18, ?19, ?20, ?21)",
+                params![
+                    id,
+                    created_ms,
+                    surface.as_str(),
+                    trace.question,
+                    trace.strategy,
+                    trace.model,
+                    trace.answer,
+                    trace.short_answer,
+                    trace.stop.to_string(),
+                    matches!(trace.stop, StopReason::Failed(_)),
+                    trace.rounds.len() as i64,
+                    diagnosis,
+                    trace.sources.len() as i64,
+                    trace.graph.wall_ms,
+                    queue_ms,
+                    u.llm_calls as i64,
+                    u.cached_calls as i64,
+                    u.prompt_tokens as i64,
+                    u.completion_tokens as i64,
+                    pricing.cost(u.prompt_tokens, u.completion_tokens),
+                    json,
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    /// Runs, newest first.
+    pub fn list(&self, query: &RunQuery) -> Result<Vec<RunSummary>> {
+        let limit = if query.limit == 0 { 50 } else { query.limit };
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM runs
+                 WHERE (?1 IS NULL OR strategy = ?1) AND (?2 IS NULL OR surface = ?2)
+                 ORDER BY created_ms DESC, id DESC LIMIT ?3 OFFSET ?4"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(
+                params![
+                    query.strategy,
+                    query.surface.map(Surface::as_str),
+                    limit as i64,
+                    query.offset as i64
+                ],
+                summary_row,
+            )
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// One run with its trace, or `None`.
+    pub fn get(&self, id: &str) -> Result<Option<RunDetail>> {
+        let conn = self.conn();
+        let row = conn
+            .query_row(
+                &format!("SELECT {SUMMARY_COLUMNS}, trace FROM runs WHERE id = ?1"),
+                params![id],
+                |r| Ok((summary_row(r)?, r.get::<_, String>(20)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((summary, json)) = row else {
+            return Ok(None);
+        };
+        let trace = serde_json::from_str(&json).map_err(|e| Error::RunLog {
+            path: self.path.clone(),
+            reason: format!("run {id}: the stored trace does not parse: {e}"),
+        })?;
+        Ok(Some(RunDetail { summary, trace }))
+    }
+
+    /// Per-strategy aggregates over every recorded run.
+    pub fn stats(&self) -> Result<Vec<StrategyStats>> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT strategy, failed, wall_ms, llm_calls, prompt_tokens + completion_tokens,
+                    cost_usd FROM runs ORDER BY strategy",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, bool>(1)?,
+                    r.get::<_, f64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, f64>(5)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.err(e))?;
+        let mut out: Vec<StrategyStats> = Vec::new();
+        let mut times: Vec<f64> = Vec::new();
+        for (strategy, failed, ms, calls, tokens, cost) in rows {
+            if out.last().is_none_or(|s| s.strategy != strategy) {
+                finish(out.last_mut(), &mut times);
+                out.push(StrategyStats {
+                    strategy,
+                    runs: 0,
+                    failed: 0,
+                    p50_ms: 0.0,
+                    p95_ms: 0.0,
+                    mean_calls: 0.0,
+                    mean_tokens: 0.0,
+                    cost_usd: 0.0,
+                });
+            }
+            let s = out.last_mut().expect("pushed above");
+            s.runs += 1;
+            s.failed += u64::from(failed);
+            s.mean_calls += calls as f64;
+            s.mean_tokens += tokens as f64;
+            s.cost_usd += cost;
+            times.push(ms);
+        }
+        finish(out.last_mut(), &mut times);
+        Ok(out)
+    }
+}
+
+/// Turns a strategy's sums into means and its collected times into percentiles.
+fn finish(s: Option<&mut StrategyStats>, times: &mut Vec<f64>) {
+    if let Some(s) = s {
+        let n = s.runs.max(1) as f64;
+        s.mean_calls /= n;
+        s.mean_tokens /= n;
+        s.p50_ms = crate::percentile(times, 50.0);
+        s.p95_ms = crate::percentile(times, 95.0);
+    }
+    times.clear();
+}
+
+const SUMMARY_COLUMNS: &str = "id, created_ms, surface, question, strategy, model, answer, \
+    short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms, llm_calls, \
+    cached_calls, prompt_tokens, completion_tokens, cost_usd";
+
+fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
+    Ok(RunSummary {
+        id: r.get(0)?,
+        created_ms: r.get(1)?,
+        surface: Surface::parse(&r.get::<_, String>(2)?),
+        question: r.get(3)?,
+        strategy: r.get(4)?,
+        model: r.get(5)?,
+        answer: r.get(6)?,
+        short_answer: r.get(7)?,
+        stop: r.get(8)?,
+        failed: r.get(9)?,
+        rounds: r.get(10)?,
+        diagnosis: r.get(11)?,
+        sources: r.get(12)?,
+        wall_ms: r.get(13)?,
+        queue_ms: r.get(14)?,
+        llm_calls: r.get::<_, i64>(15)? as u64,
+        cached_calls: r.get::<_, i64>(16)? as u64,
+        prompt_tokens: r.get::<_, i64>(17)? as u64,
+        completion_tokens: r.get::<_, i64>(18)? as u64,
+        cost_usd: r.get(19)?,
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A short unique id: time, question and strategy hashed with a process-wide counter (two
+/// identical asks in the same millisecond still differ).
+fn run_id(created_ms: i64, question: &str, strategy: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut h = blake3::Hasher::new();
+    h.update(&created_ms.to_le_bytes());
+    h.update(&n.to_le_bytes());
+    h.update(&std::process::id().to_le_bytes());
+    h.update(question.as_bytes());
+    h.update(strategy.as_bytes());
+    h.finalize().to_hex()[..16].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.db");
+        RunLog::open(&path).unwrap();
+        // Reopening applies nothing and keeps the version.
+        let log = RunLog::open(&path).unwrap();
+        assert_eq!(log.list(&RunQuery::default()).unwrap().len(), 0);
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = RunLog::open(&path).unwrap_err().to_string();
+        assert!(err.contains("newer than this binary"), "{err}");
+    }
+}

@@ -1,0 +1,1053 @@
+//! The REST + SSE API under `/v1`, the OpenAPI document, the docs page and the web page.
+//!
+//! Every handler answers JSON, errors included ([`crate::ErrorBody`]). Asks are bounded:
+//! at most [`Limits::running_asks`] run at once (the local model serves one call at a time,
+//! so more would only interleave), at most [`Limits::waiting_asks`] wait for a slot in
+//! arrival order, and the rest are turned away at once with 429 and `Retry-After`, so no
+//! request hangs. Ingests run one at a time on a blocking thread, so searches and health
+//! checks stay responsive while a large upload is embedded.
+
+use crate::auth::Keys;
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::stream::VisibleText;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Multipart, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use metarag_agent::{Agent, Ask, Passage, Progress, Source, StopReason, Trace};
+use metarag_core::{Document, Filter, Hit, SearchMode, SearchRequest, StoreRead};
+use metarag_eval::runs::{Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface};
+use metarag_index::EmbeddedIndex;
+use metarag_ingest::{Chunker, CorpusMode, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, Upload};
+use metarag_models::SentenceEmbedder;
+use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, mpsc};
+
+/// What the API serves: one index, the models over it, the agent, and the run log.
+pub struct Engine {
+    /// The index documents are ingested into and searched.
+    pub index: Arc<EmbeddedIndex>,
+    /// The embedder the index was built with.
+    pub embedder: SentenceEmbedder,
+    /// The chunker for that embedder.
+    pub chunker: Arc<Chunker>,
+    /// How uploads are ingested (size limit, batch size).
+    pub ingest: IngestOptions,
+    /// Fusion and candidate settings of `/v1/search`.
+    pub retrieval: RetrievalConfig,
+    /// The agent asks run on, with a retriever over [`Engine::index`].
+    pub agent: Agent,
+    /// Where every ask is recorded.
+    pub runs: RunLog,
+    /// Prices for the cost column of the run log.
+    pub pricing: Pricing,
+}
+
+/// Bounds on what one client can make the server do.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body, bytes (an upload of several files counts whole).
+    pub max_body_bytes: usize,
+    /// Most files in one upload.
+    pub max_files: usize,
+    /// Time limit of requests other than asks and ingests.
+    pub request_timeout: Duration,
+    /// Time limit of one ask, queue wait included.
+    pub ask_timeout: Duration,
+    /// Time limit of one ingest.
+    pub ingest_timeout: Duration,
+    /// Asks running at once.
+    pub running_asks: usize,
+    /// Asks waiting for a slot; one more is refused with 429.
+    pub waiting_asks: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 << 20,
+            max_files: 32,
+            request_timeout: Duration::from_secs(60),
+            ask_timeout: Duration::from_secs(900),
+            ingest_timeout: Duration::from_secs(3600),
+            running_asks: 1,
+            waiting_asks: 8,
+        }
+    }
+}
+
+struct Shared {
+    engine: Engine,
+    limits: Limits,
+    keys: Option<Keys>,
+    metrics: Metrics,
+    asks: Semaphore,
+    ingest_lock: tokio::sync::Mutex<()>,
+    search: HybridRetriever<SentenceEmbedder, Arc<EmbeddedIndex>>,
+    started: Instant,
+}
+
+type AppState = Arc<Shared>;
+
+/// The API's router: `/v1/*`, `/openapi.json`, `/docs` and the web page at `/`. With
+/// `keys`, every `/v1` route but `/v1/health` needs `Authorization: Bearer KEY` once a key
+/// exists.
+pub fn router(engine: Engine, limits: Limits, keys: Option<Keys>) -> Router {
+    let searcher = HybridRetriever::new(
+        engine.embedder.clone(),
+        engine.index.clone(),
+        engine.retrieval.clone(),
+    );
+    let state: AppState = Arc::new(Shared {
+        asks: Semaphore::new(limits.running_asks.max(1)),
+        engine,
+        keys,
+        metrics: Metrics::default(),
+        ingest_lock: tokio::sync::Mutex::new(()),
+        search: searcher,
+        started: Instant::now(),
+        limits,
+    });
+    let body_limit = state.limits.max_body_bytes;
+    let api = Router::new()
+        .route(
+            "/ingest",
+            post(ingest).layer(DefaultBodyLimit::max(body_limit)),
+        )
+        .route("/documents", get(list_documents))
+        .route(
+            "/documents/{*id}",
+            get(get_document).delete(delete_document),
+        )
+        .route("/search", post(search))
+        .route("/ask", post(ask))
+        .route("/ask/stream", post(ask_stream))
+        .route("/strategies", get(strategies))
+        .route("/runs", get(list_runs))
+        .route("/runs/{id}", get(get_run))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .route("/health", get(health));
+    Router::new()
+        .nest("/v1", api)
+        .route("/", get(web_page))
+        .route("/docs", get(docs_page))
+        .route("/openapi.json", get(openapi_json))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+/// Requires a key on every protected route once any key exists.
+async fn authorize(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    if let Some(keys) = &s.keys {
+        match keys.any() {
+            Ok(false) => {}
+            Ok(true) => {
+                let header = req
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok());
+                if let Err(e) = keys.check(header) {
+                    return e.into_response();
+                }
+            }
+            Err(e) => return e.into_response(),
+        }
+    }
+    next.run(req).await
+}
+
+/// Counts and times every request by its route pattern.
+async fn observe(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let response = next.run(req).await;
+    s.metrics.request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+async fn not_found() -> Error {
+    Error::not_found("no such endpoint; the API is under /v1 (see /docs)")
+}
+
+/// Runs `f` under the general request time limit.
+async fn limited<T>(s: &Shared, f: impl Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(s.limits.request_timeout, f)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::timeout(format!(
+                "the request took longer than {} s",
+                s.limits.request_timeout.as_secs()
+            )))
+        })
+}
+
+// ---------------------------------------------------------------------------------------
+// Health, metrics, strategies
+
+/// `GET /v1/health`.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Health {
+    /// Always `ok` when the server answers.
+    pub status: String,
+    /// metarag's version.
+    pub version: String,
+    /// The chat model.
+    pub model: String,
+    /// The embedder.
+    pub embedder: String,
+    /// Documents in the index.
+    pub documents: u64,
+    /// Chunks in the index.
+    pub chunks: u64,
+    /// Whether `/v1` requests need an API key.
+    pub auth: bool,
+    /// Seconds since the server started.
+    pub uptime_s: f64,
+}
+
+async fn health(State(s): State<AppState>) -> Result<Json<Health>> {
+    limited(&s, async {
+        let stats = StoreRead::stats(&s.engine.index).await?;
+        Ok(Json(Health {
+            status: "ok".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            model: s.engine.agent.model_id().to_string(),
+            embedder: metarag_core::Embedder::model_id(&s.engine.embedder).to_string(),
+            documents: stats.documents,
+            chunks: stats.chunks,
+            auth: match &s.keys {
+                Some(k) => k.any()?,
+                None => false,
+            },
+            uptime_s: s.started.elapsed().as_secs_f64(),
+        }))
+    })
+    .await
+}
+
+async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        s.metrics.render(),
+    )
+}
+
+/// One registered strategy.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StrategyInfo {
+    /// The name `/v1/ask` takes.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Whether it reads sources (false: closed-book).
+    pub needs_evidence: bool,
+}
+
+async fn strategies(State(s): State<AppState>) -> Json<Vec<StrategyInfo>> {
+    Json(
+        s.engine
+            .agent
+            .registry()
+            .iter()
+            .map(|st| StrategyInfo {
+                name: st.name().to_string(),
+                description: st.description().to_string(),
+                needs_evidence: st.needs_evidence(),
+            })
+            .collect(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Documents and ingest
+
+/// `POST /v1/ingest` with a JSON body: corpus records.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IngestRecords {
+    /// The records; each becomes one document under its own id.
+    pub records: Vec<CorpusRecord>,
+}
+
+/// One corpus record.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CorpusRecord {
+    /// The document's id (re-sending an id replaces that document).
+    pub doc_id: String,
+    /// Its title.
+    pub title: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// What one uploaded file gave.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FileResult {
+    /// The file name as sent.
+    pub name: String,
+    /// New documents.
+    pub added: usize,
+    /// Replaced documents.
+    pub updated: usize,
+    /// Unchanged documents.
+    pub unchanged: usize,
+    /// Failed documents or records.
+    pub failed: usize,
+    /// Why they failed.
+    pub errors: Vec<String>,
+}
+
+/// `POST /v1/ingest`'s answer.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct IngestResponse {
+    /// Per file, in upload order.
+    pub files: Vec<FileResult>,
+    /// Totals.
+    #[schemars(with = "serde_json::Value")]
+    pub report: IngestReport,
+}
+
+async fn ingest(State(s): State<AppState>, headers: HeaderMap, req: Request) -> Result<Json<IngestResponse>> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let (uploads, corpus) = if content_type.starts_with("multipart/form-data") {
+        let multipart = <Multipart as axum::extract::FromRequest<AppState>>::from_request(req, &s)
+            .await
+            .map_err(|e| Error::bad_request(format!("not a multipart body: {e}")))?;
+        (read_uploads(multipart, s.limits.max_files).await?, CorpusMode::Auto)
+    } else if content_type.starts_with("application/json") {
+        let bytes = axum::body::to_bytes(req.into_body(), s.limits.max_body_bytes)
+            .await
+            .map_err(|e| body_error(&e.to_string(), s.limits.max_body_bytes))?;
+        let records: IngestRecords = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::bad_request(format!("the JSON body is not `{{\"records\": [{{doc_id, title, text}}]}}`: {e}")))?;
+        if records.records.is_empty() {
+            return Err(Error::bad_request("`records` is empty"));
+        }
+        let mut jsonl = Vec::new();
+        for r in &records.records {
+            serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::internal(e.to_string()))?;
+            jsonl.push(b'\n');
+        }
+        (vec![Upload::new("records.jsonl", jsonl)?], CorpusMode::Corpus)
+    } else {
+        return Err(Error::bad_request(
+            "send files as multipart/form-data (field `file`) or records as application/json",
+        ));
+    };
+    let _one_at_a_time = s.ingest_lock.lock().await;
+    let mut options = s.engine.ingest.clone();
+    options.corpus = corpus;
+    let shared = s.clone();
+    let names: Vec<String> = uploads.iter().map(|u| u.name.clone()).collect();
+    // Parsing and embedding are CPU-bound: off the async workers, so searches and health
+    // checks stay responsive during a large upload.
+    let task = tokio::task::spawn_blocking(move || {
+        let handle = tokio::runtime::Handle::current();
+        let results: Mutex<HashMap<String, FileResult>> = Mutex::new(HashMap::new());
+        let on_event = |e: IngestEvent<'_>| {
+            let mut r = results.lock().unwrap_or_else(|p| p.into_inner());
+            match e {
+                IngestEvent::File { path, outcome } => {
+                    let name = path.display().to_string();
+                    let entry = r.entry(name.clone()).or_insert_with(|| empty_result(&name));
+                    let FileOutcome { added, updated, unchanged, failed } = outcome.clone();
+                    entry.added = added;
+                    entry.updated = updated;
+                    entry.unchanged = unchanged;
+                    entry.failed = failed;
+                }
+                IngestEvent::Failed(f) => {
+                    let name = f.source.split(':').next().unwrap_or(&f.source).to_string();
+                    r.entry(name.clone())
+                        .or_insert_with(|| empty_result(&name))
+                        .errors
+                        .push(f.error.clone());
+                }
+                _ => {}
+            }
+        };
+        let ingester = Ingester::new(
+            &shared.engine.chunker,
+            &shared.engine.embedder,
+            &shared.engine.index,
+            options,
+        );
+        let report = handle.block_on(ingester.run_uploads(&uploads, &on_event));
+        (report, results.into_inner().unwrap_or_else(|p| p.into_inner()))
+    });
+    let (report, mut results) = tokio::time::timeout(s.limits.ingest_timeout, task)
+        .await
+        .map_err(|_| Error::timeout("the ingest took longer than the server allows"))?
+        .map_err(|e| Error::internal(format!("the ingest task failed: {e}")))?;
+    let report = report?;
+    let files: Vec<FileResult> = names
+        .iter()
+        .map(|n| results.remove(n).unwrap_or_else(|| empty_result(n)))
+        .collect();
+    let stored = report.added + report.updated + report.unchanged;
+    if stored == 0 && !report.failures.is_empty() {
+        let why: Vec<String> = report.failures.iter().map(|f| f.error.clone()).collect();
+        return Err(Error::bad_request(format!(
+            "nothing was ingested: {}",
+            why.join("; ")
+        )));
+    }
+    Ok(Json(IngestResponse { files, report }))
+}
+
+fn empty_result(name: &str) -> FileResult {
+    FileResult {
+        name: name.to_string(),
+        added: 0,
+        updated: 0,
+        unchanged: 0,
+        failed: 0,
+        errors: Vec::new(),
+    }
+}
+
+fn body_error(reason: &str, limit: usize) -> Error {
+    if reason.contains("length limit") || reason.contains("too large") {
+        Error::too_large(format!(
+            "the request body exceeds the server's limit of {limit} bytes"
+        ))
+    } else {
+        Error::bad_request(format!("reading the request body failed: {reason}"))
+    }
+}
+
+async fn read_uploads(mut multipart: Multipart, max_files: usize) -> Result<Vec<Upload>> {
+    let mut uploads = Vec::new();
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return Err(multipart_error(e)),
+        };
+        let Some(name) = field.file_name().map(str::to_string) else {
+            // Form fields without a file (a client's extras) are not documents.
+            continue;
+        };
+        if uploads.len() == max_files {
+            return Err(Error::too_large(format!(
+                "at most {max_files} files per upload; send the rest in another request"
+            )));
+        }
+        let bytes = field.bytes().await.map_err(multipart_error)?;
+        uploads.push(Upload::new(&name, bytes.to_vec())?);
+    }
+    if uploads.is_empty() {
+        return Err(Error::bad_request(
+            "no file in the upload: send each as a multipart field with a file name",
+        ));
+    }
+    Ok(uploads)
+}
+
+fn multipart_error(e: axum::extract::multipart::MultipartError) -> Error {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        Error::too_large(format!("the upload is too large: {}", e.body_text()))
+    } else {
+        Error::bad_request(format!("the multipart body is malformed: {}", e.body_text()))
+    }
+}
+
+async fn list_documents(State(s): State<AppState>) -> Result<Json<Vec<Document>>> {
+    limited(&s, async { Ok(Json(StoreRead::documents(&s.engine.index).await?)) }).await
+}
+
+/// `GET /v1/documents/{id}`'s answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DocumentDetail {
+    /// The document with its text.
+    pub document: Document,
+    /// Its chunks in order (with `?chunks=true`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<metarag_core::Chunk>,
+}
+
+/// Query of `GET /v1/documents/{id}`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct DocumentQuery {
+    /// Include the chunks.
+    #[serde(default)]
+    pub chunks: bool,
+}
+
+async fn get_document(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<DocumentQuery>,
+) -> Result<Json<DocumentDetail>> {
+    limited(&s, async {
+        let id = metarag_core::DocId::new(id)?;
+        let document = StoreRead::document(&s.engine.index, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("no document with id `{id}`")))?;
+        let chunks = if q.chunks {
+            s.engine.index.document_chunks(&id)?
+        } else {
+            Vec::new()
+        };
+        Ok(Json(DocumentDetail { document, chunks }))
+    })
+    .await
+}
+
+/// `DELETE /v1/documents/{id}`'s answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Removed {
+    /// The removed document ids.
+    pub removed: Vec<String>,
+}
+
+async fn delete_document(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<Removed>> {
+    let _one_at_a_time = s.ingest_lock.lock().await;
+    limited(&s, async {
+        let id = metarag_core::DocId::new(id)?;
+        if s.engine.index.content_hash(&id)?.is_none() {
+            return Err(Error::not_found(format!("no document with id `{id}`")));
+        }
+        metarag_core::Store::apply(&s.engine.index, Vec::new(), vec![id.clone()]).await?;
+        Ok(Json(Removed {
+            removed: vec![id.to_string()],
+        }))
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------
+// Search
+
+/// `POST /v1/search`.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SearchBody {
+    /// The query.
+    pub query: String,
+    /// Hits to return (default 10, at most 100).
+    #[serde(default)]
+    pub k: Option<usize>,
+    /// `hybrid` (default), `bm25` or `dense`.
+    #[serde(default)]
+    pub mode: SearchMode,
+    /// Restrictions: document ids, title text, date range.
+    #[serde(default)]
+    pub filter: Filter,
+}
+
+/// `POST /v1/search`'s answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SearchResponse {
+    /// Hits, best first.
+    pub hits: Vec<Hit>,
+    /// Milliseconds embedding the query.
+    pub embed_ms: f64,
+    /// Milliseconds searching and fusing.
+    pub search_ms: f64,
+}
+
+async fn search(State(s): State<AppState>, body: Result<Json<SearchBody>, axum::extract::rejection::JsonRejection>) -> Result<Json<SearchResponse>> {
+    let Json(body) = body.map_err(json_error)?;
+    if body.query.trim().is_empty() {
+        return Err(Error::bad_request("`query` is empty"));
+    }
+    let k = body.k.unwrap_or(10);
+    if k == 0 || k > 100 {
+        return Err(Error::bad_request("`k` must be between 1 and 100"));
+    }
+    limited(&s, async {
+        let request = SearchRequest {
+            query: body.query,
+            k,
+            mode: body.mode,
+            filter: body.filter,
+        };
+        let (hits, timings) = s.search.search_timed(&request).await?;
+        Ok(Json(SearchResponse {
+            hits,
+            embed_ms: timings.embed.as_secs_f64() * 1e3,
+            search_ms: timings.search.as_secs_f64() * 1e3,
+        }))
+    })
+    .await
+}
+
+fn json_error(e: axum::extract::rejection::JsonRejection) -> Error {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        Error::too_large(e.body_text())
+    } else {
+        Error::bad_request(format!("the JSON body is invalid: {}", e.body_text()))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Ask
+
+/// `POST /v1/ask` and `POST /v1/ask/stream`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AskBody {
+    /// The question.
+    pub question: String,
+    /// A registered strategy (`GET /v1/strategies`; default `metarag`).
+    #[serde(default = "default_strategy")]
+    pub strategy: String,
+    /// Gold-context mode: these paragraphs are the only sources; nothing is retrieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Vec<ContextParagraph>>,
+}
+
+fn default_strategy() -> String {
+    "metarag".into()
+}
+
+/// A paragraph given as a source.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ContextParagraph {
+    /// Its title.
+    pub title: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// `POST /v1/ask`'s answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AskResponse {
+    /// The run's id in the run log (`GET /v1/runs/{id}`).
+    pub run_id: String,
+    /// The answer, citing its sources as `[n]`.
+    pub answer: String,
+    /// The short answer.
+    pub short_answer: String,
+    /// The numbered sources.
+    pub sources: Vec<Source>,
+    /// Milliseconds the ask waited for a free slot.
+    pub queue_ms: f64,
+    /// The whole trace: plan, retrievals, rounds, verification, diagnosis, remediation,
+    /// calls and node timings.
+    #[schemars(with = "serde_json::Value")]
+    pub trace: Trace,
+}
+
+/// A validated ask, ready to run.
+struct Prepared {
+    ask: Ask,
+}
+
+async fn prepare(s: &Shared, body: AskBody) -> Result<Prepared> {
+    if body.question.trim().is_empty() {
+        return Err(Error::bad_request("`question` is empty"));
+    }
+    let registry = s.engine.agent.registry();
+    let strategy = registry.get(&body.strategy).map_err(|_| {
+        Error::bad_request(format!(
+            "unknown strategy `{}`; registered: {}",
+            body.strategy,
+            registry.names().join(", ")
+        ))
+    })?;
+    let mut ask = Ask::new(body.question, body.strategy.as_str());
+    match body.context {
+        Some(paragraphs) => {
+            if paragraphs.is_empty() {
+                return Err(Error::bad_request("`context` has no paragraphs"));
+            }
+            ask = ask.with_context(
+                paragraphs
+                    .into_iter()
+                    .map(|p| Passage {
+                        doc: p.title.clone(),
+                        title: p.title,
+                        section: Vec::new(),
+                        pages: None,
+                        chunk_id: None,
+                        text: p.text,
+                    })
+                    .collect(),
+            );
+        }
+        None if strategy.needs_evidence() => {
+            if StoreRead::stats(&s.engine.index).await?.documents == 0 {
+                return Err(Error::conflict(
+                    "the index is empty: upload documents first (POST /v1/ingest) or send `context` paragraphs",
+                ));
+            }
+        }
+        None => {}
+    }
+    Ok(Prepared { ask })
+}
+
+/// Holds a running-ask slot and keeps the gauges right however the ask ends.
+struct Slot<'a> {
+    s: &'a Shared,
+    _permit: tokio::sync::SemaphorePermit<'a>,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.s.metrics.running(-1);
+    }
+}
+
+/// Waits for a slot in arrival order, or refuses at once when too many already wait.
+async fn acquire(s: &Shared) -> Result<(Slot<'_>, f64)> {
+    let started = Instant::now();
+    if s.asks.available_permits() == 0 {
+        let waiting = s.metrics.waiting(1);
+        if waiting > s.limits.waiting_asks as i64 {
+            s.metrics.waiting(-1);
+            s.metrics.rejected();
+            let typical = s
+                .engine
+                .runs
+                .stats()
+                .ok()
+                .and_then(|st| {
+                    let n: u64 = st.iter().map(|x| x.runs).sum();
+                    (n > 0).then(|| st.iter().map(|x| x.p50_ms * x.runs as f64).sum::<f64>() / n as f64)
+                })
+                .unwrap_or(30_000.0);
+            let seconds = (typical / 1e3 * waiting as f64 / s.limits.running_asks.max(1) as f64).ceil();
+            return Err(Error::busy(
+                format!(
+                    "{} asks are already waiting; retry later",
+                    waiting - 1
+                ),
+                seconds as u64,
+            ));
+        }
+        let permit = s.asks.acquire().await;
+        s.metrics.waiting(-1);
+        let permit = permit.map_err(|_| Error::internal("the ask queue is closed"))?;
+        s.metrics.running(1);
+        let queue_ms = started.elapsed().as_secs_f64() * 1e3;
+        s.metrics.queue_wait(queue_ms / 1e3);
+        return Ok((Slot { s, _permit: permit }, queue_ms));
+    }
+    let permit = s
+        .asks
+        .acquire()
+        .await
+        .map_err(|_| Error::internal("the ask queue is closed"))?;
+    s.metrics.running(1);
+    let queue_ms = started.elapsed().as_secs_f64() * 1e3;
+    s.metrics.queue_wait(queue_ms / 1e3);
+    Ok((Slot { s, _permit: permit }, queue_ms))
+}
+
+/// Records a finished run in the log and the metrics; returns its id.
+fn finish(s: &Shared, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Result<String> {
+    trace.queue_ms = queue_ms;
+    s.metrics.ask(
+        &trace.strategy,
+        matches!(trace.stop, StopReason::Failed(_)),
+        &trace.usage,
+    );
+    Ok(s.engine.runs.record(trace, surface, queue_ms, s.engine.pricing)?)
+}
+
+async fn ask(State(s): State<AppState>, body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>) -> Result<Json<AskResponse>> {
+    let Json(body) = body.map_err(json_error)?;
+    let prepared = prepare(&s, body).await?;
+    let deadline = s.limits.ask_timeout;
+    let run = async {
+        let (_slot, queue_ms) = acquire(&s).await?;
+        let mut trace = s.engine.agent.ask(&prepared.ask).await?;
+        let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
+        Ok::<_, Error>(AskResponse {
+            run_id,
+            answer: trace.answer.clone(),
+            short_answer: trace.short_answer.clone(),
+            sources: trace.sources.clone(),
+            queue_ms,
+            trace,
+        })
+    };
+    let response = tokio::time::timeout(deadline, run)
+        .await
+        .map_err(|_| Error::timeout(format!("the ask took longer than {} s", deadline.as_secs())))??;
+    Ok(Json(response))
+}
+
+/// One event of `POST /v1/ask/stream` (the SSE `event:` field is `kind`).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// The ask is waiting for a slot.
+    Queued {
+        /// Asks ahead of it, itself included.
+        waiting: i64,
+    },
+    /// The run started.
+    Started {
+        /// Milliseconds it waited.
+        queue_ms: f64,
+        /// The strategy.
+        strategy: String,
+    },
+    /// A node started.
+    NodeStart {
+        /// The node.
+        node: String,
+    },
+    /// A node finished.
+    NodeEnd {
+        /// The node.
+        node: String,
+        /// Its wall time, milliseconds.
+        elapsed_ms: f64,
+        /// What it did, in one line.
+        note: Option<String>,
+        /// The next node, if any.
+        next: Option<String>,
+        /// Why the run stopped here, if it did.
+        stop: Option<String>,
+    },
+    /// Generated text: the readable part of a model call as it is written (a structured
+    /// call's `answer` field, or a plain call's text).
+    Token {
+        /// What the call is for (`write` is the answer).
+        purpose: String,
+        /// The call's number in the run.
+        call: u64,
+        /// The new text.
+        text: String,
+    },
+    /// The run finished.
+    Done {
+        /// The run's id in the run log.
+        run_id: String,
+        /// The whole trace.
+        #[schemars(with = "serde_json::Value")]
+        trace: Box<Trace>,
+    },
+    /// The run could not finish.
+    Error {
+        /// The error.
+        error: crate::error::ErrorDetail,
+    },
+}
+
+impl StreamEvent {
+    fn name(&self) -> &'static str {
+        match self {
+            StreamEvent::Queued { .. } => "queued",
+            StreamEvent::Started { .. } => "started",
+            StreamEvent::NodeStart { .. } => "node_start",
+            StreamEvent::NodeEnd { .. } => "node_end",
+            StreamEvent::Token { .. } => "token",
+            StreamEvent::Done { .. } => "done",
+            StreamEvent::Error { .. } => "error",
+        }
+    }
+
+    fn into_sse(self) -> Event {
+        let name = self.name();
+        Event::default()
+            .event(name)
+            .json_data(&self)
+            .unwrap_or_else(|_| Event::default().event("error").data("{}"))
+    }
+}
+
+/// Aborts the run when the client goes away (the stream is dropped), so a closed tab does
+/// not keep the model busy.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn ask_stream(
+    State(s): State<AppState>,
+    body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response> {
+    let Json(body) = body.map_err(json_error)?;
+    // Bad input is refused with a status before the stream starts.
+    let prepared = prepare(&s, body).await?;
+    let (tx, rx) = mpsc::unbounded_channel::<StreamEvent>();
+    let shared = s.clone();
+    let task = tokio::spawn(async move {
+        let s = shared;
+        let send = |e: StreamEvent| {
+            let _ = tx.send(e);
+        };
+        let deadline = s.limits.ask_timeout;
+        let result = tokio::time::timeout(deadline, async {
+            if s.asks.available_permits() == 0 {
+                send(StreamEvent::Queued {
+                    waiting: s.metrics.waiting(0) + 1,
+                });
+            }
+            let (_slot, queue_ms) = acquire(&s).await?;
+            send(StreamEvent::Started {
+                queue_ms,
+                strategy: prepared.ask.strategy.as_str().to_string(),
+            });
+            let calls: Mutex<HashMap<u64, VisibleText>> = Mutex::new(HashMap::new());
+            let token_tx = tx.clone();
+            let calls = Arc::new(calls);
+            let tap_calls = calls.clone();
+            let ask = prepared.ask.clone().with_tap(Arc::new(move |g: metarag_agent::Generated<'_>| {
+                let mut calls = tap_calls.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(text) = calls.entry(g.call).or_default().push(g.text) {
+                    let _ = token_tx.send(StreamEvent::Token {
+                        purpose: g.purpose.to_string(),
+                        call: g.call,
+                        text,
+                    });
+                }
+            }));
+            let observer = |p: Progress<'_>| match p {
+                Progress::NodeStarted(node) => send(StreamEvent::NodeStart {
+                    node: node.to_string(),
+                }),
+                Progress::NodeFinished(e) => send(StreamEvent::NodeEnd {
+                    node: e.node.clone(),
+                    elapsed_ms: e.elapsed_ms,
+                    note: e.note.clone(),
+                    next: e.next.clone(),
+                    stop: e.stop.as_ref().map(ToString::to_string),
+                }),
+            };
+            let mut trace = s.engine.agent.ask_observed(&ask, &observer).await?;
+            let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
+            Ok::<_, Error>((run_id, trace))
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::timeout(format!(
+                "the ask took longer than {} s",
+                deadline.as_secs()
+            )))
+        });
+        match result {
+            Ok((run_id, trace)) => send(StreamEvent::Done {
+                run_id,
+                trace: Box::new(trace),
+            }),
+            Err(e) => send(StreamEvent::Error {
+                error: e.body().error,
+            }),
+        }
+    });
+    let guard = AbortOnDrop(task);
+    let stream = futures_stream(rx, guard);
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// The events as an SSE stream that ends after `done` or `error` and owns the run's guard.
+fn futures_stream(
+    rx: mpsc::UnboundedReceiver<StreamEvent>,
+    guard: AbortOnDrop,
+) -> impl tokio_stream::Stream<Item = std::result::Result<Event, Infallible>> {
+    let rx = tokio_stream::wrappers::UnboundedReceiverStream::new(rx);
+    let guard = Arc::new(guard);
+    tokio_stream::StreamExt::map(rx, move |e| {
+        let _keep = &guard;
+        Ok(e.into_sse())
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs
+
+/// Query of `GET /v1/runs`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct RunsQuery {
+    /// Only this strategy.
+    pub strategy: Option<String>,
+    /// Only runs from `cli`, `rest`, `mcp` or `bench`.
+    pub surface: Option<Surface>,
+    /// At most this many, newest first (default 50, at most 500).
+    pub limit: Option<usize>,
+    /// Skip this many of the newest.
+    pub offset: Option<usize>,
+}
+
+/// `GET /v1/runs`'s answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunsResponse {
+    /// The runs, newest first.
+    pub runs: Vec<RunSummary>,
+    /// Per-strategy aggregates over every recorded run.
+    pub strategies: Vec<StrategyStats>,
+}
+
+async fn list_runs(State(s): State<AppState>, q: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<RunsResponse>> {
+    let Query(q) = q.map_err(|e| Error::bad_request(e.body_text()))?;
+    let limit = q.limit.unwrap_or(50);
+    if limit > 500 {
+        return Err(Error::bad_request("`limit` is at most 500"));
+    }
+    let runs = s.engine.runs.clone();
+    let query = RunQuery {
+        strategy: q.strategy,
+        surface: q.surface,
+        limit,
+        offset: q.offset.unwrap_or(0),
+    };
+    let (runs, strategies) = tokio::task::spawn_blocking(move || {
+        Ok::<_, Error>((runs.list(&query)?, runs.stats()?))
+    })
+    .await
+    .map_err(|e| Error::internal(e.to_string()))??;
+    Ok(Json(RunsResponse { runs, strategies }))
+}
+
+async fn get_run(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<RunDetail>> {
+    let runs = s.engine.runs.clone();
+    let found = tokio::task::spawn_blocking(move || runs.get(&id).map(|r| (id, r)))
+        .await
+        .map_err(|e| Error::internal(e.to_string()))??;
+    match found {
+        (_, Some(run)) => Ok(Json(run)),
+        (id, None) => Err(Error::not_found(format!("no run with id `{id}`"))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pages and the OpenAPI document
+
+async fn web_page() -> Html<&'static str> {
+    Html(include_str!("web/index.html"))
+}
+
+async fn docs_page() -> Html<&'static str> {
+    Html(include_str!("web/docs.html"))
+}
+
+async fn openapi_json() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(crate::openapi::document().to_string()),
+    )
+        .into_response()
+}
