@@ -80,7 +80,9 @@ impl Source {
 }
 
 /// What the guardrails dropped, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct GuardrailReport {
     /// Chunks carrying prompt-injection patterns.
     pub injection: usize,

@@ -603,7 +603,10 @@ impl Config {
         for (field, v) in [
             ("server.max_body_mb", raw.server.max_body_mb as u64),
             ("server.max_files", raw.server.max_files as u64),
-            ("server.request_timeout_secs", raw.server.request_timeout_secs),
+            (
+                "server.request_timeout_secs",
+                raw.server.request_timeout_secs,
+            ),
             ("server.ask_timeout_secs", raw.server.ask_timeout_secs),
             ("server.ingest_timeout_secs", raw.server.ingest_timeout_secs),
             ("server.running_asks", raw.server.running_asks as u64),

@@ -77,7 +77,9 @@ impl App {
 
     /// `metarag serve`
     pub async fn serve(&self, args: ServeArgs) -> Result<ExitCode> {
-        let addr_text = args.addr.unwrap_or_else(|| self.config.raw.server.addr.clone());
+        let addr_text = args
+            .addr
+            .unwrap_or_else(|| self.config.raw.server.addr.clone());
         let addr: SocketAddr = addr_text.parse().map_err(|_| {
             UserError(format!(
                 "--addr `{addr_text}` is not an IP address and port, like 127.0.0.1:8080"
@@ -139,7 +141,9 @@ impl App {
             KeysCommand::Add { name } => {
                 let (record, key) = store.add(&name)?;
                 if self.json {
-                    print_json(&serde_json::json!({ "id": record.id, "name": record.name, "key": key }))?;
+                    print_json(
+                        &serde_json::json!({ "id": record.id, "name": record.name, "key": key }),
+                    )?;
                 } else {
                     println!("{key}");
                     eprintln!(

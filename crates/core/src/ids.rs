@@ -6,7 +6,15 @@ use std::fmt;
 /// The stable identifier of a document: the canonical path of an ingested file, or the id a
 /// corpus line gave. Re-ingesting the same source yields the same id.
 #[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
     schemars::JsonSchema,
 )]
 #[serde(transparent)]
@@ -37,7 +45,16 @@ impl fmt::Display for DocId {
 /// The identifier of one chunk inside an index. Assigned by the store; a replaced document's
 /// chunks get new ids, so a stale id never silently points at different text.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
     schemars::JsonSchema,
 )]
 #[serde(transparent)]

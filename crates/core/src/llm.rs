@@ -380,7 +380,9 @@ impl Completion {
 
 /// What a chat backend can do beyond plain text. Strategies that need a capability
 /// degrade when it is missing (documented per strategy), rather than fail.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Capabilities {
     /// Returns per-token log-probabilities ([`GenParams::logprobs`]).
     pub logprobs: bool,

@@ -4,7 +4,19 @@ use crate::{Chunk, ChunkId, DocId};
 use serde::{Deserialize, Serialize};
 
 /// Which retriever produced a ranking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RetrieverKind {
     /// Lexical BM25 over title and text.
@@ -14,7 +26,9 @@ pub enum RetrieverKind {
 }
 
 /// How a search combines retrievers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// BM25 only.

@@ -198,7 +198,8 @@ impl RunLog {
         // Several processes (a server and a CLI) may share the file.
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(db)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(db)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db)?;
         let version: usize = conn
             .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
             .map_err(db)? as usize;

@@ -70,7 +70,9 @@ impl Upload {
             return Err(bad("the file name is longer than 255 bytes"));
         }
         if name.contains(['/', '\\']) {
-            return Err(bad("path separators are not allowed; send the file name alone"));
+            return Err(bad(
+                "path separators are not allowed; send the file name alone",
+            ));
         }
         if name == "." || name == ".." || name.contains("..") {
             return Err(bad("`..` is not allowed in a file name"));

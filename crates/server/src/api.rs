@@ -21,9 +21,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use metarag_agent::{Agent, Ask, Passage, Progress, Source, StopReason, Trace};
 use metarag_core::{Document, Filter, Hit, SearchMode, SearchRequest, StoreRead};
-use metarag_eval::runs::{Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface};
+use metarag_eval::runs::{
+    Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface,
+};
 use metarag_index::EmbeddedIndex;
-use metarag_ingest::{Chunker, CorpusMode, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, Upload};
+use metarag_ingest::{
+    Chunker, CorpusMode, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, Upload,
+};
 use metarag_models::SentenceEmbedder;
 use metarag_retrieve::{HybridRetriever, RetrievalConfig};
 use serde::{Deserialize, Serialize};
@@ -248,7 +252,10 @@ async fn health(State(s): State<AppState>) -> Result<Json<Health>> {
 
 async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         s.metrics.render(),
     )
 }
@@ -327,7 +334,11 @@ pub struct IngestResponse {
     pub report: IngestReport,
 }
 
-async fn ingest(State(s): State<AppState>, headers: HeaderMap, req: Request) -> Result<Json<IngestResponse>> {
+async fn ingest(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    req: Request,
+) -> Result<Json<IngestResponse>> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -336,13 +347,19 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, req: Request) -> 
         let multipart = <Multipart as axum::extract::FromRequest<AppState>>::from_request(req, &s)
             .await
             .map_err(|e| Error::bad_request(format!("not a multipart body: {e}")))?;
-        (read_uploads(multipart, s.limits.max_files).await?, CorpusMode::Auto)
+        (
+            read_uploads(multipart, s.limits.max_files).await?,
+            CorpusMode::Auto,
+        )
     } else if content_type.starts_with("application/json") {
         let bytes = axum::body::to_bytes(req.into_body(), s.limits.max_body_bytes)
             .await
             .map_err(|e| body_error(&e.to_string(), s.limits.max_body_bytes))?;
-        let records: IngestRecords = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::bad_request(format!("the JSON body is not `{{\"records\": [{{doc_id, title, text}}]}}`: {e}")))?;
+        let records: IngestRecords = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::bad_request(format!(
+                "the JSON body is not `{{\"records\": [{{doc_id, title, text}}]}}`: {e}"
+            ))
+        })?;
         if records.records.is_empty() {
             return Err(Error::bad_request("`records` is empty"));
         }
@@ -351,7 +368,10 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, req: Request) -> 
             serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::internal(e.to_string()))?;
             jsonl.push(b'\n');
         }
-        (vec![Upload::new("records.jsonl", jsonl)?], CorpusMode::Corpus)
+        (
+            vec![Upload::new("records.jsonl", jsonl)?],
+            CorpusMode::Corpus,
+        )
     } else {
         return Err(Error::bad_request(
             "send files as multipart/form-data (field `file`) or records as application/json",
@@ -373,7 +393,12 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, req: Request) -> 
                 IngestEvent::File { path, outcome } => {
                     let name = path.display().to_string();
                     let entry = r.entry(name.clone()).or_insert_with(|| empty_result(&name));
-                    let FileOutcome { added, updated, unchanged, failed } = outcome.clone();
+                    let FileOutcome {
+                        added,
+                        updated,
+                        unchanged,
+                        failed,
+                    } = outcome.clone();
                     entry.added = added;
                     entry.updated = updated;
                     entry.unchanged = unchanged;
@@ -396,7 +421,10 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, req: Request) -> 
             options,
         );
         let report = handle.block_on(ingester.run_uploads(&uploads, &on_event));
-        (report, results.into_inner().unwrap_or_else(|p| p.into_inner()))
+        (
+            report,
+            results.into_inner().unwrap_or_else(|p| p.into_inner()),
+        )
     });
     let (report, mut results) = tokio::time::timeout(s.limits.ingest_timeout, task)
         .await
@@ -471,12 +499,18 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> Error {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         Error::too_large(format!("the upload is too large: {}", e.body_text()))
     } else {
-        Error::bad_request(format!("the multipart body is malformed: {}", e.body_text()))
+        Error::bad_request(format!(
+            "the multipart body is malformed: {}",
+            e.body_text()
+        ))
     }
 }
 
 async fn list_documents(State(s): State<AppState>) -> Result<Json<Vec<Document>>> {
-    limited(&s, async { Ok(Json(StoreRead::documents(&s.engine.index).await?)) }).await
+    limited(&s, async {
+        Ok(Json(StoreRead::documents(&s.engine.index).await?))
+    })
+    .await
 }
 
 /// `GET /v1/documents/{id}`'s answer.
@@ -524,7 +558,10 @@ pub struct Removed {
     pub removed: Vec<String>,
 }
 
-async fn delete_document(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<Removed>> {
+async fn delete_document(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Removed>> {
     let _one_at_a_time = s.ingest_lock.lock().await;
     limited(&s, async {
         let id = metarag_core::DocId::new(id)?;
@@ -569,7 +606,10 @@ pub struct SearchResponse {
     pub search_ms: f64,
 }
 
-async fn search(State(s): State<AppState>, body: Result<Json<SearchBody>, axum::extract::rejection::JsonRejection>) -> Result<Json<SearchResponse>> {
+async fn search(
+    State(s): State<AppState>,
+    body: Result<Json<SearchBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<SearchResponse>> {
     let Json(body) = body.map_err(json_error)?;
     if body.query.trim().is_empty() {
         return Err(Error::bad_request("`query` is empty"));
@@ -688,14 +728,15 @@ async fn prepare(s: &Shared, body: AskBody) -> Result<Prepared> {
                     .collect(),
             );
         }
-        None if strategy.needs_evidence() => {
-            if StoreRead::stats(&s.engine.index).await?.documents == 0 {
+        None => {
+            let empty = strategy.needs_evidence()
+                && StoreRead::stats(&s.engine.index).await?.documents == 0;
+            if empty {
                 return Err(Error::conflict(
                     "the index is empty: upload documents first (POST /v1/ingest) or send `context` paragraphs",
                 ));
             }
         }
-        None => {}
     }
     Ok(Prepared { ask })
 }
@@ -727,15 +768,15 @@ async fn acquire(s: &Shared) -> Result<(Slot<'_>, f64)> {
                 .ok()
                 .and_then(|st| {
                     let n: u64 = st.iter().map(|x| x.runs).sum();
-                    (n > 0).then(|| st.iter().map(|x| x.p50_ms * x.runs as f64).sum::<f64>() / n as f64)
+                    (n > 0).then(|| {
+                        st.iter().map(|x| x.p50_ms * x.runs as f64).sum::<f64>() / n as f64
+                    })
                 })
                 .unwrap_or(30_000.0);
-            let seconds = (typical / 1e3 * waiting as f64 / s.limits.running_asks.max(1) as f64).ceil();
+            let seconds =
+                (typical / 1e3 * waiting as f64 / s.limits.running_asks.max(1) as f64).ceil();
             return Err(Error::busy(
-                format!(
-                    "{} asks are already waiting; retry later",
-                    waiting - 1
-                ),
+                format!("{} asks are already waiting; retry later", waiting - 1),
                 seconds as u64,
             ));
         }
@@ -766,10 +807,15 @@ fn finish(s: &Shared, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Res
         matches!(trace.stop, StopReason::Failed(_)),
         &trace.usage,
     );
-    Ok(s.engine.runs.record(trace, surface, queue_ms, s.engine.pricing)?)
+    Ok(s.engine
+        .runs
+        .record(trace, surface, queue_ms, s.engine.pricing)?)
 }
 
-async fn ask(State(s): State<AppState>, body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>) -> Result<Json<AskResponse>> {
+async fn ask(
+    State(s): State<AppState>,
+    body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<AskResponse>> {
     let Json(body) = body.map_err(json_error)?;
     let prepared = prepare(&s, body).await?;
     let deadline = s.limits.ask_timeout;
@@ -786,9 +832,9 @@ async fn ask(State(s): State<AppState>, body: Result<Json<AskBody>, axum::extrac
             trace,
         })
     };
-    let response = tokio::time::timeout(deadline, run)
-        .await
-        .map_err(|_| Error::timeout(format!("the ask took longer than {} s", deadline.as_secs())))??;
+    let response = tokio::time::timeout(deadline, run).await.map_err(|_| {
+        Error::timeout(format!("the ask took longer than {} s", deadline.as_secs()))
+    })??;
     Ok(Json(response))
 }
 
@@ -898,54 +944,57 @@ async fn ask_stream(
             let _ = tx.send(e);
         };
         let deadline = s.limits.ask_timeout;
-        let result = tokio::time::timeout(deadline, async {
-            if s.asks.available_permits() == 0 {
-                send(StreamEvent::Queued {
-                    waiting: s.metrics.waiting(0) + 1,
-                });
-            }
-            let (_slot, queue_ms) = acquire(&s).await?;
-            send(StreamEvent::Started {
-                queue_ms,
-                strategy: prepared.ask.strategy.as_str().to_string(),
-            });
-            let calls: Mutex<HashMap<u64, VisibleText>> = Mutex::new(HashMap::new());
-            let token_tx = tx.clone();
-            let calls = Arc::new(calls);
-            let tap_calls = calls.clone();
-            let ask = prepared.ask.clone().with_tap(Arc::new(move |g: metarag_agent::Generated<'_>| {
-                let mut calls = tap_calls.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(text) = calls.entry(g.call).or_default().push(g.text) {
-                    let _ = token_tx.send(StreamEvent::Token {
-                        purpose: g.purpose.to_string(),
-                        call: g.call,
-                        text,
+        let result =
+            tokio::time::timeout(deadline, async {
+                if s.asks.available_permits() == 0 {
+                    send(StreamEvent::Queued {
+                        waiting: s.metrics.waiting(0) + 1,
                     });
                 }
-            }));
-            let observer = |p: Progress<'_>| match p {
-                Progress::NodeStarted(node) => send(StreamEvent::NodeStart {
-                    node: node.to_string(),
-                }),
-                Progress::NodeFinished(e) => send(StreamEvent::NodeEnd {
-                    node: e.node.clone(),
-                    elapsed_ms: e.elapsed_ms,
-                    note: e.note.clone(),
-                    next: e.next.clone(),
-                    stop: e.stop.as_ref().map(ToString::to_string),
-                }),
-            };
-            let mut trace = s.engine.agent.ask_observed(&ask, &observer).await?;
-            let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
-            Ok::<_, Error>((run_id, trace))
-        })
-        .await
-        .unwrap_or_else(|_| {
-            Err(Error::timeout(format!(
-                "the ask took longer than {} s",
-                deadline.as_secs()
-            )))
-        });
+                let (_slot, queue_ms) = acquire(&s).await?;
+                send(StreamEvent::Started {
+                    queue_ms,
+                    strategy: prepared.ask.strategy.as_str().to_string(),
+                });
+                let calls: Mutex<HashMap<u64, VisibleText>> = Mutex::new(HashMap::new());
+                let token_tx = tx.clone();
+                let calls = Arc::new(calls);
+                let tap_calls = calls.clone();
+                let ask = prepared.ask.clone().with_tap(Arc::new(
+                    move |g: metarag_agent::Generated<'_>| {
+                        let mut calls = tap_calls.lock().unwrap_or_else(|p| p.into_inner());
+                        if let Some(text) = calls.entry(g.call).or_default().push(g.text) {
+                            let _ = token_tx.send(StreamEvent::Token {
+                                purpose: g.purpose.to_string(),
+                                call: g.call,
+                                text,
+                            });
+                        }
+                    },
+                ));
+                let observer = |p: Progress<'_>| match p {
+                    Progress::NodeStarted(node) => send(StreamEvent::NodeStart {
+                        node: node.to_string(),
+                    }),
+                    Progress::NodeFinished(e) => send(StreamEvent::NodeEnd {
+                        node: e.node.clone(),
+                        elapsed_ms: e.elapsed_ms,
+                        note: e.note.clone(),
+                        next: e.next.clone(),
+                        stop: e.stop.as_ref().map(ToString::to_string),
+                    }),
+                };
+                let mut trace = s.engine.agent.ask_observed(&ask, &observer).await?;
+                let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
+                Ok::<_, Error>((run_id, trace))
+            })
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::timeout(format!(
+                    "the ask took longer than {} s",
+                    deadline.as_secs()
+                )))
+            });
         match result {
             Ok((run_id, trace)) => send(StreamEvent::Done {
                 run_id,
@@ -1001,7 +1050,10 @@ pub struct RunsResponse {
     pub strategies: Vec<StrategyStats>,
 }
 
-async fn list_runs(State(s): State<AppState>, q: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<RunsResponse>> {
+async fn list_runs(
+    State(s): State<AppState>,
+    q: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<RunsResponse>> {
     let Query(q) = q.map_err(|e| Error::bad_request(e.body_text()))?;
     let limit = q.limit.unwrap_or(50);
     if limit > 500 {
@@ -1014,11 +1066,10 @@ async fn list_runs(State(s): State<AppState>, q: Result<Query<RunsQuery>, axum::
         limit,
         offset: q.offset.unwrap_or(0),
     };
-    let (runs, strategies) = tokio::task::spawn_blocking(move || {
-        Ok::<_, Error>((runs.list(&query)?, runs.stats()?))
-    })
-    .await
-    .map_err(|e| Error::internal(e.to_string()))??;
+    let (runs, strategies) =
+        tokio::task::spawn_blocking(move || Ok::<_, Error>((runs.list(&query)?, runs.stats()?)))
+            .await
+            .map_err(|e| Error::internal(e.to_string()))??;
     Ok(Json(RunsResponse { runs, strategies }))
 }
 

@@ -71,7 +71,8 @@ impl KeyStore {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
         let tmp = self.path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(file).map_err(|e| Error::internal(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(file).map_err(|e| Error::internal(e.to_string()))?;
         std::fs::write(&tmp, text).map_err(io)?;
         #[cfg(unix)]
         {
@@ -164,9 +165,7 @@ impl Keys {
         let key = value
             .strip_prefix("Bearer ")
             .or_else(|| value.strip_prefix("bearer "))
-            .ok_or_else(|| {
-                Error::unauthorized("the Authorization header must be `Bearer KEY`")
-            })?
+            .ok_or_else(|| Error::unauthorized("the Authorization header must be `Bearer KEY`"))?
             .trim();
         let hash = sha256_hex(key);
         keys.iter()
@@ -203,8 +202,14 @@ mod tests {
         let text = std::fs::read_to_string(store.path()).unwrap();
         assert!(!text.contains(&key), "the key itself must not be stored");
         assert!(keys.any().unwrap());
-        assert_eq!(keys.check(Some(&format!("Bearer {key}"))).unwrap(), record.id);
-        assert_eq!(keys.check(Some("Bearer mrk_wrong")).unwrap_err().status, 401);
+        assert_eq!(
+            keys.check(Some(&format!("Bearer {key}"))).unwrap(),
+            record.id
+        );
+        assert_eq!(
+            keys.check(Some("Bearer mrk_wrong")).unwrap_err().status,
+            401
+        );
         assert_eq!(keys.check(Some(&key)).unwrap_err().status, 401);
         assert_eq!(keys.check(None).unwrap_err().status, 401);
         assert!(store.remove(&record.id).unwrap());

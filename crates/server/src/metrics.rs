@@ -144,7 +144,11 @@ impl Metrics {
             );
         }
         for (name, help, value) in [
-            ("metarag_llm_calls_total", "LLM calls made by asks.", m.llm_calls),
+            (
+                "metarag_llm_calls_total",
+                "LLM calls made by asks.",
+                m.llm_calls,
+            ),
             (
                 "metarag_llm_cache_hits_total",
                 "LLM calls answered from the call cache.",
@@ -192,7 +196,12 @@ impl Metrics {
             out,
             "# HELP metarag_ask_queue_wait_seconds Time asks waited for a slot.\n# TYPE metarag_ask_queue_wait_seconds histogram"
         );
-        histogram(&mut out, "metarag_ask_queue_wait_seconds", "", &m.queue_wait);
+        histogram(
+            &mut out,
+            "metarag_ask_queue_wait_seconds",
+            "",
+            &m.queue_wait,
+        );
         out
     }
 }

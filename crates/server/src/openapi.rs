@@ -116,10 +116,19 @@ pub fn document() -> Value {
         all.extend_from_slice(extra);
         errors(s, &all)
     };
-    let id_param = param("id", "path", "The document id", json!({"type": "string"}), true);
+    let id_param = param(
+        "id",
+        "path",
+        "The document id",
+        json!({"type": "string"}),
+        true,
+    );
     let mut paths = Map::new();
 
-    let ingest_ok = ok("Per-file results and totals", s.response::<IngestResponse>());
+    let ingest_ok = ok(
+        "Per-file results and totals",
+        s.response::<IngestResponse>(),
+    );
     let ingest_errs = e(
         &[("413", "More bytes or files than the server accepts")],
         &mut s,
@@ -161,7 +170,10 @@ pub fn document() -> Value {
     );
 
     let search_req = json_body(s.request::<SearchBody>());
-    let search_ok = ok("Hits, best first, with timings", s.response::<SearchResponse>());
+    let search_ok = ok(
+        "Hits, best first, with timings",
+        s.response::<SearchResponse>(),
+    );
     let search_errs = e(&[], &mut s);
     paths.insert(
         "/v1/search".into(),

@@ -63,7 +63,8 @@ fn decode_prefix(body: &str) -> String {
                             break;
                         }
                         // Half a surrogate pair is nothing printable on its own.
-                        if let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
+                        if let Some(ch) =
+                            u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32)
                         {
                             out.push(ch);
                         }
@@ -89,7 +90,11 @@ mod tests {
     #[test]
     fn shows_the_answer_field_of_json_as_it_grows() {
         let pieces = [
-            "{\"ans", "wer\": \"Paris is ", "the capital \\", "\"city\\", "\" [1].\\n",
+            "{\"ans",
+            "wer\": \"Paris is ",
+            "the capital \\",
+            "\"city\\",
+            "\" [1].\\n",
             "\\u00e9\", \"short_answer\": \"Paris\"}",
         ];
         assert_eq!(feed(&pieces), "Paris is the capital \"city\" [1].\né");

@@ -1,6 +1,9 @@
-//! The OpenAI-compatible client against `serve-llm`'s router on loopback, with the real
-//! local model behind it: plain and streamed replies, structured output, a retry after a
-//! 503 from a full queue, and a 4xx that is not retried.
+//! The server's integration tests over real HTTP on loopback: [`api`] is `metarag serve`'s
+//! REST + SSE API; the tests below are the OpenAI-compatible client against `serve-llm`'s
+//! router with the real local model behind it: plain and streamed replies, structured
+//! output, a retry after a 503 from a full queue, and a 4xx that is not retried.
+
+mod api;
 
 use metarag_core::{ChatRequest, DynLlm, Fault, Llm, Message, chat_json};
 use metarag_models::{OpenAiConfig, OpenAiLlm};

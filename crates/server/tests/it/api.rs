@@ -1,0 +1,670 @@
+//! `metarag serve`'s API over real HTTP on loopback: the real embedder and index, a scripted
+//! chat model (and the real local one in one test). Every endpoint, the bad inputs a
+//! client sends (corrupt file, path-traversal name, oversized upload, unknown strategy,
+//! missing key), the SSE event order, the ask queue's 429, and that nothing stored is lost
+//! along the way.
+
+use metarag_agent::Agent;
+use metarag_core::{DynLlm, Llm};
+use metarag_eval::runs::RunLog;
+use metarag_index::{EmbeddedIndex, IndexConfig};
+use metarag_ingest::{ChunkSettings, Chunker, IngestOptions};
+use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+use metarag_server::{Engine, KeyStore, Keys, Limits, router, serve};
+use metarag_testkit::ScriptedLlm;
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const ANSWER: &str = r#"{"answer": "The Hoover Dam was built between 1931 and 1936 [1].", "short_answer": "1931 to 1936"}"#;
+
+const HOOVER: &str = "# Hoover Dam\n\nHoover Dam is a concrete arch-gravity dam in the Black Canyon of the Colorado River. It was constructed between 1931 and 1936.\n";
+const PANAMA: &str = "<html><head><title>Panama Canal</title></head><body><h1>Panama Canal</h1><p>The Panama Canal connects the Atlantic and Pacific oceans. Its locks were designed by engineers of the US Army.</p></body></html>";
+
+struct Server {
+    base: String,
+    http: reqwest::Client,
+    keys: KeyStore,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let r = self.http.get(self.url(path)).send().await.unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn upload(&self, files: &[(&str, Vec<u8>)]) -> (StatusCode, Value) {
+        let mut form = Form::new();
+        for (name, bytes) in files {
+            form = form.part(
+                "file",
+                Part::bytes(bytes.clone()).file_name(name.to_string()),
+            );
+        }
+        let r = self
+            .http
+            .post(self.url("/v1/ingest"))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn titles(&self) -> Vec<String> {
+        let (status, docs) = self.get("/v1/documents").await;
+        assert_eq!(status, 200, "{docs}");
+        let mut t: Vec<String> = docs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["title"].as_str().unwrap().to_string())
+            .collect();
+        t.sort();
+        t
+    }
+}
+
+/// Starts the API on an ephemeral loopback port over a fresh data directory.
+async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = Arc::new(
+        EmbeddedIndex::open(
+            dir.path().join("index"),
+            IndexConfig::new(
+                metarag_core::Embedder::model_id(&embedder),
+                metarag_core::Embedder::dimension(&embedder),
+            ),
+        )
+        .unwrap(),
+    );
+    let chunker = Arc::new(
+        Chunker::new(
+            embedder.tokenizer().clone(),
+            ChunkSettings {
+                max_tokens: metarag_core::Embedder::max_tokens(&embedder),
+                overlap: 0,
+            },
+        )
+        .unwrap(),
+    );
+    let retriever = Arc::new(HybridRetriever::new(
+        embedder.clone(),
+        index.clone(),
+        RetrievalConfig::default(),
+    ));
+    let agent = Agent::builder(llm).retriever(retriever).build().unwrap();
+    let keys = KeyStore::new(dir.path().join("keys.json"));
+    let engine = Engine {
+        index,
+        embedder,
+        chunker,
+        ingest: IngestOptions {
+            max_file_bytes: 1 << 20,
+            ..IngestOptions::default()
+        },
+        retrieval: RetrievalConfig::default(),
+        agent,
+        runs: RunLog::open(&dir.path().join("runs.sqlite")).unwrap(),
+        pricing: Default::default(),
+    };
+    let app = router(engine, limits, Some(Keys::new(keys.clone()).unwrap()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, app, std::future::pending()));
+    Server {
+        base: format!("http://{addr}"),
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .build()
+            .unwrap(),
+        keys,
+        _dir: dir,
+    }
+}
+
+fn scripted() -> Arc<dyn DynLlm> {
+    Arc::new(ScriptedLlm::new().otherwise(ANSWER))
+}
+
+#[tokio::test]
+async fn ingest_documents_search_ask_and_runs_over_http() {
+    let s = start(scripted(), Limits::default()).await;
+
+    let (status, health) = s.get("/v1/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["documents"], 0);
+
+    // Asking an empty index is a conflict the client can fix.
+    let (status, body) = s
+        .post(
+            "/v1/ask",
+            json!({"question": "When was Hoover Dam built?", "strategy": "standard"}),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("upload")
+    );
+
+    let docx = metarag_testkit::docx(&[
+        ("Heading1", "Gatun Lake"),
+        (
+            "Normal",
+            "Gatun Lake is an artificial lake forming part of the Panama Canal.",
+        ),
+    ]);
+    let pdf = metarag_testkit::pdf(
+        "Colorado River",
+        &["The Colorado River flows through the Black Canyon."],
+    );
+    let (status, body) = s
+        .upload(&[
+            ("hoover.md", HOOVER.as_bytes().to_vec()),
+            ("panama.html", PANAMA.as_bytes().to_vec()),
+            ("gatun.docx", docx),
+            ("colorado.pdf", pdf),
+        ])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let files = body["files"].as_array().unwrap();
+    assert_eq!(files.len(), 4);
+    for f in files {
+        assert_eq!(f["added"], 1, "{f}");
+        assert!(f["errors"].as_array().unwrap().is_empty(), "{f}");
+    }
+    assert_eq!(body["report"]["added"], 4);
+
+    // Corpus records as JSON.
+    let (status, body) = s
+        .post(
+            "/v1/ingest",
+            json!({"records": [{"doc_id": "rec-1", "title": "Lake Mead", "text": "Lake Mead is the reservoir formed by Hoover Dam."}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["report"]["added"], 1);
+    assert_eq!(s.titles().await.len(), 5);
+
+    // One document with its chunks; its id holds a colon and goes percent-encoded.
+    let (status, doc) = s.get("/v1/documents/upload%3Ahoover.md?chunks=true").await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["document"]["title"], "Hoover Dam");
+    assert!(doc["chunks"][0]["text"].as_str().unwrap().contains("1931"));
+
+    let (status, found) = s
+        .post(
+            "/v1/search",
+            json!({"query": "When was the Hoover Dam constructed?", "k": 3}),
+        )
+        .await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["hits"][0]["chunk"]["title"], "Hoover Dam", "{found}");
+    let (status, found) = s
+        .post(
+            "/v1/search",
+            json!({"query": "lake", "mode": "bm25", "filter": {"title_contains": "gatun"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{found}");
+    let hits = found["hits"].as_array().unwrap();
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h["chunk"]["title"] == "Gatun Lake"),
+        "{found}"
+    );
+
+    let (status, strategies) = s.get("/v1/strategies").await;
+    assert_eq!(status, 200);
+    assert!(
+        strategies
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == "metarag")
+    );
+
+    let (status, answer) = s
+        .post(
+            "/v1/ask",
+            json!({"question": "When was the Hoover Dam built?", "strategy": "standard"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["short_answer"], "1931 to 1936");
+    assert!(answer["answer"].as_str().unwrap().contains("[1]"));
+    assert!(!answer["sources"].as_array().unwrap().is_empty());
+    assert_eq!(answer["trace"]["strategy"], "standard");
+    let run_id = answer["run_id"].as_str().unwrap().to_string();
+
+    // Gold context: no retrieval.
+    let (status, answer) = s
+        .post(
+            "/v1/ask",
+            json!({"question": "When was the Hoover Dam built?", "strategy": "standard",
+                   "context": [{"title": "Hoover Dam", "text": "It was built between 1931 and 1936."}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["trace"]["mode"], "context");
+
+    let (status, runs) = s.get("/v1/runs?strategy=standard").await;
+    assert_eq!(status, 200, "{runs}");
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(runs["runs"][1]["id"], run_id.as_str());
+    assert_eq!(runs["runs"][1]["surface"], "rest");
+    assert_eq!(runs["strategies"][0]["runs"], 2);
+    let (status, run) = s.get(&format!("/v1/runs/{run_id}")).await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["trace"]["question"], "When was the Hoover Dam built?");
+    assert!(
+        !run["trace"]["graph"]["events"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let r = s.http.get(s.url("/v1/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("metarag_asks_total{strategy=\"standard\",outcome=\"answered\"} 2"),
+        "{text}"
+    );
+    assert!(text.contains("route=\"/v1/search\""), "{text}");
+
+    let r = s
+        .http
+        .delete(s.url("/v1/documents/upload%3Apanama.html"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(!s.titles().await.contains(&"Panama Canal".to_string()));
+    let (_, health) = s.get("/v1/health").await;
+    assert_eq!(health["documents"], 4);
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_error_and_nothing_stored_is_lost() {
+    let limits = Limits {
+        max_body_bytes: 64 << 10,
+        max_files: 3,
+        ..Limits::default()
+    };
+    let s = start(scripted(), limits).await;
+    let (status, _) = s.upload(&[("hoover.md", HOOVER.as_bytes().to_vec())]).await;
+    assert_eq!(status, 200);
+    let before = s.titles().await;
+
+    let message = |b: &Value| {
+        b["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    // A corrupt PDF: 400, naming the file.
+    let (status, body) = s
+        .upload(&[("broken.pdf", b"%PDF-1.4 not really".to_vec())])
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("broken.pdf"), "{body}");
+
+    // A name that tries to leave the upload: refused, never a path.
+    for name in ["../../etc/passwd.md", "..\\evil.md", "a/b.md"] {
+        let (status, body) = s.upload(&[(name, HOOVER.as_bytes().to_vec())]).await;
+        assert_eq!(status, 400, "{name}: {body}");
+        assert!(message(&body).contains("refused"), "{body}");
+    }
+
+    // Too big, too many.
+    let (status, body) = s.upload(&[("big.txt", vec![b'a'; 200 << 10])]).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["code"], "payload_too_large");
+    let many: Vec<(&str, Vec<u8>)> = ["a.txt", "b.txt", "c.txt", "d.txt"]
+        .into_iter()
+        .map(|n| (n, b"text".to_vec()))
+        .collect();
+    let (status, body) = s.upload(&many).await;
+    assert_eq!(status, 413, "{body}");
+
+    // An unsupported format, and a body that is neither multipart nor JSON.
+    let (status, body) = s
+        .upload(&[("image.png", vec![0x89, b'P', b'N', b'G'])])
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let r = s
+        .http
+        .post(s.url("/v1/ingest"))
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+
+    // Asks: unknown strategy, empty question, malformed JSON.
+    let (status, body) = s
+        .post("/v1/ask", json!({"question": "q", "strategy": "nope"}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        message(&body).contains("unknown strategy `nope`") && message(&body).contains("metarag"),
+        "{body}"
+    );
+    let (status, _) = s.post("/v1/ask", json!({"question": "  "})).await;
+    assert_eq!(status, 400);
+    let r = s
+        .http
+        .post(s.url("/v1/ask"))
+        .header("content-type", "application/json")
+        .body("{\"question\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let (status, body) = s.post("/v1/search", json!({"query": "dam", "k": 0})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("`k`"));
+
+    // Unknown things.
+    assert_eq!(s.get("/v1/documents/upload%3Anope.md").await.0, 404);
+    assert_eq!(
+        s.http
+            .delete(s.url("/v1/documents/nope"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    assert_eq!(s.get("/v1/runs/nope").await.0, 404);
+    let (status, body) = s.get("/v2/anything").await;
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "not_found");
+
+    assert_eq!(s.titles().await, before);
+}
+
+#[tokio::test]
+async fn an_api_key_is_required_once_one_exists() {
+    let s = start(scripted(), Limits::default()).await;
+    assert_eq!(s.get("/v1/documents").await.0, 200);
+    let (_, key) = s.keys.add("test").unwrap();
+    let (status, body) = s.get("/v1/documents").await;
+    assert_eq!(status, 401);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Bearer"),
+        "{body}"
+    );
+    let wrong = s
+        .http
+        .get(s.url("/v1/documents"))
+        .bearer_auth("mrk_0000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let right = s
+        .http
+        .get(s.url("/v1/documents"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 200);
+    // Health and the pages stay open: a load balancer and the page's key prompt need them.
+    let (status, health) = s.get("/v1/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["auth"], true);
+    assert_eq!(s.http.get(s.url("/")).send().await.unwrap().status(), 200);
+}
+
+/// Parses an SSE body into (event, data) pairs.
+fn events(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut event = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(e) = line.strip_prefix("event:") {
+                    event = Some(e.trim().to_string());
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push_str(d.trim_start());
+                }
+            }
+            Some((event?, serde_json::from_str(&data).ok()?))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_stream_reports_nodes_tokens_and_the_trace_in_order() {
+    let s = start(scripted(), Limits::default()).await;
+    let (status, _) = s.upload(&[("hoover.md", HOOVER.as_bytes().to_vec())]).await;
+    assert_eq!(status, 200);
+    let r = s
+        .http
+        .post(s.url("/v1/ask/stream"))
+        .json(&json!({"question": "When was the Hoover Dam built?", "strategy": "standard"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let got = events(&r.text().await.unwrap());
+    let names: Vec<&str> = got.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(names.first(), Some(&"started"), "{names:?}");
+    assert_eq!(names.last(), Some(&"done"), "{names:?}");
+    // Every node that starts ends before the next starts.
+    let mut open: Option<String> = None;
+    for (e, d) in &got {
+        match e.as_str() {
+            "node_start" => {
+                assert!(open.is_none(), "{names:?}");
+                open = Some(d["node"].as_str().unwrap().to_string());
+            }
+            "node_end" => assert_eq!(open.take().as_deref(), d["node"].as_str()),
+            _ => {}
+        }
+    }
+    let nodes: Vec<&str> = got
+        .iter()
+        .filter(|(e, _)| e == "node_start")
+        .map(|(_, d)| d["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["retrieve", "read", "write"]);
+    // The answer's text arrives as tokens of the write call, before the write ends.
+    let write_end = names.iter().rposition(|n| *n == "node_end").unwrap();
+    let text: String = got[..write_end]
+        .iter()
+        .filter(|(e, d)| e == "token" && d["purpose"] == "write")
+        .map(|(_, d)| d["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "The Hoover Dam was built between 1931 and 1936 [1].");
+    let done = &got.last().unwrap().1;
+    assert_eq!(done["trace"]["short_answer"], "1931 to 1936");
+    let (status, _) = s
+        .get(&format!("/v1/runs/{}", done["run_id"].as_str().unwrap()))
+        .await;
+    assert_eq!(status, 200);
+
+    // Bad input is refused with a status before any stream starts.
+    let (status, _) = s
+        .post(
+            "/v1/ask/stream",
+            json!({"question": "q", "strategy": "nope"}),
+        )
+        .await;
+    assert_eq!(status, 400);
+}
+
+/// A chat model that holds every call until released: asks pile up behind it.
+struct Held {
+    inner: ScriptedLlm,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl Llm for Held {
+    fn model_id(&self) -> &str {
+        "held"
+    }
+    async fn chat(
+        &self,
+        request: &metarag_core::ChatRequest,
+    ) -> metarag_core::Result<metarag_core::Completion> {
+        let _pass = self.gate.acquire().await.unwrap();
+        self.inner.chat(request).await
+    }
+}
+
+#[tokio::test]
+async fn asks_beyond_the_queue_are_refused_with_retry_after_and_none_is_lost() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let llm: Arc<dyn DynLlm> = Arc::new(Held {
+        inner: ScriptedLlm::new().otherwise(ANSWER),
+        gate: gate.clone(),
+    });
+    let limits = Limits {
+        running_asks: 1,
+        waiting_asks: 1,
+        ..Limits::default()
+    };
+    let s = Arc::new(start(llm, limits).await);
+    let (status, _) = s.upload(&[("hoover.md", HOOVER.as_bytes().to_vec())]).await;
+    assert_eq!(status, 200);
+    let ask = |s: Arc<Server>| async move {
+        s.post(
+            "/v1/ask",
+            json!({"question": "When was the Hoover Dam built?", "strategy": "standard"}),
+        )
+        .await
+    };
+    let first = tokio::spawn(ask(s.clone()));
+    // Let the first take the slot and the second start waiting.
+    let metrics = |s: Arc<Server>| async move {
+        s.http
+            .get(s.url("/v1/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    for _ in 0..200 {
+        if metrics(s.clone()).await.contains("metarag_asks_running 1") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = tokio::spawn(ask(s.clone()));
+    for _ in 0..200 {
+        if metrics(s.clone()).await.contains("metarag_asks_waiting 1") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = s
+        .http
+        .post(s.url("/v1/ask"))
+        .json(&json!({"question": "When was the Hoover Dam built?", "strategy": "standard"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_many_requests");
+
+    gate.add_permits(1000);
+    let (a, b) = (first.await.unwrap(), second.await.unwrap());
+    assert_eq!(a.0, 200, "{}", a.1);
+    assert_eq!(b.0, 200, "{}", b.1);
+    assert!(b.1["queue_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(b.1["trace"]["queue_ms"], b.1["queue_ms"]);
+    let text = metrics(s.clone()).await;
+    assert!(text.contains("metarag_asks_rejected_total 1"), "{text}");
+    assert!(text.contains("metarag_asks_running 0"), "{text}");
+}
+
+#[tokio::test]
+async fn the_openapi_document_docs_page_and_web_page_are_served() {
+    let s = start(scripted(), Limits::default()).await;
+    let (status, doc) = s.get("/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(doc["components"]["schemas"]["AskBody"].is_object());
+    assert!(doc["paths"]["/v1/ask/stream"]["post"].is_object());
+    for (path, needle) in [("/", "<title>metarag</title>"), ("/docs", "openapi.json")] {
+        let r = s.http.get(s.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.text().await.unwrap().contains(needle), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn the_real_local_model_streams_an_answer_over_http() {
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let s = start(llm, Limits::default()).await;
+    let (status, _) = s.upload(&[("hoover.md", HOOVER.as_bytes().to_vec())]).await;
+    assert_eq!(status, 200);
+    let r = s
+        .http
+        .post(s.url("/v1/ask/stream"))
+        .json(&json!({"question": "When was the Hoover Dam constructed?", "strategy": "standard"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let got = events(&r.text().await.unwrap());
+    let tokens = got
+        .iter()
+        .filter(|(e, d)| e == "token" && d["purpose"] == "write")
+        .count();
+    assert!(tokens > 3, "the answer should arrive in pieces: {got:?}");
+    let (last, done) = got.last().unwrap();
+    assert_eq!(last, "done", "{done}");
+    let answer = done["trace"]["answer"].as_str().unwrap();
+    assert!(
+        answer.contains("1931") || answer.contains("1936"),
+        "{answer}"
+    );
+}
