@@ -104,6 +104,7 @@ impl RawServer {
             ingest_timeout: Duration::from_secs(self.ingest_timeout_secs),
             running_asks: self.running_asks,
             waiting_asks: self.waiting_asks,
+            mcp_allowed_hosts: None,
         }
     }
 }

@@ -64,6 +64,9 @@ enum Command {
     /// Serve the REST + SSE API, its OpenAPI document and the web page
     /// (`metarag serve`, then open http://127.0.0.1:8080/).
     Serve(serve::ServeArgs),
+    /// Serve the MCP tools (search, ask, ingest, list_documents, get_document) over
+    /// stdio, for an MCP client to launch.
+    Mcp(serve::McpArgs),
     /// Create, list and remove the API keys of `metarag serve`.
     Keys {
         #[command(subcommand)]
@@ -350,6 +353,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Strategies(args) => app.strategies(args),
         Command::Chat(args) => app.chat(args).await,
         Command::Serve(args) => app.serve(args).await,
+        Command::Mcp(args) => app.mcp(args).await,
         Command::Keys { command } => app.keys(command),
         Command::Runs { command } => app.runs(command),
         Command::ServeLlm(args) => app.serve_llm(args).await,

@@ -28,6 +28,17 @@ pub struct ServeArgs {
     pub cache: bool,
 }
 
+/// `metarag mcp`
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Chat model: an installed name or a .gguf file (default: `llm.model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Replay and record calls in the LLM call cache.
+    #[arg(long)]
+    pub cache: bool,
+}
+
 /// `metarag keys ...`
 #[derive(Subcommand, Debug)]
 pub enum KeysCommand {
@@ -92,33 +103,14 @@ impl App {
             ))
             .into());
         }
-        let embedder = self.embedder()?;
-        let index = Arc::new(self.open_index(&self.config.index_dir(), &embedder)?);
-        let chunker = Arc::new(self.chunker(&embedder)?);
-        let handle = self.llm(args.cache, args.model.as_deref()).await?;
-        let retriever = Arc::new(HybridRetriever::new(
-            embedder.clone(),
-            index.clone(),
-            self.config.retrieval(),
-        ));
-        let mut builder = Agent::builder(handle.llm.clone())
-            .config(self.config.raw.agent.to_config())
-            .registry(self.registry()?)
-            .retriever(retriever);
-        if let Some(r) = self.reranker(handle.local.as_ref())? {
-            builder = builder.reranker(r);
+        let engine = self.engine(args.model.as_deref(), args.cache).await?;
+        let mut limits = self.config.raw.server.limits();
+        if !addr.ip().is_loopback() {
+            // Beyond loopback every request carries a key, which DNS rebinding cannot
+            // supply: /mcp need not also pin the Host header.
+            limits.mcp_allowed_hosts = Some(Vec::new());
         }
-        let engine = Engine {
-            index,
-            embedder,
-            chunker,
-            ingest: self.ingest_options(None, Vec::new(), Vec::new()),
-            retrieval: self.config.retrieval(),
-            agent: builder.build()?,
-            runs: self.run_log()?,
-            pricing: self.config.price(),
-        };
-        let router = metarag_server::router(engine, self.config.raw.server.limits(), Some(keys));
+        let router = metarag_server::router(engine, limits, Some(keys));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| UserError(format!("cannot listen on {addr}: {e}")))?;
@@ -131,6 +123,49 @@ impl App {
         })
         .await
         .context("serving")?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// What `serve` and `mcp` serve: the index, its embedder and chunker, the agent over
+    /// the configured chat model, and the run log.
+    async fn engine(&self, model: Option<&str>, cache: bool) -> Result<Engine> {
+        let embedder = self.embedder()?;
+        let index = Arc::new(self.open_index(&self.config.index_dir(), &embedder)?);
+        let chunker = Arc::new(self.chunker(&embedder)?);
+        let handle = self.llm(cache, model).await?;
+        let retriever = Arc::new(HybridRetriever::new(
+            embedder.clone(),
+            index.clone(),
+            self.config.retrieval(),
+        ));
+        let mut builder = Agent::builder(handle.llm.clone())
+            .config(self.config.raw.agent.to_config())
+            .registry(self.registry()?)
+            .retriever(retriever);
+        if let Some(r) = self.reranker(handle.local.as_ref())? {
+            builder = builder.reranker(r);
+        }
+        Ok(Engine {
+            index,
+            embedder,
+            chunker,
+            ingest: self.ingest_options(None, Vec::new(), Vec::new()),
+            retrieval: self.config.retrieval(),
+            agent: builder.build()?,
+            runs: self.run_log()?,
+            pricing: self.config.price(),
+        })
+    }
+
+    /// `metarag mcp`: the MCP tools over stdin/stdout.
+    pub async fn mcp(&self, args: McpArgs) -> Result<ExitCode> {
+        let engine = self.engine(args.model.as_deref(), args.cache).await?;
+        let service = metarag_server::Service::new(engine, self.config.raw.server.limits(), None);
+        // stdout carries the protocol: everything else goes to stderr.
+        eprintln!(
+            "metarag MCP server on stdio (tools: search, ask, ingest, list_documents, get_document)"
+        );
+        metarag_server::mcp::serve_stdio(service).await?;
         Ok(ExitCode::SUCCESS)
     }
 

@@ -74,6 +74,10 @@ pub struct Limits {
     pub running_asks: usize,
     /// Asks waiting for a slot; one more is refused with 429.
     pub waiting_asks: usize,
+    /// `Host` headers `/mcp` accepts (its guard against DNS rebinding); `None`: loopback
+    /// names only, `Some(empty)`: any (for a server beyond loopback, where every request
+    /// needs an API key anyway).
+    pub mcp_allowed_hosts: Option<Vec<String>>,
 }
 
 impl Default for Limits {
@@ -86,42 +90,219 @@ impl Default for Limits {
             ingest_timeout: Duration::from_secs(3600),
             running_asks: 1,
             waiting_asks: 8,
+            mcp_allowed_hosts: None,
         }
     }
 }
 
-struct Shared {
+/// The operations behind every surface (REST, SSE, MCP), with their limits and
+/// accounting.
+pub struct Service {
     engine: Engine,
     limits: Limits,
     keys: Option<Keys>,
     metrics: Metrics,
     asks: Semaphore,
     ingest_lock: tokio::sync::Mutex<()>,
-    search: HybridRetriever<SentenceEmbedder, Arc<EmbeddedIndex>>,
+    searcher: HybridRetriever<SentenceEmbedder, Arc<EmbeddedIndex>>,
     started: Instant,
 }
 
-type AppState = Arc<Shared>;
+type AppState = Arc<Service>;
 
-/// The API's router: `/v1/*`, `/openapi.json`, `/docs` and the web page at `/`. With
-/// `keys`, every `/v1` route but `/v1/health` needs `Authorization: Bearer KEY` once a key
-/// exists.
+impl Service {
+    /// Ingests uploaded files (or one JSONL of corpus records, with `CorpusMode::Corpus`),
+    /// one ingest at a time, on a blocking thread.
+    pub async fn ingest(
+        self: &Arc<Self>,
+        uploads: Vec<Upload>,
+        corpus: CorpusMode,
+    ) -> Result<IngestResponse> {
+        let _one_at_a_time = self.ingest_lock.lock().await;
+        let mut options = self.engine.ingest.clone();
+        options.corpus = corpus;
+        let shared = self.clone();
+        let names: Vec<String> = uploads.iter().map(|u| u.name.clone()).collect();
+        // Parsing and embedding are CPU-bound: off the async workers, so searches and health
+        // checks stay responsive during a large upload.
+        let task = tokio::task::spawn_blocking(move || {
+            let handle = tokio::runtime::Handle::current();
+            let results: Mutex<HashMap<String, FileResult>> = Mutex::new(HashMap::new());
+            let on_event = |e: IngestEvent<'_>| {
+                let mut r = results.lock().unwrap_or_else(|p| p.into_inner());
+                match e {
+                    IngestEvent::File { path, outcome } => {
+                        let name = path.display().to_string();
+                        let entry = r.entry(name.clone()).or_insert_with(|| empty_result(&name));
+                        let FileOutcome {
+                            added,
+                            updated,
+                            unchanged,
+                            failed,
+                        } = outcome.clone();
+                        entry.added = added;
+                        entry.updated = updated;
+                        entry.unchanged = unchanged;
+                        entry.failed = failed;
+                    }
+                    IngestEvent::Failed(f) => {
+                        let name = f.source.split(':').next().unwrap_or(&f.source).to_string();
+                        r.entry(name.clone())
+                            .or_insert_with(|| empty_result(&name))
+                            .errors
+                            .push(f.error.clone());
+                    }
+                    _ => {}
+                }
+            };
+            let ingester = Ingester::new(
+                &shared.engine.chunker,
+                &shared.engine.embedder,
+                &shared.engine.index,
+                options,
+            );
+            let report = handle.block_on(ingester.run_uploads(&uploads, &on_event));
+            (
+                report,
+                results.into_inner().unwrap_or_else(|p| p.into_inner()),
+            )
+        });
+        let (report, mut results) = tokio::time::timeout(self.limits.ingest_timeout, task)
+            .await
+            .map_err(|_| Error::timeout("the ingest took longer than the server allows"))?
+            .map_err(|e| Error::internal(format!("the ingest task failed: {e}")))?;
+        let report = report?;
+        let files: Vec<FileResult> = names
+            .iter()
+            .map(|n| results.remove(n).unwrap_or_else(|| empty_result(n)))
+            .collect();
+        let stored = report.added + report.updated + report.unchanged;
+        if stored == 0 && !report.failures.is_empty() {
+            let why: Vec<String> = report.failures.iter().map(|f| f.error.clone()).collect();
+            return Err(Error::bad_request(format!(
+                "nothing was ingested: {}",
+                why.join("; ")
+            )));
+        }
+        Ok(IngestResponse { files, report })
+    }
+
+    /// Every document, without its text.
+    pub async fn documents(&self) -> Result<Vec<Document>> {
+        Ok(StoreRead::documents(&self.engine.index).await?)
+    }
+
+    /// One document with its text, and its chunks if asked.
+    pub async fn document(&self, id: String, chunks: bool) -> Result<DocumentDetail> {
+        let id = metarag_core::DocId::new(id)?;
+        let document = StoreRead::document(&self.engine.index, &id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("no document with id `{id}`")))?;
+        let chunks = if chunks {
+            self.engine.index.document_chunks(&id)?
+        } else {
+            Vec::new()
+        };
+        Ok(DocumentDetail { document, chunks })
+    }
+
+    /// Searches the index.
+    pub async fn search(&self, body: SearchBody) -> Result<SearchResponse> {
+        if body.query.trim().is_empty() {
+            return Err(Error::bad_request("`query` is empty"));
+        }
+        let k = body.k.unwrap_or(10);
+        if k == 0 || k > 100 {
+            return Err(Error::bad_request("`k` must be between 1 and 100"));
+        }
+        let request = SearchRequest {
+            query: body.query,
+            k,
+            mode: body.mode,
+            filter: body.filter,
+        };
+        let (hits, timings) = self.searcher.search_timed(&request).await?;
+        Ok(SearchResponse {
+            hits,
+            embed_ms: timings.embed.as_secs_f64() * 1e3,
+            search_ms: timings.search.as_secs_f64() * 1e3,
+        })
+    }
+
+    /// Answers a question: waits for a slot (or is refused when too many wait), runs the
+    /// strategy, and records the run.
+    pub async fn ask(&self, body: AskBody, surface: Surface) -> Result<AskResponse> {
+        let prepared = prepare(self, body).await?;
+        let deadline = self.limits.ask_timeout;
+        let run = async {
+            let (_slot, queue_ms) = acquire(self).await?;
+            let mut trace = self.engine.agent.ask(&prepared.ask).await?;
+            let run_id = finish(self, &mut trace, queue_ms, surface)?;
+            Ok::<_, Error>(AskResponse {
+                run_id,
+                answer: trace.answer.clone(),
+                short_answer: trace.short_answer.clone(),
+                sources: trace.sources.clone(),
+                queue_ms,
+                trace,
+            })
+        };
+        tokio::time::timeout(deadline, run).await.map_err(|_| {
+            Error::timeout(format!("the ask took longer than {} s", deadline.as_secs()))
+        })?
+    }
+}
+
+/// Corpus records as one JSONL upload (ingested with `CorpusMode::Corpus`).
+pub(crate) fn records_upload(records: &IngestRecords) -> Result<Upload> {
+    if records.records.is_empty() {
+        return Err(Error::bad_request("`records` is empty"));
+    }
+    let mut jsonl = Vec::new();
+    for r in &records.records {
+        serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::internal(e.to_string()))?;
+        jsonl.push(b'\n');
+    }
+    Ok(Upload::new("records.jsonl", jsonl)?)
+}
+
+impl Service {
+    /// The service over `engine`. With `keys`, every `/v1` route but `/v1/health` (and
+    /// `/mcp`) needs `Authorization: Bearer KEY` once a key exists.
+    pub fn new(engine: Engine, limits: Limits, keys: Option<Keys>) -> Arc<Service> {
+        let searcher = HybridRetriever::new(
+            engine.embedder.clone(),
+            engine.index.clone(),
+            engine.retrieval.clone(),
+        );
+        Arc::new(Service {
+            asks: Semaphore::new(limits.running_asks.max(1)),
+            engine,
+            keys,
+            metrics: Metrics::default(),
+            ingest_lock: tokio::sync::Mutex::new(()),
+            searcher,
+            started: Instant::now(),
+            limits,
+        })
+    }
+}
+
+impl Service {
+    /// The limits it enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+/// The API's router over a new [`Service`]: see [`router_for`].
 pub fn router(engine: Engine, limits: Limits, keys: Option<Keys>) -> Router {
-    let searcher = HybridRetriever::new(
-        engine.embedder.clone(),
-        engine.index.clone(),
-        engine.retrieval.clone(),
-    );
-    let state: AppState = Arc::new(Shared {
-        asks: Semaphore::new(limits.running_asks.max(1)),
-        engine,
-        keys,
-        metrics: Metrics::default(),
-        ingest_lock: tokio::sync::Mutex::new(()),
-        search: searcher,
-        started: Instant::now(),
-        limits,
-    });
+    router_for(Service::new(engine, limits, keys))
+}
+
+/// The API's router: `/v1/*`, `/mcp` (MCP over streamable HTTP), `/openapi.json`, `/docs`
+/// and the web page at `/`.
+pub fn router_for(state: Arc<Service>) -> Router {
     let body_limit = state.limits.max_body_bytes;
     let api = Router::new()
         .route(
@@ -142,8 +323,12 @@ pub fn router(engine: Engine, limits: Limits, keys: Option<Keys>) -> Router {
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
         .route("/health", get(health));
+    let mcp = Router::new()
+        .nest_service("/mcp", crate::mcp::http_service(state.clone()))
+        .layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .nest("/v1", api)
+        .merge(mcp)
         .route("/", get(web_page))
         .route("/docs", get(docs_page))
         .route("/openapi.json", get(openapi_json))
@@ -195,7 +380,7 @@ async fn not_found() -> Error {
 }
 
 /// Runs `f` under the general request time limit.
-async fn limited<T>(s: &Shared, f: impl Future<Output = Result<T>>) -> Result<T> {
+async fn limited<T>(s: &Service, f: impl Future<Output = Result<T>>) -> Result<T> {
     tokio::time::timeout(s.limits.request_timeout, f)
         .await
         .unwrap_or_else(|_| {
@@ -360,90 +545,13 @@ async fn ingest(
                 "the JSON body is not `{{\"records\": [{{doc_id, title, text}}]}}`: {e}"
             ))
         })?;
-        if records.records.is_empty() {
-            return Err(Error::bad_request("`records` is empty"));
-        }
-        let mut jsonl = Vec::new();
-        for r in &records.records {
-            serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::internal(e.to_string()))?;
-            jsonl.push(b'\n');
-        }
-        (
-            vec![Upload::new("records.jsonl", jsonl)?],
-            CorpusMode::Corpus,
-        )
+        (vec![records_upload(&records)?], CorpusMode::Corpus)
     } else {
         return Err(Error::bad_request(
             "send files as multipart/form-data (field `file`) or records as application/json",
         ));
     };
-    let _one_at_a_time = s.ingest_lock.lock().await;
-    let mut options = s.engine.ingest.clone();
-    options.corpus = corpus;
-    let shared = s.clone();
-    let names: Vec<String> = uploads.iter().map(|u| u.name.clone()).collect();
-    // Parsing and embedding are CPU-bound: off the async workers, so searches and health
-    // checks stay responsive during a large upload.
-    let task = tokio::task::spawn_blocking(move || {
-        let handle = tokio::runtime::Handle::current();
-        let results: Mutex<HashMap<String, FileResult>> = Mutex::new(HashMap::new());
-        let on_event = |e: IngestEvent<'_>| {
-            let mut r = results.lock().unwrap_or_else(|p| p.into_inner());
-            match e {
-                IngestEvent::File { path, outcome } => {
-                    let name = path.display().to_string();
-                    let entry = r.entry(name.clone()).or_insert_with(|| empty_result(&name));
-                    let FileOutcome {
-                        added,
-                        updated,
-                        unchanged,
-                        failed,
-                    } = outcome.clone();
-                    entry.added = added;
-                    entry.updated = updated;
-                    entry.unchanged = unchanged;
-                    entry.failed = failed;
-                }
-                IngestEvent::Failed(f) => {
-                    let name = f.source.split(':').next().unwrap_or(&f.source).to_string();
-                    r.entry(name.clone())
-                        .or_insert_with(|| empty_result(&name))
-                        .errors
-                        .push(f.error.clone());
-                }
-                _ => {}
-            }
-        };
-        let ingester = Ingester::new(
-            &shared.engine.chunker,
-            &shared.engine.embedder,
-            &shared.engine.index,
-            options,
-        );
-        let report = handle.block_on(ingester.run_uploads(&uploads, &on_event));
-        (
-            report,
-            results.into_inner().unwrap_or_else(|p| p.into_inner()),
-        )
-    });
-    let (report, mut results) = tokio::time::timeout(s.limits.ingest_timeout, task)
-        .await
-        .map_err(|_| Error::timeout("the ingest took longer than the server allows"))?
-        .map_err(|e| Error::internal(format!("the ingest task failed: {e}")))?;
-    let report = report?;
-    let files: Vec<FileResult> = names
-        .iter()
-        .map(|n| results.remove(n).unwrap_or_else(|| empty_result(n)))
-        .collect();
-    let stored = report.added + report.updated + report.unchanged;
-    if stored == 0 && !report.failures.is_empty() {
-        let why: Vec<String> = report.failures.iter().map(|f| f.error.clone()).collect();
-        return Err(Error::bad_request(format!(
-            "nothing was ingested: {}",
-            why.join("; ")
-        )));
-    }
-    Ok(Json(IngestResponse { files, report }))
+    Ok(Json(s.ingest(uploads, corpus).await?))
 }
 
 fn empty_result(name: &str) -> FileResult {
@@ -507,10 +615,7 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> Error {
 }
 
 async fn list_documents(State(s): State<AppState>) -> Result<Json<Vec<Document>>> {
-    limited(&s, async {
-        Ok(Json(StoreRead::documents(&s.engine.index).await?))
-    })
-    .await
+    limited(&s, s.documents()).await.map(Json)
 }
 
 /// `GET /v1/documents/{id}`'s answer.
@@ -536,19 +641,7 @@ async fn get_document(
     Path(id): Path<String>,
     Query(q): Query<DocumentQuery>,
 ) -> Result<Json<DocumentDetail>> {
-    limited(&s, async {
-        let id = metarag_core::DocId::new(id)?;
-        let document = StoreRead::document(&s.engine.index, &id)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("no document with id `{id}`")))?;
-        let chunks = if q.chunks {
-            s.engine.index.document_chunks(&id)?
-        } else {
-            Vec::new()
-        };
-        Ok(Json(DocumentDetail { document, chunks }))
-    })
-    .await
+    limited(&s, s.document(id, q.chunks)).await.map(Json)
 }
 
 /// `DELETE /v1/documents/{id}`'s answer.
@@ -611,28 +704,7 @@ async fn search(
     body: Result<Json<SearchBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SearchResponse>> {
     let Json(body) = body.map_err(json_error)?;
-    if body.query.trim().is_empty() {
-        return Err(Error::bad_request("`query` is empty"));
-    }
-    let k = body.k.unwrap_or(10);
-    if k == 0 || k > 100 {
-        return Err(Error::bad_request("`k` must be between 1 and 100"));
-    }
-    limited(&s, async {
-        let request = SearchRequest {
-            query: body.query,
-            k,
-            mode: body.mode,
-            filter: body.filter,
-        };
-        let (hits, timings) = s.search.search_timed(&request).await?;
-        Ok(Json(SearchResponse {
-            hits,
-            embed_ms: timings.embed.as_secs_f64() * 1e3,
-            search_ms: timings.search.as_secs_f64() * 1e3,
-        }))
-    })
-    .await
+    limited(&s, s.search(body)).await.map(Json)
 }
 
 fn json_error(e: axum::extract::rejection::JsonRejection) -> Error {
@@ -696,7 +768,7 @@ struct Prepared {
     ask: Ask,
 }
 
-async fn prepare(s: &Shared, body: AskBody) -> Result<Prepared> {
+async fn prepare(s: &Service, body: AskBody) -> Result<Prepared> {
     if body.question.trim().is_empty() {
         return Err(Error::bad_request("`question` is empty"));
     }
@@ -743,7 +815,7 @@ async fn prepare(s: &Shared, body: AskBody) -> Result<Prepared> {
 
 /// Holds a running-ask slot and keeps the gauges right however the ask ends.
 struct Slot<'a> {
-    s: &'a Shared,
+    s: &'a Service,
     _permit: tokio::sync::SemaphorePermit<'a>,
 }
 
@@ -754,7 +826,7 @@ impl Drop for Slot<'_> {
 }
 
 /// Waits for a slot in arrival order, or refuses at once when too many already wait.
-async fn acquire(s: &Shared) -> Result<(Slot<'_>, f64)> {
+async fn acquire(s: &Service) -> Result<(Slot<'_>, f64)> {
     let started = Instant::now();
     if s.asks.available_permits() == 0 {
         let waiting = s.metrics.waiting(1);
@@ -800,7 +872,7 @@ async fn acquire(s: &Shared) -> Result<(Slot<'_>, f64)> {
 }
 
 /// Records a finished run in the log and the metrics; returns its id.
-fn finish(s: &Shared, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Result<String> {
+fn finish(s: &Service, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Result<String> {
     trace.queue_ms = queue_ms;
     s.metrics.ask(
         &trace.strategy,
@@ -817,25 +889,7 @@ async fn ask(
     body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<AskResponse>> {
     let Json(body) = body.map_err(json_error)?;
-    let prepared = prepare(&s, body).await?;
-    let deadline = s.limits.ask_timeout;
-    let run = async {
-        let (_slot, queue_ms) = acquire(&s).await?;
-        let mut trace = s.engine.agent.ask(&prepared.ask).await?;
-        let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
-        Ok::<_, Error>(AskResponse {
-            run_id,
-            answer: trace.answer.clone(),
-            short_answer: trace.short_answer.clone(),
-            sources: trace.sources.clone(),
-            queue_ms,
-            trace,
-        })
-    };
-    let response = tokio::time::timeout(deadline, run).await.map_err(|_| {
-        Error::timeout(format!("the ask took longer than {} s", deadline.as_secs()))
-    })??;
-    Ok(Json(response))
+    Ok(Json(s.ask(body, Surface::Rest).await?))
 }
 
 /// One event of `POST /v1/ask/stream` (the SSE `event:` field is `kind`).

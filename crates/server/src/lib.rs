@@ -8,6 +8,9 @@
 //!   document at `/openapi.json` ([`openapi`]), a docs page at `/docs` and the web page at
 //!   `/`, both embedded in the binary. API keys ([`auth`]) and bounds on uploads, time and
 //!   concurrent asks ([`api::Limits`]) come with it.
+//! - [`mcp`]: the same operations as MCP tools (`search`, `ask`, `ingest`,
+//!   `list_documents`, `get_document`) over stdio (`metarag mcp`) and streamable HTTP at
+//!   `/mcp`.
 //! - [`openai::router`]: an OpenAI-compatible `/v1/chat/completions` (with SSE streaming
 //!   and `response_format: json_schema`) and `/v1/models` over any
 //!   [`metarag_core::DynLlm`], which `metarag serve-llm` uses to share one embedded model
@@ -16,12 +19,13 @@
 pub mod api;
 pub mod auth;
 mod error;
+pub mod mcp;
 pub mod metrics;
 pub mod openai;
 pub mod openapi;
 pub mod stream;
 
-pub use api::{Engine, Limits, router};
+pub use api::{Engine, Limits, Service, router, router_for};
 pub use auth::{KeyRecord, KeyStore, Keys};
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
 pub use openai::{ServeLimits, router as openai_router};

@@ -10,7 +10,7 @@ use metarag_eval::runs::RunLog;
 use metarag_index::{EmbeddedIndex, IndexConfig};
 use metarag_ingest::{ChunkSettings, Chunker, IngestOptions};
 use metarag_retrieve::{HybridRetriever, RetrievalConfig};
-use metarag_server::{Engine, KeyStore, Keys, Limits, router, serve};
+use metarag_server::{Engine, KeyStore, Keys, Limits, Service, router_for, serve};
 use metarag_testkit::ScriptedLlm;
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
@@ -18,20 +18,21 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-const ANSWER: &str = r#"{"answer": "The Hoover Dam was built between 1931 and 1936 [1].", "short_answer": "1931 to 1936"}"#;
+pub(crate) const ANSWER: &str = r#"{"answer": "The Hoover Dam was built between 1931 and 1936 [1].", "short_answer": "1931 to 1936"}"#;
 
-const HOOVER: &str = "# Hoover Dam\n\nHoover Dam is a concrete arch-gravity dam in the Black Canyon of the Colorado River. It was constructed between 1931 and 1936.\n";
+pub(crate) const HOOVER: &str = "# Hoover Dam\n\nHoover Dam is a concrete arch-gravity dam in the Black Canyon of the Colorado River. It was constructed between 1931 and 1936.\n";
 const PANAMA: &str = "<html><head><title>Panama Canal</title></head><body><h1>Panama Canal</h1><p>The Panama Canal connects the Atlantic and Pacific oceans. Its locks were designed by engineers of the US Army.</p></body></html>";
 
-struct Server {
-    base: String,
-    http: reqwest::Client,
-    keys: KeyStore,
+pub(crate) struct Server {
+    pub(crate) base: String,
+    pub(crate) service: Arc<Service>,
+    pub(crate) http: reqwest::Client,
+    pub(crate) keys: KeyStore,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
@@ -72,7 +73,7 @@ impl Server {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    async fn titles(&self) -> Vec<String> {
+    pub(crate) async fn titles(&self) -> Vec<String> {
         let (status, docs) = self.get("/v1/documents").await;
         assert_eq!(status, 200, "{docs}");
         let mut t: Vec<String> = docs
@@ -87,7 +88,7 @@ impl Server {
 }
 
 /// Starts the API on an ephemeral loopback port over a fresh data directory.
-async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
+pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let embedder = metarag_testkit::embedder();
     let index = Arc::new(
@@ -130,12 +131,14 @@ async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
         runs: RunLog::open(&dir.path().join("runs.sqlite")).unwrap(),
         pricing: Default::default(),
     };
-    let app = router(engine, limits, Some(Keys::new(keys.clone()).unwrap()));
+    let service = Service::new(engine, limits, Some(Keys::new(keys.clone()).unwrap()));
+    let app = router_for(service.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, app, std::future::pending()));
     Server {
         base: format!("http://{addr}"),
+        service,
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(600))
             .build()
@@ -145,7 +148,7 @@ async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
     }
 }
 
-fn scripted() -> Arc<dyn DynLlm> {
+pub(crate) fn scripted() -> Arc<dyn DynLlm> {
     Arc::new(ScriptedLlm::new().otherwise(ANSWER))
 }
 

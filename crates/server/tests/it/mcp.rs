@@ -1,0 +1,230 @@
+//! The MCP tools: a real rmcp client session against the server (initialize, tools/list,
+//! tools/call), and the same over streamable HTTP at `/mcp` as raw JSON-RPC, the way any
+//! MCP client speaks it.
+
+use crate::api::{HOOVER, scripted, start};
+use metarag_server::Limits;
+use metarag_server::mcp::McpServer;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+fn args(v: Value) -> serde_json::Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_mcp_client_lists_and_calls_every_tool() {
+    let s = start(scripted(), Limits::default()).await;
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let server = McpServer::new(s.service.clone());
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_io).await.unwrap();
+
+    let tools = client.list_all_tools().await.unwrap();
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["ask", "get_document", "ingest", "list_documents", "search"]
+    );
+    let ask = tools.iter().find(|t| t.name == "ask").unwrap();
+    let schema = serde_json::to_value(&ask.input_schema).unwrap();
+    assert!(
+        schema["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("question")),
+        "{schema}"
+    );
+
+    let call =
+        |name: &'static str, a: Value| CallToolRequestParams::new(name).with_arguments(args(a));
+    let done = client
+        .call_tool(call(
+            "ingest",
+            json!({"files": [{"name": "hoover.md", "text": HOOVER}]}),
+        ))
+        .await
+        .unwrap();
+    assert_ne!(done.is_error, Some(true), "{done:?}");
+    assert_eq!(
+        done.structured_content.as_ref().unwrap()["report"]["added"],
+        1
+    );
+
+    let listed = client
+        .call_tool(call("list_documents", json!({})))
+        .await
+        .unwrap();
+    let docs = listed.structured_content.unwrap();
+    assert_eq!(docs["documents"][0]["id"], "upload:hoover.md", "{docs}");
+
+    let found = client
+        .call_tool(call(
+            "search",
+            json!({"query": "Hoover Dam construction", "k": 2}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        found.structured_content.unwrap()["hits"][0]["chunk"]["title"],
+        "Hoover Dam"
+    );
+
+    let doc = client
+        .call_tool(call(
+            "get_document",
+            json!({"id": "upload:hoover.md", "chunks": true}),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        doc.structured_content.unwrap()["chunks"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("1931")
+    );
+
+    let answer = client
+        .call_tool(call(
+            "ask",
+            json!({"question": "When was the Hoover Dam built?", "strategy": "standard"}),
+        ))
+        .await
+        .unwrap();
+    let a = answer.structured_content.unwrap();
+    assert_eq!(a["short_answer"], "1931 to 1936", "{a}");
+    // The run is in the log, marked as coming from MCP.
+    let runs = s
+        .http
+        .get(s.url("/v1/runs?surface=mcp"))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(runs["runs"][0]["id"], a["run_id"]);
+
+    // A tool that fails on its input says why, as a result the model can read; what is
+    // stored stays.
+    let bad = client
+        .call_tool(call(
+            "ingest",
+            json!({"files": [{"name": "../x.md", "text": "x"}]}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(bad.is_error, Some(true));
+    assert!(
+        bad.structured_content.unwrap()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("refused")
+    );
+    let bad = client
+        .call_tool(call("ask", json!({"question": "q", "strategy": "nope"})))
+        .await
+        .unwrap();
+    assert_eq!(bad.is_error, Some(true));
+    assert_eq!(s.titles().await, ["Hoover Dam"]);
+    client.cancel().await.unwrap();
+}
+
+/// The JSON-RPC messages of a response: a JSON body or an SSE stream of them.
+async fn messages(r: reqwest::Response) -> Vec<Value> {
+    let json = r
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("application/json"));
+    let text = r.text().await.unwrap();
+    if json {
+        return vec![serde_json::from_str(&text).unwrap()];
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn mcp_over_streamable_http_with_and_without_a_key() {
+    let s = start(scripted(), Limits::default()).await;
+    let url = s.url("/mcp");
+    let post = |body: Value, session: Option<String>, key: Option<&str>| {
+        let mut r = s
+            .http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(id) = session {
+            r = r
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        if let Some(k) = key {
+            r = r.bearer_auth(k);
+        }
+        r.send()
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}});
+    let r = post(init.clone(), None, None).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let session = r
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    let replies = messages(r).await;
+    assert!(
+        replies[0]["result"]["serverInfo"]["name"].is_string(),
+        "{replies:?}"
+    );
+    let r = post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        session.clone(),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let r = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        session.clone(),
+        None,
+    )
+    .await
+    .unwrap();
+    let tools = messages(r).await;
+    let n = tools
+        .iter()
+        .find(|m| m["id"] == 2)
+        .map(|m| m["result"]["tools"].as_array().unwrap().len());
+    assert_eq!(n, Some(5), "{tools:?}");
+    let r = post(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_documents", "arguments": {}}}),
+        session.clone(),
+        None,
+    )
+    .await
+    .unwrap();
+    let called = messages(r).await;
+    let result = called.iter().find(|m| m["id"] == 3).unwrap();
+    assert_eq!(
+        result["result"]["structuredContent"],
+        json!({"documents": []}),
+        "{result}"
+    );
+
+    // Once a key exists, /mcp needs it like /v1 does.
+    let key = s.keys.add("mcp").unwrap().1;
+    let r = post(init.clone(), None, None).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = post(init, None, Some(&key)).await.unwrap();
+    assert_eq!(r.status(), 200);
+}
