@@ -6,6 +6,13 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+# The web page's test drives headless Chromium through chromedriver (Debian's packages).
+if ! command -v chromedriver >/dev/null 2>&1 && [ -z "${METARAG_SKIP_BROWSER:-}" ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "test: installing chromium chromium-driver for the browser test" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver
+fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 log="$(mktemp)"

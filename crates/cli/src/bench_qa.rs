@@ -9,6 +9,7 @@ use metarag_agent::{Agent, StrategyId};
 use metarag_core::Embedder;
 use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
 use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, plots, summarize};
+use metarag_eval::runs::Surface;
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -416,6 +417,15 @@ impl App {
             .open(&results_path)
             .with_context(|| format!("opening {}", results_path.display()))?;
         let mut write_error = None;
+        let run_log = match self.run_log() {
+            Ok(log) => Some(log),
+            Err(e) => {
+                eprintln!("warning: benchmark runs will not be in the run log: {e:#}");
+                None
+            }
+        };
+        let price = self.config.price();
+        let mut log_error: Option<metarag_eval::Error> = None;
         run_all(
             &agent,
             &questions,
@@ -424,6 +434,14 @@ impl App {
             args.concurrency,
             &done,
             |r| {
+                // The run log gets every benchmark answer too (`metarag runs --surface
+                // bench`); it is a record beside the results file, so a failure to write
+                // it is reported once and the benchmark goes on.
+                if let (Some(log), Some(trace)) = (&run_log, &r.trace)
+                    && let Err(e) = log.record(trace, Surface::Bench, 0.0, price)
+                {
+                    log_error.get_or_insert(e);
+                }
                 let line = serde_json::to_string(&r).unwrap_or_default();
                 if let Err(e) = writeln!(file, "{line}").and_then(|_| file.flush()) {
                     write_error.get_or_insert(e);
@@ -451,6 +469,9 @@ impl App {
         )
         .await;
         bar.finish_and_clear();
+        if let Some(e) = log_error {
+            eprintln!("warning: some benchmark runs are not in the run log: {e}");
+        }
         if let Some(e) = write_error {
             return Err(anyhow::anyhow!("writing {}: {e}", results_path.display()));
         }

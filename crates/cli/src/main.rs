@@ -12,6 +12,7 @@ mod app;
 mod ask;
 mod bench;
 mod bench_llm;
+mod bench_load;
 mod bench_qa;
 mod config;
 mod llm;
@@ -259,6 +260,9 @@ enum BenchCommand {
     /// The local chat model as a reranker of hybrid retrieval: recall@k and NDCG@10 before
     /// and after, pairs/s.
     Rerank(bench_llm::RerankArgs),
+    /// The server under concurrent searches and asks on loopback: latency percentiles,
+    /// statuses, hung requests.
+    Load(bench_load::LoadArgs),
 }
 
 fn main() -> ExitCode {
@@ -372,6 +376,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Some(BenchCommand::Retrieval(args)) => bench::retrieval(&app, args).await,
             Some(BenchCommand::Llm(args)) => bench_llm::llm(&app, args).await,
             Some(BenchCommand::Rerank(args)) => bench_llm::rerank(&app, args).await,
+            Some(BenchCommand::Load(args)) => app.bench_load(args).await,
             Some(BenchCommand::Report(args)) => app.bench_report(args),
             Some(BenchCommand::Monitor(args)) => app.bench_monitor(args),
         },

@@ -128,7 +128,7 @@ impl App {
 
     /// What `serve` and `mcp` serve: the index, its embedder and chunker, the agent over
     /// the configured chat model, and the run log.
-    async fn engine(&self, model: Option<&str>, cache: bool) -> Result<Engine> {
+    pub async fn engine(&self, model: Option<&str>, cache: bool) -> Result<Engine> {
         let embedder = self.embedder()?;
         let index = Arc::new(self.open_index(&self.config.index_dir(), &embedder)?);
         let chunker = Arc::new(self.chunker(&embedder)?);

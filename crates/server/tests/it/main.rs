@@ -1,9 +1,11 @@
 //! The server's integration tests over real HTTP on loopback: [`api`] is `metarag serve`'s
-//! REST + SSE API, [`mcp`] its MCP tools (an rmcp client session, and JSON-RPC over `/mcp`); the tests below are the OpenAI-compatible client against `serve-llm`'s
+//! REST + SSE API, [`mcp`] its MCP tools (an rmcp client session, and JSON-RPC over `/mcp`),
+//! [`browser`] the web page in headless Chromium; the tests below are the OpenAI-compatible client against `serve-llm`'s
 //! router with the real local model behind it: plain and streamed replies, structured
 //! output, a retry after a 503 from a full queue, and a 4xx that is not retried.
 
 mod api;
+mod browser;
 mod mcp;
 
 use metarag_core::{ChatRequest, DynLlm, Fault, Llm, Message, chat_json};
