@@ -47,16 +47,32 @@ impl App {
         Ok(EmbeddedIndex::open(dir, cfg)?)
     }
 
+    /// Opens the index at `dir` to read it: read-only beside another process that writes
+    /// to it (`metarag serve`), so searching and asking work while a server runs.
+    pub fn open_index_for_reading(
+        &self,
+        dir: &Path,
+        embedder: &SentenceEmbedder,
+    ) -> Result<EmbeddedIndex> {
+        let cfg = self.config.index(embedder.model_id(), embedder.dimension());
+        Ok(EmbeddedIndex::open_for_reading(dir, cfg)?)
+    }
+
     /// Opens the default index with whatever embedder it was built with (for commands that
-    /// don't embed); `None` if there is no index yet.
-    fn open_existing_index(&self) -> Result<Option<EmbeddedIndex>> {
+    /// don't embed); `None` if there is no index yet. `write`: for writing (fails while
+    /// another process writes), else for reading.
+    fn open_existing_index(&self, write: bool) -> Result<Option<EmbeddedIndex>> {
         let dir = self.config.index_dir();
         match EmbeddedIndex::recorded_embedder(&dir)? {
             None => Ok(None),
-            Some((name, dim)) => Ok(Some(EmbeddedIndex::open(
-                &dir,
-                self.config.index(&name, dim),
-            )?)),
+            Some((name, dim)) => {
+                let cfg = self.config.index(&name, dim);
+                Ok(Some(if write {
+                    EmbeddedIndex::open(&dir, cfg)?
+                } else {
+                    EmbeddedIndex::open_for_reading(&dir, cfg)?
+                }))
+            }
         }
     }
 
@@ -171,7 +187,7 @@ impl App {
     }
 
     pub async fn docs_list(&self) -> Result<ExitCode> {
-        let docs = match self.open_existing_index()? {
+        let docs = match self.open_existing_index(false)? {
             Some(index) => StoreRead::documents(&index).await?,
             None => Vec::new(),
         };
@@ -196,7 +212,7 @@ impl App {
     pub async fn docs_show(&self, id: &str, with_chunks: bool) -> Result<ExitCode> {
         let id = DocId::new(id)?;
         let index = self
-            .open_existing_index()?
+            .open_existing_index(false)?
             .ok_or_else(|| UserError("the index is empty".into()))?;
         let doc = StoreRead::document(&index, &id).await?.ok_or_else(|| {
             UserError(format!(
@@ -239,7 +255,7 @@ impl App {
 
     pub async fn docs_rm(&self, ids: &[String]) -> Result<ExitCode> {
         let index = self
-            .open_existing_index()?
+            .open_existing_index(true)?
             .ok_or_else(|| UserError("the index is empty".into()))?;
         let mut removals = Vec::new();
         for id in ids {
@@ -263,7 +279,7 @@ impl App {
 
     pub async fn search(&self, args: SearchArgs) -> Result<ExitCode> {
         let embedder = self.embedder()?;
-        let index = self.open_index(&self.config.index_dir(), &embedder)?;
+        let index = self.open_index_for_reading(&self.config.index_dir(), &embedder)?;
         let filter = Filter {
             doc_ids: args
                 .docs

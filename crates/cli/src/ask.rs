@@ -127,7 +127,7 @@ impl App {
     /// The retriever over the default index; an error naming the fix when it is empty.
     pub async fn retriever(&self) -> Result<Arc<dyn DynRetriever>> {
         let embedder = self.embedder()?;
-        let index = self.open_index(&self.config.index_dir(), &embedder)?;
+        let index = self.open_index_for_reading(&self.config.index_dir(), &embedder)?;
         if StoreRead::stats(&index).await?.documents == 0 {
             return Err(UserError(format!(
                 "the index at {} is empty: ingest documents first (`metarag ingest PATH`) or pass --context FILE",

@@ -21,7 +21,8 @@ const ANALYZER: &str = "metarag_en";
 pub(crate) struct Bm25 {
     index: Index,
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    /// `None` when opened read-only.
+    writer: Option<Mutex<IndexWriter>>,
     analyzer: Mutex<TextAnalyzer>,
     title_boost: f32,
     chunk_id: Field,
@@ -55,7 +56,9 @@ fn schema() -> Schema {
 }
 
 impl Bm25 {
-    pub fn open(dir: &Path, writer_memory: usize, title_boost: f32) -> Result<Self> {
+    /// Opens (creating if needed) for reading and writing, or, with `writer_memory`
+    /// `None`, for reading only (no writer, so no tantivy writer lock is taken).
+    pub fn open(dir: &Path, writer_memory: Option<usize>, title_boost: f32) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let mmap = MmapDirectory::open(dir).map_err(|e| Error::Tantivy(e.into()))?;
         let index = Index::open_or_create(mmap, schema())?;
@@ -70,7 +73,12 @@ impl Bm25 {
         );
         // One indexing thread: ingestion is bound by embedding, and a second tantivy thread
         // would only compete with candle for the same cores.
-        let writer = index.writer_with_num_threads(1, writer_memory.max(15_000_000))?;
+        let writer = match writer_memory {
+            Some(m) => Some(Mutex::new(
+                index.writer_with_num_threads(1, m.max(15_000_000))?,
+            )),
+            None => None,
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -78,7 +86,7 @@ impl Bm25 {
         Ok(Bm25 {
             index,
             reader,
-            writer: Mutex::new(writer),
+            writer,
             analyzer: Mutex::new(analyzer()),
             title_boost,
             chunk_id,
@@ -86,6 +94,12 @@ impl Bm25 {
             title,
             text,
         })
+    }
+
+    fn writer(&self) -> Result<&Mutex<IndexWriter>> {
+        self.writer
+            .as_ref()
+            .ok_or_else(|| Error::Corrupt("a write reached the BM25 index opened read-only".into()))
     }
 
     /// The generation written with the last commit; 0 for a new index.
@@ -109,7 +123,7 @@ impl Bm25 {
         rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, &'a str)>,
         generation: u64,
     ) -> Result<()> {
-        let mut w = self.writer.lock().map_err(|_| Error::Poisoned)?;
+        let mut w = self.writer()?.lock().map_err(|_| Error::Poisoned)?;
         for d in touched {
             w.delete_term(Term::from_field_text(self.doc_id, d));
         }
@@ -122,7 +136,7 @@ impl Bm25 {
         rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, &'a str)>,
         generation: u64,
     ) -> Result<()> {
-        let mut w = self.writer.lock().map_err(|_| Error::Poisoned)?;
+        let mut w = self.writer()?.lock().map_err(|_| Error::Poisoned)?;
         w.delete_all_documents()?;
         self.add_and_commit(&mut w, rows, generation)
     }

@@ -67,6 +67,20 @@ pub enum Error {
     /// A lock was poisoned by a panic in another thread.
     #[error("index lock poisoned by an earlier panic")]
     Poisoned,
+    /// Another process has the index open for writing.
+    #[error(
+        "the index at {dir} is open for writing by another metarag process{}: make changes through it (`metarag serve`: POST /v1/ingest, DELETE /v1/documents/ID, or the web page) or stop it first; searching and asking still work meanwhile",
+        pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    Busy {
+        /// The index directory.
+        dir: PathBuf,
+        /// The holder's process id, if it wrote one.
+        pid: Option<u32>,
+    },
+    /// A write to an index opened read-only.
+    #[error("the index at {0} is open read-only (another process is writing to it)")]
+    ReadOnly(PathBuf),
 }
 
 impl Error {
@@ -82,7 +96,9 @@ impl Error {
         match self {
             Error::EmbedderMismatch { .. }
             | Error::Dimension { .. }
-            | Error::QueryDimension { .. } => Fault::User,
+            | Error::QueryDimension { .. }
+            | Error::Busy { .. }
+            | Error::ReadOnly(_) => Fault::User,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Fault::User
             }

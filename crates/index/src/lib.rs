@@ -81,21 +81,27 @@ struct Inner {
     dense: dense::Dense,
     /// Held for the whole of a write so two writers can't interleave generations.
     write_lock: Mutex<()>,
+    /// The exclusive lock on `writer.lock` that makes this process the index's only writer
+    /// (released by the OS when the process ends, however it ends); `None` read-only.
+    _process_lock: Option<std::fs::File>,
 }
 
 impl EmbeddedIndex {
-    /// Opens the index in `dir`, creating it if absent. Fails with a user error if the index
-    /// was built with another embedder or dimension; rebuilds an engine whose generation
-    /// lags SQLite's (an interrupted write).
+    /// Opens the index in `dir` for reading and writing, creating it if absent. Fails with
+    /// a user error if the index was built with another embedder or dimension, or if
+    /// another process has it open for writing ([`Error::Busy`]: then
+    /// [`EmbeddedIndex::open_read_only`] still reads it); rebuilds an engine whose
+    /// generation lags SQLite's (an interrupted write).
     pub fn open(dir: impl AsRef<Path>, config: IndexConfig) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let lock = writer_lock(&dir)?;
         let db = sql::Db::open(&dir.join("meta.sqlite"))?;
         db.check_embedder(&config.embedder, config.dimension)?;
         let generation = db.generation()?;
         let bm25 = bm25::Bm25::open(
             &dir.join("bm25"),
-            config.writer_memory,
+            Some(config.writer_memory),
             config.bm25_title_boost,
         )?;
         let dense = dense::Dense::open(&dir.join("dense.usearch"), &config)?;
@@ -115,8 +121,50 @@ impl EmbeddedIndex {
                 bm25,
                 dense,
                 write_lock: Mutex::new(()),
+                _process_lock: Some(lock),
             }),
         })
+    }
+
+    /// Opens an existing index for reading only, beside a process that writes to it (a
+    /// `metarag search` while `metarag serve` runs). It sees the index as of now; writes
+    /// fail with [`Error::ReadOnly`]. An engine that lags SQLite (a write in progress in
+    /// the other process) is read as it is rather than rebuilt.
+    pub fn open_read_only(dir: impl AsRef<Path>, config: IndexConfig) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        let db = sql::Db::open(&dir.join("meta.sqlite"))?;
+        db.check_embedder(&config.embedder, config.dimension)?;
+        let generation = db.generation()?;
+        let bm25 = bm25::Bm25::open(&dir.join("bm25"), None, config.bm25_title_boost)?;
+        let dense = dense::Dense::open(&dir.join("dense.usearch"), &config)?;
+        if bm25.generation()? != generation || dense.generation() != Some(generation) {
+            tracing::info!(dir = %dir.display(), "the index is being written by another process; reading it as it is");
+        }
+        Ok(EmbeddedIndex {
+            inner: Arc::new(Inner {
+                dir,
+                config,
+                db: Mutex::new(db),
+                bm25,
+                dense,
+                write_lock: Mutex::new(()),
+                _process_lock: None,
+            }),
+        })
+    }
+
+    /// [`EmbeddedIndex::open`], or, when another process writes to the index,
+    /// [`EmbeddedIndex::open_read_only`]: for commands that only read.
+    pub fn open_for_reading(dir: impl AsRef<Path>, config: IndexConfig) -> Result<Self> {
+        match Self::open(dir.as_ref(), config.clone()) {
+            Err(Error::Busy { .. }) => Self::open_read_only(dir, config),
+            other => other,
+        }
+    }
+
+    /// Whether writes are refused (opened read-only).
+    pub fn is_read_only(&self) -> bool {
+        self.inner._process_lock.is_none()
     }
 
     /// The directory the index lives in.
@@ -153,6 +201,9 @@ impl EmbeddedIndex {
             removals = removals.len()
         )
         .entered();
+        if self.is_read_only() {
+            return Err(Error::ReadOnly(self.inner.dir.clone()));
+        }
         let _guard = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
         let updates = effective_updates(updates, &removals);
         let dim = self.inner.config.dimension;
@@ -340,6 +391,36 @@ fn effective_updates(updates: Vec<DocumentUpdate>, removals: &[DocId]) -> Vec<Do
         .collect();
     kept.reverse();
     kept
+}
+
+/// Takes the exclusive writer lock of the index in `dir` for this process, recording its
+/// pid beside it so a second writer can say who holds it.
+fn writer_lock(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.join("writer.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(dir.join("writer.pid"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok());
+            return Err(Error::Busy {
+                dir: dir.to_path_buf(),
+                pid,
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+    }
+    let pid_path = dir.join("writer.pid");
+    std::fs::write(&pid_path, std::process::id().to_string())
+        .map_err(|e| Error::io(&pid_path, e))?;
+    Ok(file)
 }
 
 fn rebuild_bm25(db: &sql::Db, bm25: &bm25::Bm25, generation: u64) -> Result<()> {

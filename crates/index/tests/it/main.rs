@@ -396,6 +396,63 @@ fn data_survives_reopen() {
     );
 }
 
+#[test]
+fn one_writer_at_a_time_and_readers_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    writer
+        .apply(
+            vec![update("a", "Alpha", &["shared aardvark"], 1, None)],
+            vec![],
+        )
+        .unwrap();
+    // A second writer (another `metarag` process, or `serve` already running) is told who
+    // holds the index, and what to do instead.
+    match EmbeddedIndex::open(dir.path(), config()) {
+        Err(e @ Error::Busy { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("pid {}", std::process::id())),
+                "{msg}"
+            );
+            assert!(msg.contains("POST /v1/ingest"), "{msg}");
+            assert_eq!(e.fault(), metarag_core::Fault::User);
+        }
+        other => panic!("expected Busy, got {:?}", other.map(|_| ())),
+    }
+    // Readers still read, and cannot write.
+    let reader = EmbeddedIndex::open_for_reading(dir.path(), config()).unwrap();
+    assert!(reader.is_read_only());
+    assert_eq!(
+        reader
+            .lexical("aardvark", 1, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        reader
+            .nearest(&vector(1), 1, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = reader
+        .apply(vec![], vec![DocId::new("a").unwrap()])
+        .unwrap_err();
+    assert!(matches!(err, Error::ReadOnly(_)), "{err}");
+    // The writer's data is untouched; once it is gone, the next open writes.
+    assert!(
+        writer
+            .document(&DocId::new("a").unwrap())
+            .unwrap()
+            .is_some()
+    );
+    drop(writer);
+    let next = EmbeddedIndex::open_for_reading(dir.path(), config()).unwrap();
+    assert!(!next.is_read_only());
+}
+
 #[tokio::test]
 async fn store_trait_round_trip() {
     let dir = tempfile::tempdir().unwrap();
