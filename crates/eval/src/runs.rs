@@ -132,7 +132,6 @@ pub struct RunDetail {
     #[serde(flatten)]
     pub summary: RunSummary,
     /// The whole trace (plan, retrievals, rounds, diagnosis, calls, node timings).
-    #[schemars(with = "serde_json::Value")]
     pub trace: Trace,
 }
 

@@ -515,7 +515,6 @@ pub struct IngestResponse {
     /// Per file, in upload order.
     pub files: Vec<FileResult>,
     /// Totals.
-    #[schemars(with = "serde_json::Value")]
     pub report: IngestReport,
 }
 
@@ -759,7 +758,6 @@ pub struct AskResponse {
     pub queue_ms: f64,
     /// The whole trace: plan, retrievals, rounds, verification, diagnosis, remediation,
     /// calls and node timings.
-    #[schemars(with = "serde_json::Value")]
     pub trace: Trace,
 }
 
@@ -941,7 +939,6 @@ pub enum StreamEvent {
         /// The run's id in the run log.
         run_id: String,
         /// The whole trace.
-        #[schemars(with = "serde_json::Value")]
         trace: Box<Trace>,
     },
     /// The run could not finish.
