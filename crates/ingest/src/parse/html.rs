@@ -36,8 +36,24 @@ const BLOCK: &[&str] = &[
     "th",
 ];
 
+/// Deepest element nesting accepted. Browsers stop nesting at a few hundred levels; real
+/// pages stay far below this, and the HTML parser's work grows with depth times elements,
+/// so a file nested hundreds of thousands deep would take minutes: it is refused instead.
+pub const MAX_DEPTH: usize = 4096;
+
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
-    let html = Html::parse_document(&String::from_utf8_lossy(bytes));
+    let source = super::decode(path, bytes, "html")?;
+    let depth = nesting_depth(&source);
+    if depth > MAX_DEPTH {
+        return Err(crate::Error::Parse {
+            path: path.to_path_buf(),
+            format: "html",
+            reason: format!(
+                "elements nested {depth} deep, beyond the limit of {MAX_DEPTH} (a broken or hostile file)"
+            ),
+        });
+    }
+    let html = Html::parse_document(&source);
     let title = Selector::parse("title")
         .ok()
         .and_then(|s| html.select(&s).next())
@@ -45,7 +61,7 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         .filter(|t| !t.is_empty());
     let mut b = TextBuilder::new();
     let mut first_h1 = None;
-    walk(html.root_element(), &mut b, &mut first_h1, false);
+    walk(html.root_element(), &mut b, &mut first_h1);
     let (text, sections) = b.finish();
     Ok(assemble(
         path,
@@ -57,59 +73,151 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     ))
 }
 
-fn walk(el: ElementRef<'_>, b: &mut TextBuilder, first_h1: &mut Option<String>, pre: bool) {
-    let name = el.value().name();
-    if SKIP.contains(&name) {
-        return;
-    }
-    if let Some(level) = heading_level(name) {
-        let title = collapse_ws(&el.text().collect::<String>());
-        if !title.is_empty() {
-            if level == 1 && first_h1.is_none() {
-                *first_h1 = Some(title.clone());
+/// One step of the document walk. The walk keeps its own stack rather than recursing, so a
+/// file nested a few hundred thousand elements deep is text like any other instead of a
+/// stack overflow that takes the whole run down.
+enum Step<'a> {
+    /// Visit an element (inside `<pre>` or not).
+    Enter(ElementRef<'a>, bool),
+    /// A text node (inside `<pre>` or not).
+    Text(&'a str, bool),
+    /// Leave an element; `true` if it was a block.
+    Leave(bool),
+}
+
+fn walk(root: ElementRef<'_>, b: &mut TextBuilder, first_h1: &mut Option<String>) {
+    let mut stack = vec![Step::Enter(root, false)];
+    while let Some(step) = stack.pop() {
+        match step {
+            Step::Leave(block) => {
+                if block {
+                    b.break_block();
+                }
             }
-            b.heading(level, &title);
-            b.push(&title);
-            b.break_block();
-        }
-        return;
-    }
-    let block = BLOCK.contains(&name);
-    if block {
-        b.break_block();
-    }
-    let pre = pre || name == "pre";
-    for child in el.children() {
-        match child.value() {
-            Node::Text(t) => {
+            Step::Text(t, pre) => {
                 if pre {
                     b.push(t);
-                } else {
-                    let collapsed = collapse_ws(t);
-                    if collapsed.is_empty() {
-                        continue;
+                    continue;
+                }
+                let collapsed = collapse_ws(t);
+                if collapsed.is_empty() {
+                    continue;
+                }
+                // Keep the word boundary the source had between inline elements.
+                if t.starts_with(char::is_whitespace) && !b.ends_with_space() {
+                    b.push(" ");
+                }
+                b.push(&collapsed);
+                if t.ends_with(char::is_whitespace) {
+                    b.push(" ");
+                }
+            }
+            Step::Enter(el, pre) => {
+                let name = el.value().name();
+                if SKIP.contains(&name) {
+                    continue;
+                }
+                if let Some(level) = heading_level(name) {
+                    let title = collapse_ws(&el.text().collect::<String>());
+                    if !title.is_empty() {
+                        if level == 1 && first_h1.is_none() {
+                            *first_h1 = Some(title.clone());
+                        }
+                        b.heading(level, &title);
+                        b.push(&title);
+                        b.break_block();
                     }
-                    // Keep the word boundary the source had between inline elements.
-                    if t.starts_with(char::is_whitespace) && !b.ends_with_space() {
-                        b.push(" ");
-                    }
-                    b.push(&collapsed);
-                    if t.ends_with(char::is_whitespace) {
-                        b.push(" ");
+                    continue;
+                }
+                let block = BLOCK.contains(&name);
+                if block {
+                    b.break_block();
+                }
+                let pre = pre || name == "pre";
+                stack.push(Step::Leave(block));
+                // Reversed, so the children come off the stack in document order.
+                for child in el.children().rev() {
+                    match child.value() {
+                        Node::Text(t) => stack.push(Step::Text(t, pre)),
+                        Node::Element(_) => {
+                            if let Some(child) = ElementRef::wrap(child) {
+                                stack.push(Step::Enter(child, pre));
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }
-            Node::Element(_) => {
-                if let Some(child) = ElementRef::wrap(child) {
-                    walk(child, b, first_h1, pre);
-                }
-            }
-            _ => {}
         }
     }
-    if block {
-        b.break_block();
+}
+
+/// Elements that never have content.
+const VOID: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr",
+];
+
+/// Elements whose end tag may be left out (`<p>`, `<li>`, table cells): not counted, so a page
+/// of unclosed paragraphs does not look deep.
+const OPTIONAL_END: &[&str] = &[
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot",
+    "colgroup", "caption", "rb", "rt", "rp", "rtc", "html", "head", "body",
+];
+
+/// Elements whose content is raw text, skipped to their end tag.
+const RAW_TEXT: &[&str] = &[
+    "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
+];
+
+/// The deepest nesting of elements in `html`, from a single pass over its tags (an
+/// estimate that errs high only for end tags left out of elements not in
+/// [`OPTIONAL_END`]), without building the tree.
+pub fn nesting_depth(html: &str) -> usize {
+    let b = html.as_bytes();
+    let (mut i, mut depth, mut max) = (0, 0usize, 0usize);
+    while let Some(off) = b[i..].iter().position(|&c| c == b'<') {
+        i += off + 1;
+        if b[i..].starts_with(b"!--") {
+            i = html[i..].find("-->").map_or(b.len(), |e| i + e + 3);
+            continue;
+        }
+        let closing = b.get(i) == Some(&b'/');
+        let start = i + usize::from(closing);
+        let end = start
+            + b[start..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || **c == b'-')
+                .count();
+        if end == start || !b[start].is_ascii_alphabetic() {
+            continue;
+        }
+        let name = html[start..end].to_ascii_lowercase();
+        let tag_end = b[end..]
+            .iter()
+            .position(|&c| c == b'>')
+            .map_or(b.len(), |e| end + e);
+        let self_closing = tag_end > end && b[tag_end - 1] == b'/';
+        i = tag_end.min(b.len());
+        if VOID.contains(&name.as_str()) || OPTIONAL_END.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+        } else if !self_closing {
+            if RAW_TEXT.contains(&name.as_str()) {
+                let close = format!("</{name}");
+                i = html[i..]
+                    .to_ascii_lowercase()
+                    .find(&close)
+                    .map_or(b.len(), |e| i + e);
+                continue;
+            }
+            depth += 1;
+            max = max.max(depth);
+        }
     }
+    max
 }
 
 fn heading_level(name: &str) -> Option<u8> {
@@ -127,6 +235,54 @@ fn heading_level(name: &str) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_depth_counts_real_nesting_not_unclosed_paragraphs() {
+        assert_eq!(nesting_depth("<div><div><span>x</span></div></div>"), 3);
+        assert_eq!(nesting_depth("<p>a<p>b<p>c<li>d<br><img src=x>"), 0);
+        assert_eq!(
+            nesting_depth(
+                "<div><script>if (a<b) { '<div><div>' }</script><!-- <div><div> --></div>"
+            ),
+            1
+        );
+        let deep = format!("{}x{}", "<div>".repeat(10_000), "</div>".repeat(10_000));
+        assert_eq!(nesting_depth(&deep), 10_000);
+    }
+
+    #[test]
+    fn a_file_nested_beyond_the_limit_is_one_clear_error_before_the_tree_is_built() {
+        let n = 300_000;
+        let deep = format!(
+            "<html><body>{}deep{}</body></html>",
+            "<div>".repeat(n),
+            "</div>".repeat(n)
+        );
+        let err = parse(
+            Path::new("deep.html"),
+            &DocId::new("d").unwrap(),
+            deep.as_bytes(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("deep.html") && err.contains("nested 300000 deep"),
+            "{err}"
+        );
+        // Nesting under the limit is parsed, without recursion.
+        let ok = format!(
+            "{}text{}",
+            "<div>".repeat(MAX_DEPTH),
+            "</div>".repeat(MAX_DEPTH)
+        );
+        let d = parse(
+            Path::new("ok.html"),
+            &DocId::new("o").unwrap(),
+            ok.as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(d.text.trim(), "text");
+    }
 
     #[test]
     fn drops_scripts_and_nav_keeps_headings() {

@@ -1,7 +1,7 @@
 //! JSON and JSONL: `{doc_id, title, text}` corpus records, or arbitrary JSON documents
 //! rendered as `key: value` lines.
 
-use super::{ParsedDocument, file_title, utf8, whole};
+use super::{ParsedDocument, decode, file_title, whole};
 use crate::{Error, Result};
 use metarag_core::{DocFormat, DocId};
 use serde_json::Value;
@@ -24,7 +24,7 @@ pub fn parse(
     bytes: &[u8],
     mode: CorpusMode,
 ) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
-    let text = utf8(path, bytes, "json")?;
+    let text = decode(path, bytes, "json")?;
     let lines_format = path
         .extension()
         .and_then(|e| e.to_str())
@@ -48,7 +48,7 @@ pub fn parse(
         }
         return Ok((docs, errors));
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| Error::Parse {
+    let value: Value = serde_json::from_str(&text).map_err(|e| Error::Parse {
         path: path.to_path_buf(),
         format: "json",
         reason: e.to_string(),

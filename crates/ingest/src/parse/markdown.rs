@@ -1,14 +1,14 @@
 //! Markdown: the raw text is kept as is; sections follow the heading hierarchy.
 
-use super::{ParsedDocument, Section, assemble, file_title, utf8};
+use super::{ParsedDocument, Section, assemble, decode, file_title};
 use crate::Result;
 use metarag_core::{DocFormat, DocId};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use std::path::Path;
 
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
-    let text = utf8(path, bytes, "markdown")?;
-    let (title, sections) = sections(text);
+    let text = decode(path, bytes, "markdown")?;
+    let (title, sections) = sections(&text);
     Ok(assemble(
         path,
         id,

@@ -102,12 +102,59 @@ pub(crate) fn file_title(path: &Path) -> String {
         .to_string()
 }
 
-pub(crate) fn utf8<'a>(path: &Path, bytes: &'a [u8], format: &'static str) -> Result<&'a str> {
-    std::str::from_utf8(bytes).map_err(|e| Error::Parse {
+/// The text of a file in whatever common encoding it is in: UTF-8 (with or without a
+/// byte-order mark), UTF-16 with a byte-order mark, or a legacy single-byte encoding
+/// (Latin-1, Windows-1252 and the like) recognised by chardetng. Binary data is refused
+/// with the reason, rather than decoded into noise.
+pub(crate) fn decode<'a>(
+    path: &Path,
+    bytes: &'a [u8],
+    format: &'static str,
+) -> Result<std::borrow::Cow<'a, str>> {
+    use std::borrow::Cow;
+    let refuse = |reason: String| Error::Parse {
         path: path.to_path_buf(),
         format,
-        reason: format!("not UTF-8 ({e})"),
-    })
+        reason,
+    };
+    if let Some((encoding, bom)) = encoding_rs::Encoding::for_bom(bytes) {
+        let (text, had_errors) = encoding.decode_without_bom_handling(&bytes[bom..]);
+        if had_errors {
+            return Err(refuse(format!(
+                "it starts with a {} byte-order mark but is not valid {}",
+                encoding.name(),
+                encoding.name()
+            )));
+        }
+        return Ok(text);
+    }
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return Ok(Cow::Borrowed(s));
+    }
+    // Not UTF-8. Text in a legacy encoding has no NUL bytes and few control characters;
+    // anything else is binary.
+    let controls = bytes
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x0c))
+        .count();
+    if bytes.contains(&0) || controls * 100 > bytes.len() {
+        return Err(refuse(
+            "binary data, not text (neither UTF-8, UTF-16 with a byte-order mark, nor a legacy text encoding)"
+                .into(),
+        ));
+    }
+    let mut detector = chardetng::EncodingDetector::new();
+    detector.feed(bytes, true);
+    let encoding = detector.guess(None, true);
+    let (text, _, had_errors) = encoding.decode(bytes);
+    if had_errors {
+        return Err(refuse(format!(
+            "not UTF-8, and not valid {} either",
+            encoding.name()
+        )));
+    }
+    tracing::debug!(path = %path.display(), encoding = encoding.name(), "decoded non-UTF-8 text");
+    Ok(Cow::Owned(text.into_owned()))
 }
 
 /// Assembles a parsed file: source, hash and size come from the path and raw bytes.
@@ -150,7 +197,7 @@ pub(crate) fn whole(
 }
 
 fn text(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
-    let s = utf8(path, bytes, "text")?;
+    let s = decode(path, bytes, "text")?;
     Ok(whole(
         path,
         id,
@@ -242,4 +289,33 @@ impl TextBuilder {
 /// Collapses runs of whitespace to single spaces.
 pub(crate) fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(bytes: &[u8]) -> Result<String> {
+        decode(Path::new("f.txt"), bytes, "text").map(|c| c.into_owned())
+    }
+
+    #[test]
+    fn legacy_and_utf16_text_is_decoded_and_binary_is_refused() {
+        let s = "Café au lait, naïve façade: the Müller résumé costs 5 €.";
+        let (cp1252, _, _) = encoding_rs::WINDOWS_1252.encode(s);
+        assert_eq!(read(&cp1252).unwrap(), s);
+        let mut utf16 = vec![0xff, 0xfe];
+        utf16.extend(s.encode_utf16().flat_map(u16::to_le_bytes));
+        assert_eq!(read(&utf16).unwrap(), s);
+        let mut bom8 = vec![0xef, 0xbb, 0xbf];
+        bom8.extend(s.as_bytes());
+        assert_eq!(read(&bom8).unwrap(), s);
+        assert_eq!(read(s.as_bytes()).unwrap(), s);
+        let binary: Vec<u8> = (0..=255u8).cycle().take(2560).collect();
+        let err = read(&binary).unwrap_err().to_string();
+        assert!(
+            err.contains("f.txt") && err.contains("binary data"),
+            "{err}"
+        );
+    }
 }

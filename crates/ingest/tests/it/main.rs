@@ -346,3 +346,68 @@ proptest! {
         check_invariants(&c, "Doc", &md, DocFormat::Markdown)?;
     }
 }
+
+#[tokio::test]
+async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let n = 300_000;
+    std::fs::write(
+        src.path().join("deep.html"),
+        format!(
+            "<html><body>{}x{}</body></html>",
+            "<div>".repeat(n),
+            "</div>".repeat(n)
+        ),
+    )
+    .unwrap();
+    let latin = "Café au lait and a naïve façade in Zürich.";
+    std::fs::write(
+        src.path().join("latin1.txt"),
+        encoding_rs::WINDOWS_1252.encode(latin).0,
+    )
+    .unwrap();
+    std::fs::write(
+        src.path().join("junk.txt"),
+        (0..=255u8).cycle().take(4096).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    std::fs::write(src.path().join("fine.md"), "# Fine\n\nA normal file.\n").unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(embedder.max_tokens(), 32);
+    let options = IngestOptions::default();
+    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    let report = Ingester::new(&chunker, &embedder, &index, options)
+        .run(&files, &|_| {})
+        .await
+        .unwrap();
+    let mut failed: Vec<(&str, &str)> = report
+        .failures
+        .iter()
+        .map(|f| {
+            (
+                f.source.rsplit('/').next().unwrap_or(&f.source),
+                f.error.as_str(),
+            )
+        })
+        .collect();
+    failed.sort();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert_eq!(failed[0].0, "deep.html");
+    assert!(
+        failed[0].1.contains("nested 300000 deep"),
+        "{}",
+        failed[0].1
+    );
+    assert_eq!(failed[1].0, "junk.txt");
+    assert!(failed[1].1.contains("binary data"), "{}", failed[1].1);
+    assert_eq!(report.added, 2);
+    let docs = StoreRead::documents(&index).await.unwrap();
+    let latin_doc = docs.iter().find(|d| d.title == "latin1").unwrap();
+    let stored = StoreRead::document(&index, &latin_doc.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.text.as_deref(), Some(latin));
+}
