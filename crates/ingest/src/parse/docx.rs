@@ -9,7 +9,68 @@ use docx_rs::{
 use metarag_core::{DocFormat, DocId};
 use std::path::Path;
 
+/// Most entries in the archive.
+pub const MAX_ENTRIES: usize = 10_000;
+/// Most bytes one entry may decompress to.
+pub const MAX_ENTRY_BYTES: u64 = 128 << 20;
+/// Most bytes the whole archive may decompress to.
+pub const MAX_TOTAL_BYTES: u64 = 512 << 20;
+/// Highest ratio of decompressed to compressed size, once past [`RATIO_FLOOR`] bytes.
+pub const MAX_RATIO: u64 = 100;
+const RATIO_FLOOR: u64 = 16 << 20;
+
+/// Decompresses every entry with a cap before docx-rs sees the file, so a zip bomb (a small
+/// file that inflates to gigabytes, or millions of entries) is one refused file instead of
+/// an exhausted machine. The sizes are measured, not taken from the headers, which can lie.
+fn check_archive(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Read;
+    let refuse = |reason: String| Error::Parse {
+        path: path.to_path_buf(),
+        format: "docx",
+        reason,
+    };
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| refuse(format!("not a zip archive ({e})")))?;
+    if archive.len() > MAX_ENTRIES {
+        return Err(refuse(format!(
+            "{} entries in the archive, beyond the limit of {MAX_ENTRIES}",
+            archive.len()
+        )));
+    }
+    let mut total = 0u64;
+    for i in 0..archive.len() {
+        let entry = archive
+            .by_index(i)
+            .map_err(|e| refuse(format!("entry {i}: {e}")))?;
+        let name = entry.name().to_string();
+        let size = std::io::copy(&mut entry.take(MAX_ENTRY_BYTES + 1), &mut std::io::sink())
+            .map_err(|e| refuse(format!("{name}: {e}")))?;
+        if size > MAX_ENTRY_BYTES {
+            return Err(refuse(format!(
+                "{name} decompresses to more than {} MiB",
+                MAX_ENTRY_BYTES >> 20
+            )));
+        }
+        total += size;
+        if total > MAX_TOTAL_BYTES {
+            return Err(refuse(format!(
+                "the archive decompresses to more than {} MiB",
+                MAX_TOTAL_BYTES >> 20
+            )));
+        }
+    }
+    let compressed = (bytes.len() as u64).max(1);
+    if total > RATIO_FLOOR && total / compressed > MAX_RATIO {
+        return Err(refuse(format!(
+            "compression ratio {}:1, beyond {MAX_RATIO}:1 (a zip bomb?)",
+            total / compressed
+        )));
+    }
+    Ok(())
+}
+
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
+    check_archive(path, bytes)?;
     let docx = docx_rs::read_docx(bytes).map_err(|e| Error::Parse {
         path: path.to_path_buf(),
         format: "docx",
@@ -114,5 +175,42 @@ fn table(t: &Table, b: &mut TextBuilder, title: &mut Option<String>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zip_of(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, data) in entries {
+            w.start_file(*name, opts).unwrap();
+            w.write_all(data).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    fn error_of(name: &str, bytes: &[u8]) -> String {
+        parse(Path::new(name), &DocId::new(name).unwrap(), bytes)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn zip_bombs_are_refused_by_measured_size() {
+        let bomb = zip_of(&[("word/document.xml", vec![b'a'; 200 << 20])]);
+        assert!(bomb.len() < 1 << 20, "{}", bomb.len());
+        let err = error_of("bomb.docx", &bomb);
+        assert!(
+            err.contains("bomb.docx") && err.contains("decompresses to more than"),
+            "{err}"
+        );
+        let ratio = zip_of(&[("word/document.xml", vec![b'a'; 20 << 20])]);
+        assert!(error_of("r.docx", &ratio).contains("compression ratio"));
+        assert!(error_of("n.docx", b"not a zip").contains("not a zip archive"));
     }
 }
