@@ -26,7 +26,8 @@ pub struct OpenAiConfig {
     pub api_key: Option<String>,
     /// The model name the server knows.
     pub model: String,
-    /// Timeout of one HTTP attempt (a streamed reply may take longer in total).
+    /// Time limit of one HTTP attempt, from connecting to the reply's last byte (a streamed
+    /// reply included: a generation longer than this is cut off and retried).
     pub timeout: Duration,
     /// Retries after the first attempt for transient failures.
     pub max_retries: u32,
@@ -294,6 +295,10 @@ impl OpenAiLlm {
     ) -> Result<Completion> {
         let mut text = String::new();
         let mut finish = FinishReason::Stop;
+        // A stream is whole when it says so: `[DONE]` or a finish reason. A connection that
+        // closes before either has cut the answer short, and that is an error, not a
+        // shorter answer.
+        let mut ended = false;
         let mut usage = Usage::default();
         let mut pending: Vec<u8> = Vec::new();
         let read_err =
@@ -309,6 +314,7 @@ impl OpenAiLlm {
                 };
                 let data = data.trim();
                 if data == "[DONE]" {
+                    ended = true;
                     break 'outer;
                 }
                 let event: WireChunk = serde_json::from_str(data).map_err(|e| {
@@ -326,9 +332,17 @@ impl OpenAiLlm {
                     }
                     if let Some(reason) = choice.finish_reason {
                         finish = finish_reason(Some(&reason));
+                        ended = true;
                     }
                 }
             }
+        }
+        if !ended {
+            return Err(Error::Http(format!(
+                "{}: the stream ended before the reply was complete ({} characters received)",
+                self.endpoint,
+                text.len()
+            )));
         }
         Ok(Completion::new(text, finish, usage, &self.model_id))
     }

@@ -1,5 +1,6 @@
 //! Integration tests of the model layer: the real local chat model (llama.cpp), the call
-//! cache, and the cross-encoder's mechanics on a tiny randomly initialised BERT.
+//! cache, the cross-encoder's mechanics on a tiny randomly initialised BERT, and the
+//! OpenAI-compatible client against a misbehaving server ([`faults`]).
 
 use metarag_core::{ChatRequest, Fault, FinishReason, Llm, Message, Reranker, chat_json};
 use metarag_models::{CachedLlm, CallCache, CrossEncoder, LlmReranker, LocalLlm, LocalLlmConfig};
@@ -8,6 +9,7 @@ use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 
 mod cross_encoder;
+mod faults;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct CapitalAnswer {
