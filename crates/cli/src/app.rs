@@ -154,15 +154,13 @@ impl App {
                     chunks_done.fetch_add(chunks, std::sync::atomic::Ordering::Relaxed) + chunks;
                 bar.set_message(format!("{total} chunks indexed"));
             }
-            IngestEvent::Failed(f) => {
-                bar.suspend(|| eprintln!("warning: {}: {}", f.source, f.error))
-            }
+            IngestEvent::Failed(f) => bar.suspend(|| eprintln!("warning: {}", failure_line(f))),
         };
         let ingester = Ingester::new(&chunker, embedder, &index, options);
         let mut report = ingester.run(&files, &on_event).await?;
         bar.finish_and_clear();
         for f in &missing {
-            eprintln!("warning: {}: {}", f.source, f.error);
+            eprintln!("warning: {}", failure_line(f));
         }
         report.failures.append(&mut missing);
         Ok(report)
@@ -474,6 +472,16 @@ impl App {
             );
         }
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// A failed file as one line: the error, which names the file already, or the file and
+/// the error.
+fn failure_line(f: &metarag_ingest::Failure) -> String {
+    if f.error.starts_with(&f.source) {
+        f.error.clone()
+    } else {
+        format!("{}: {}", f.source, f.error)
     }
 }
 
