@@ -61,9 +61,69 @@ pub fn detect(path: &Path) -> Option<DocFormat> {
     })
 }
 
+/// Longest a parser may spend on one file before the file is skipped with an error.
+pub const PARSE_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Stack of the parsing thread. Third-party parsers recurse over nested structures (PDF
+/// objects, XML); a large stack (reserved, not committed, until used) keeps a deep but
+/// legitimate file from overflowing.
+const PARSE_STACK: usize = 256 << 20;
+
 /// Parses one file. `id` is the document id for single-document formats; JSON(L) files
 /// yield one document per record, each record error reported beside the good documents.
+/// The parser runs on its own thread under [`PARSE_TIME_LIMIT`]: a file it cannot finish in
+/// time is one error, and the run goes on (the thread is left to finish on its own).
 pub fn parse_file(
+    path: &Path,
+    id: &DocId,
+    bytes: &[u8],
+    format: DocFormat,
+    corpus: CorpusMode,
+) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+    parse_file_within(path, id, bytes, format, corpus, PARSE_TIME_LIMIT)
+}
+
+/// [`parse_file`] with another time limit.
+pub fn parse_file_within(
+    path: &Path,
+    id: &DocId,
+    bytes: &[u8],
+    format: DocFormat,
+    corpus: CorpusMode,
+    limit: std::time::Duration,
+) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (p, i, b) = (path.to_path_buf(), id.clone(), bytes.to_vec());
+    let spawned = std::thread::Builder::new()
+        .name("parse".into())
+        .stack_size(PARSE_STACK)
+        .spawn(move || {
+            let _ = tx.send(parse_now(&p, &i, &b, format, corpus));
+        });
+    if spawned.is_err() {
+        // No thread to be had (a process limit): parse here, unbounded, rather than fail.
+        return parse_now(path, id, bytes, format, corpus);
+    }
+    match rx.recv_timeout(limit) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => Err(Error::Parse {
+            path: path.to_path_buf(),
+            format: format.as_str(),
+            reason: format!(
+                "the parser did not finish within {} s; the file was skipped",
+                limit.as_secs_f64()
+            ),
+        }),
+        Err(RecvTimeoutError::Disconnected) => Err(Error::Parse {
+            path: path.to_path_buf(),
+            format: format.as_str(),
+            reason: "the parser crashed on this file".into(),
+        }),
+    }
+}
+
+fn parse_now(
     path: &Path,
     id: &DocId,
     bytes: &[u8],
@@ -297,6 +357,36 @@ mod tests {
 
     fn read(bytes: &[u8]) -> Result<String> {
         decode(Path::new("f.txt"), bytes, "text").map(|c| c.into_owned())
+    }
+
+    #[test]
+    fn a_parser_past_its_time_limit_fails_that_file_only() {
+        let depth = html::MAX_DEPTH;
+        let slow = format!("{}x{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        let id = DocId::new("s").unwrap();
+        let err = parse_file_within(
+            Path::new("slow.html"),
+            &id,
+            slow.as_bytes(),
+            DocFormat::Html,
+            CorpusMode::Auto,
+            std::time::Duration::ZERO,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("slow.html") && err.contains("did not finish"),
+            "{err}"
+        );
+        let (docs, _) = parse_file(
+            Path::new("ok.html"),
+            &id,
+            slow.as_bytes(),
+            DocFormat::Html,
+            CorpusMode::Auto,
+        )
+        .unwrap();
+        assert_eq!(docs[0].text.trim(), "x");
     }
 
     #[test]
