@@ -89,6 +89,9 @@ pub enum Error {
     /// llama.cpp failed while loading or running a chat model.
     #[error("llama.cpp: {0}")]
     Llama(String),
+    /// The caller of a local generation went away; it was stopped.
+    #[error("the generation was stopped: its caller went away")]
+    Cancelled,
     /// A chat request that cannot be served as given (bad parameters, a schema llama.cpp
     /// cannot turn into a grammar).
     #[error("invalid request: {0}")]

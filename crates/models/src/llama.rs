@@ -25,8 +25,9 @@ use metarag_core::{
 use serde::Serialize;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use tokio::sync::{mpsc as tmpsc, oneshot};
 use tracing::Instrument;
@@ -121,6 +122,7 @@ pub struct LocalLlm {
     model_id: String,
     jobs: mpsc::Sender<Job>,
     info: LocalLlmInfo,
+    cancelled: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for LocalLlm {
@@ -165,9 +167,13 @@ impl LocalLlm {
         let (jobs, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalLlmInfo>>(1);
         let model_id = config.model_id.clone();
+        let cancelled = Arc::new(AtomicU64::new(0));
         std::thread::Builder::new()
             .name(format!("llama:{}", config.model_id))
-            .spawn(move || worker(backend, config, rx, ready_tx))
+            .spawn({
+                let cancelled = cancelled.clone();
+                move || worker(backend, config, rx, ready_tx, cancelled)
+            })
             .map_err(|e| Error::Llama(format!("starting the model thread: {e}")))?;
         let info = ready_rx
             .recv()
@@ -176,12 +182,19 @@ impl LocalLlm {
             model_id,
             jobs,
             info,
+            cancelled,
         })
     }
 
     /// What the model file says about itself.
     pub fn info(&self) -> &LocalLlmInfo {
         &self.info
+    }
+
+    /// Chat calls stopped (or never started) because their caller went away: a closed
+    /// stream, an aborted run. Their tokens are not generated for nobody.
+    pub fn cancelled_calls(&self) -> u64 {
+        self.cancelled.load(Ordering::Relaxed)
     }
 
     /// Probability that the model's next word is "yes" rather than "no" after `messages`
@@ -276,6 +289,7 @@ fn worker(
     config: LocalLlmConfig,
     jobs: mpsc::Receiver<Job>,
     ready: mpsc::SyncSender<Result<LocalLlmInfo>>,
+    cancelled: Arc<AtomicU64>,
 ) {
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -337,7 +351,15 @@ fn worker(
                 tokens,
                 reply,
             } => {
-                let result = engine.chat(&request, tokens.as_ref());
+                // The caller dropped its future while the job waited: nobody will read it.
+                if reply.is_closed() {
+                    cancelled.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let result = engine.chat(&request, tokens.as_ref(), &|| reply.is_closed());
+                if let Err(Error::Cancelled) = result {
+                    cancelled.fetch_add(1, Ordering::Relaxed);
+                }
                 if result.is_err() {
                     engine.reset();
                 }
@@ -506,6 +528,7 @@ impl Engine<'_> {
         &mut self,
         request: &ChatRequest,
         stream: Option<&tmpsc::UnboundedSender<String>>,
+        gone: &dyn Fn() -> bool,
     ) -> Result<Completion> {
         let prompt = self.render(&request.messages)?;
         let tokens = self.tokenize(&prompt);
@@ -527,7 +550,7 @@ impl Engine<'_> {
         let mut samples = Vec::with_capacity(request.params.n as usize);
         for i in 0..request.params.n.max(1) {
             let seed = request.params.seed.wrapping_add(u64::from(i));
-            let g = self.generate(&tokens, request, seed, stream.filter(|_| i == 0))?;
+            let g = self.generate(&tokens, request, seed, stream.filter(|_| i == 0), gone)?;
             if i == 0 {
                 usage.cached_prompt_tokens = g.reused as u64;
             }
@@ -551,6 +574,7 @@ impl Engine<'_> {
         request: &ChatRequest,
         seed: u64,
         stream: Option<&tmpsc::UnboundedSender<String>>,
+        gone: &dyn Fn() -> bool,
     ) -> Result<Generated> {
         let max_tokens = request.params.max_tokens as usize;
         let mut sampler = self.sampler(request, seed)?;
@@ -570,6 +594,11 @@ impl Engine<'_> {
         let mut logprobs = request.params.logprobs.then(Vec::new);
         let mut batch = LlamaBatch::new(1, 1);
         while generated < max_tokens {
+            // Checked per token (a channel flag, nanoseconds): a caller that went away stops
+            // the generation within one token.
+            if gone() {
+                return Err(Error::Cancelled);
+            }
             // `sample` also feeds the token to every sampler in the chain (the grammar
             // advances); it must not be accepted a second time.
             let token = sampler.sample(&self.ctx, logits_index);

@@ -59,6 +59,31 @@ async fn streamed_pieces_add_up_to_the_completion() {
 }
 
 #[tokio::test]
+async fn a_generation_whose_caller_goes_away_is_stopped() {
+    let llm = local_llm();
+    let before = llm.cancelled_calls();
+    let started = tokio::sync::Notify::new();
+    let sink = |_: &str| started.notify_one();
+    let long = ChatRequest::user("Count from 1 to 1000, separated by spaces.").max_tokens(1500);
+    // The caller gives up after the first piece (a closed stream, an aborted run).
+    tokio::select! {
+        _ = llm.chat_stream(&long, &sink) => panic!("1,500 tokens cannot be done before the first one"),
+        _ = started.notified() => {}
+    }
+    // The model serves calls in order: once this one is answered, the one given up on has
+    // been stopped, not run to its 1,500 tokens.
+    let next = llm
+        .chat(&ChatRequest::user("Say OK.").max_tokens(4))
+        .await
+        .unwrap();
+    assert!(!next.text.is_empty());
+    assert!(
+        llm.cancelled_calls() > before,
+        "the abandoned generation was not stopped"
+    );
+}
+
+#[tokio::test]
 async fn max_tokens_and_stop_strings_end_generation() {
     let llm = local_llm();
     let c = llm
