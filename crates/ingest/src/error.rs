@@ -27,6 +27,19 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// A document's extracted text is larger than any real document's: a decompression or
+    /// parser blow-up, refused before it is chunked and embedded.
+    #[error(
+        "{path}: {size} bytes of extracted text exceed the limit of {limit} bytes per document"
+    )]
+    TextTooLarge {
+        /// The file (or `file:line`).
+        path: String,
+        /// The text's size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// An uploaded file's name is not a plain file name.
     #[error("file name `{name}` is refused: {reason}")]
     BadName {

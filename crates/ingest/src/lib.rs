@@ -21,5 +21,6 @@ pub use chunk::{ChunkSettings, Chunker};
 pub use error::{Error, Result};
 pub use parse::{CorpusMode, ParsedDocument, Section};
 pub use pipeline::{
-    Failure, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, Upload, discover,
+    Failure, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, MAX_TEXT_BYTES,
+    Upload, discover,
 };

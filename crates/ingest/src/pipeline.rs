@@ -10,6 +10,22 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// Most text one document may yield (256 MiB, some 60 million tokens: days of embedding on
+/// a laptop). More is a decompression or parser blow-up, and is refused.
+pub const MAX_TEXT_BYTES: usize = 256 << 20;
+
+/// Refuses a document whose text is over `limit` bytes.
+fn text_within(doc: &ParsedDocument, limit: usize) -> Result<()> {
+    if doc.text.len() > limit {
+        return Err(Error::TextTooLarge {
+            path: doc.source.clone(),
+            size: doc.text.len(),
+            limit,
+        });
+    }
+    Ok(())
+}
+
 /// Settings of an ingest run.
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
@@ -361,6 +377,10 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                         fail(&mut report, &mut outcome, path.display().to_string(), e);
                     }
                     for doc in docs {
+                        if let Err(e) = text_within(&doc, MAX_TEXT_BYTES) {
+                            fail(&mut report, &mut outcome, doc.source.clone(), &e);
+                            continue;
+                        }
                         let content_hash =
                             blake3::hash(format!("{}|{fingerprint}", doc.raw_hash).as_bytes())
                                 .to_hex()
@@ -517,5 +537,29 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         report.tokens += tokens;
         on_event(IngestEvent::Batch { chunks, tokens });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_beyond_the_limit_is_refused_naming_the_file() {
+        let id = DocId::new("d").unwrap();
+        let (docs, _) = parse::parse_file(
+            Path::new("big.txt"),
+            &id,
+            &vec![b'a'; 2000],
+            DocFormat::Text,
+            CorpusMode::Auto,
+        )
+        .unwrap();
+        let err = text_within(&docs[0], 1000).unwrap_err().to_string();
+        assert!(
+            err.contains("big.txt") && err.contains("2000 bytes of extracted text"),
+            "{err}"
+        );
+        assert!(text_within(&docs[0], 2000).is_ok());
     }
 }
