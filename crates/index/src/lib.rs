@@ -96,34 +96,7 @@ impl EmbeddedIndex {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let lock = writer_lock(&dir)?;
-        let db = sql::Db::open(&dir.join("meta.sqlite"))?;
-        db.check_embedder(&config.embedder, config.dimension)?;
-        let generation = db.generation()?;
-        let bm25 = bm25::Bm25::open(
-            &dir.join("bm25"),
-            Some(config.writer_memory),
-            config.bm25_title_boost,
-        )?;
-        let dense = dense::Dense::open(&dir.join("dense.usearch"), &config)?;
-        if bm25.generation()? != generation {
-            tracing::warn!(dir = %dir.display(), "BM25 index out of date, rebuilding from SQLite");
-            rebuild_bm25(&db, &bm25, generation)?;
-        }
-        if dense.generation() != Some(generation) {
-            tracing::warn!(dir = %dir.display(), "vector index out of date, rebuilding from SQLite");
-            rebuild_dense(&db, &dense, generation)?;
-        }
-        Ok(EmbeddedIndex {
-            inner: Arc::new(Inner {
-                dir,
-                config,
-                db: Mutex::new(db),
-                bm25,
-                dense,
-                write_lock: Mutex::new(()),
-                _process_lock: Some(lock),
-            }),
-        })
+        Self::open_with(dir, config, Some(lock))
     }
 
     /// Opens an existing index for reading only, beside a process that writes to it (a
@@ -131,14 +104,37 @@ impl EmbeddedIndex {
     /// fail with [`Error::ReadOnly`]. An engine that lags SQLite (a write in progress in
     /// the other process) is read as it is rather than rebuilt.
     pub fn open_read_only(dir: impl AsRef<Path>, config: IndexConfig) -> Result<Self> {
-        let dir = dir.as_ref().to_path_buf();
+        Self::open_with(dir.as_ref().to_path_buf(), config, None)
+    }
+
+    /// Opens the engines; with the writer `lock`, for writing (lagging engines rebuilt),
+    /// without it, for reading.
+    fn open_with(dir: PathBuf, config: IndexConfig, lock: Option<std::fs::File>) -> Result<Self> {
+        let writable = lock.is_some();
         let db = sql::Db::open(&dir.join("meta.sqlite"))?;
         db.check_embedder(&config.embedder, config.dimension)?;
         let generation = db.generation()?;
-        let bm25 = bm25::Bm25::open(&dir.join("bm25"), None, config.bm25_title_boost)?;
+        let bm25 = bm25::Bm25::open(
+            &dir.join("bm25"),
+            writable.then_some(config.writer_memory),
+            config.bm25_title_boost,
+        )?;
         let dense = dense::Dense::open(&dir.join("dense.usearch"), &config)?;
-        if bm25.generation()? != generation || dense.generation() != Some(generation) {
-            tracing::info!(dir = %dir.display(), "the index is being written by another process; reading it as it is");
+        let bm25_current = bm25.generation()? == generation;
+        let dense_current = dense.generation() == Some(generation);
+        if !writable {
+            if !(bm25_current && dense_current) {
+                tracing::info!(dir = %dir.display(), "the index is being written by another process; reading it as it is");
+            }
+        } else {
+            if !bm25_current {
+                tracing::warn!(dir = %dir.display(), "BM25 index out of date, rebuilding from SQLite");
+                rebuild_bm25(&db, &bm25, generation)?;
+            }
+            if !dense_current {
+                tracing::warn!(dir = %dir.display(), "vector index out of date, rebuilding from SQLite");
+                rebuild_dense(&db, &dense, generation)?;
+            }
         }
         Ok(EmbeddedIndex {
             inner: Arc::new(Inner {
@@ -148,7 +144,7 @@ impl EmbeddedIndex {
                 bm25,
                 dense,
                 write_lock: Mutex::new(()),
-                _process_lock: None,
+                _process_lock: lock,
             }),
         })
     }

@@ -334,10 +334,9 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
 
     async fn run_inputs(
         &self,
-        inputs: &[Input<'_>],
+        files: &[Input<'_>],
         on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
     ) -> Result<IngestReport> {
-        let files = inputs;
         let _span = tracing::info_span!("ingest", files = files.len()).entered();
         let started = Instant::now();
         let mut report = IngestReport {

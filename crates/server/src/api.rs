@@ -111,6 +111,31 @@ pub struct Service {
 type AppState = Arc<Service>;
 
 impl Service {
+    /// The service over `engine`. With `keys`, every `/v1` route but `/v1/health` (and
+    /// `/mcp`) needs `Authorization: Bearer KEY` once a key exists.
+    pub fn new(engine: Engine, limits: Limits, keys: Option<Keys>) -> Arc<Service> {
+        let searcher = HybridRetriever::new(
+            engine.embedder.clone(),
+            engine.index.clone(),
+            engine.retrieval.clone(),
+        );
+        Arc::new(Service {
+            asks: Semaphore::new(limits.running_asks.max(1)),
+            engine,
+            keys,
+            metrics: Metrics::default(),
+            ingest_lock: tokio::sync::Mutex::new(()),
+            searcher,
+            started: Instant::now(),
+            limits,
+        })
+    }
+
+    /// The limits it enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// Ingests uploaded files (or one JSONL of corpus records, with `CorpusMode::Corpus`),
     /// one ingest at a time, on a blocking thread.
     pub async fn ingest(
@@ -146,7 +171,12 @@ impl Service {
                         entry.failed = failed;
                     }
                     IngestEvent::Failed(f) => {
-                        let name = f.source.split(':').next().unwrap_or(&f.source).to_string();
+                        // A record's failure is `file:line`; the file is what the client sent.
+                        let name = match f.source.rsplit_once(':') {
+                            Some((file, line)) if line.parse::<usize>().is_ok() => file,
+                            _ => f.source.as_str(),
+                        }
+                        .to_string();
                         r.entry(name.clone())
                             .or_insert_with(|| empty_result(&name))
                             .errors
@@ -232,11 +262,11 @@ impl Service {
     /// Answers a question: waits for a slot (or is refused when too many wait), runs the
     /// strategy, and records the run.
     pub async fn ask(&self, body: AskBody, surface: Surface) -> Result<AskResponse> {
-        let prepared = prepare(self, body).await?;
+        let ask = prepare(self, body).await?;
         let deadline = self.limits.ask_timeout;
         let run = async {
             let (_slot, queue_ms) = acquire(self).await?;
-            let mut trace = self.engine.agent.ask(&prepared.ask).await?;
+            let mut trace = self.engine.agent.ask(&ask).await?;
             let run_id = finish(self, &mut trace, queue_ms, surface)?;
             Ok::<_, Error>(AskResponse {
                 run_id,
@@ -264,35 +294,6 @@ pub(crate) fn records_upload(records: &IngestRecords) -> Result<Upload> {
         jsonl.push(b'\n');
     }
     Ok(Upload::new("records.jsonl", jsonl)?)
-}
-
-impl Service {
-    /// The service over `engine`. With `keys`, every `/v1` route but `/v1/health` (and
-    /// `/mcp`) needs `Authorization: Bearer KEY` once a key exists.
-    pub fn new(engine: Engine, limits: Limits, keys: Option<Keys>) -> Arc<Service> {
-        let searcher = HybridRetriever::new(
-            engine.embedder.clone(),
-            engine.index.clone(),
-            engine.retrieval.clone(),
-        );
-        Arc::new(Service {
-            asks: Semaphore::new(limits.running_asks.max(1)),
-            engine,
-            keys,
-            metrics: Metrics::default(),
-            ingest_lock: tokio::sync::Mutex::new(()),
-            searcher,
-            started: Instant::now(),
-            limits,
-        })
-    }
-}
-
-impl Service {
-    /// The limits it enforces.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
 }
 
 /// The API's router over a new [`Service`]: see [`router_for`].
@@ -761,12 +762,8 @@ pub struct AskResponse {
     pub trace: Trace,
 }
 
-/// A validated ask, ready to run.
-struct Prepared {
-    ask: Ask,
-}
-
-async fn prepare(s: &Service, body: AskBody) -> Result<Prepared> {
+/// Validates an ask: the question, the strategy, the context or a non-empty index.
+async fn prepare(s: &Service, body: AskBody) -> Result<Ask> {
     if body.question.trim().is_empty() {
         return Err(Error::bad_request("`question` is empty"));
     }
@@ -808,7 +805,7 @@ async fn prepare(s: &Service, body: AskBody) -> Result<Prepared> {
             }
         }
     }
-    Ok(Prepared { ask })
+    Ok(ask)
 }
 
 /// Holds a running-ask slot and keeps the gauges right however the ask ends.
@@ -826,43 +823,27 @@ impl Drop for Slot<'_> {
 /// Waits for a slot in arrival order, or refuses at once when too many already wait.
 async fn acquire(s: &Service) -> Result<(Slot<'_>, f64)> {
     let started = Instant::now();
-    if s.asks.available_permits() == 0 {
+    let queued = s.asks.available_permits() == 0;
+    if queued {
         let waiting = s.metrics.waiting(1);
         if waiting > s.limits.waiting_asks as i64 {
             s.metrics.waiting(-1);
             s.metrics.rejected();
-            let typical = s
-                .engine
-                .runs
-                .stats()
-                .ok()
-                .and_then(|st| {
-                    let n: u64 = st.iter().map(|x| x.runs).sum();
-                    (n > 0).then(|| {
-                        st.iter().map(|x| x.p50_ms * x.runs as f64).sum::<f64>() / n as f64
-                    })
-                })
-                .unwrap_or(30_000.0);
-            let seconds =
-                (typical / 1e3 * waiting as f64 / s.limits.running_asks.max(1) as f64).ceil();
+            // Every ask ahead, shared among the running slots, at the mean ask time so far
+            // (30 s before the first has finished).
+            let per_ask = s.metrics.mean_ask_ms().unwrap_or(30_000.0) / 1e3;
+            let seconds = (per_ask * waiting as f64 / s.limits.running_asks.max(1) as f64).ceil();
             return Err(Error::busy(
                 format!("{} asks are already waiting; retry later", waiting - 1),
                 seconds as u64,
             ));
         }
-        let permit = s.asks.acquire().await;
-        s.metrics.waiting(-1);
-        let permit = permit.map_err(|_| Error::internal("the ask queue is closed"))?;
-        s.metrics.running(1);
-        let queue_ms = started.elapsed().as_secs_f64() * 1e3;
-        s.metrics.queue_wait(queue_ms / 1e3);
-        return Ok((Slot { s, _permit: permit }, queue_ms));
     }
-    let permit = s
-        .asks
-        .acquire()
-        .await
-        .map_err(|_| Error::internal("the ask queue is closed"))?;
+    let permit = s.asks.acquire().await;
+    if queued {
+        s.metrics.waiting(-1);
+    }
+    let permit = permit.map_err(|_| Error::internal("the ask queue is closed"))?;
     s.metrics.running(1);
     let queue_ms = started.elapsed().as_secs_f64() * 1e3;
     s.metrics.queue_wait(queue_ms / 1e3);
@@ -875,6 +856,7 @@ fn finish(s: &Service, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Re
     s.metrics.ask(
         &trace.strategy,
         matches!(trace.stop, StopReason::Failed(_)),
+        trace.graph.wall_ms,
         &trace.usage,
     );
     Ok(s.engine
@@ -986,7 +968,7 @@ async fn ask_stream(
 ) -> Result<Response> {
     let Json(body) = body.map_err(json_error)?;
     // Bad input is refused with a status before the stream starts.
-    let prepared = prepare(&s, body).await?;
+    let ask = prepare(&s, body).await?;
     let (tx, rx) = mpsc::unbounded_channel::<StreamEvent>();
     let shared = s.clone();
     let task = tokio::spawn(async move {
@@ -995,57 +977,56 @@ async fn ask_stream(
             let _ = tx.send(e);
         };
         let deadline = s.limits.ask_timeout;
-        let result =
-            tokio::time::timeout(deadline, async {
-                if s.asks.available_permits() == 0 {
-                    send(StreamEvent::Queued {
-                        waiting: s.metrics.waiting(0) + 1,
-                    });
-                }
-                let (_slot, queue_ms) = acquire(&s).await?;
-                send(StreamEvent::Started {
-                    queue_ms,
-                    strategy: prepared.ask.strategy.as_str().to_string(),
+        let result = tokio::time::timeout(deadline, async {
+            if s.asks.available_permits() == 0 {
+                send(StreamEvent::Queued {
+                    waiting: s.metrics.waiting(0) + 1,
                 });
-                let calls: Mutex<HashMap<u64, VisibleText>> = Mutex::new(HashMap::new());
-                let token_tx = tx.clone();
-                let calls = Arc::new(calls);
-                let tap_calls = calls.clone();
-                let ask = prepared.ask.clone().with_tap(Arc::new(
-                    move |g: metarag_agent::Generated<'_>| {
-                        let mut calls = tap_calls.lock().unwrap_or_else(|p| p.into_inner());
-                        if let Some(text) = calls.entry(g.call).or_default().push(g.text) {
-                            let _ = token_tx.send(StreamEvent::Token {
-                                purpose: g.purpose.to_string(),
-                                call: g.call,
-                                text,
-                            });
-                        }
-                    },
-                ));
-                let observer = |p: Progress<'_>| match p {
-                    Progress::NodeStarted(node) => send(StreamEvent::NodeStart {
-                        node: node.to_string(),
-                    }),
-                    Progress::NodeFinished(e) => send(StreamEvent::NodeEnd {
-                        node: e.node.clone(),
-                        elapsed_ms: e.elapsed_ms,
-                        note: e.note.clone(),
-                        next: e.next.clone(),
-                        stop: e.stop.as_ref().map(ToString::to_string),
-                    }),
-                };
-                let mut trace = s.engine.agent.ask_observed(&ask, &observer).await?;
-                let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
-                Ok::<_, Error>((run_id, trace))
-            })
-            .await
-            .unwrap_or_else(|_| {
-                Err(Error::timeout(format!(
-                    "the ask took longer than {} s",
-                    deadline.as_secs()
-                )))
+            }
+            let (_slot, queue_ms) = acquire(&s).await?;
+            send(StreamEvent::Started {
+                queue_ms,
+                strategy: ask.strategy.as_str().to_string(),
             });
+            let calls: Mutex<HashMap<u64, VisibleText>> = Mutex::new(HashMap::new());
+            let token_tx = tx.clone();
+            let calls = Arc::new(calls);
+            let tap_calls = calls.clone();
+            let tapped = ask
+                .clone()
+                .with_tap(Arc::new(move |g: metarag_agent::Generated<'_>| {
+                    let mut calls = tap_calls.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(text) = calls.entry(g.call).or_default().push(g.text) {
+                        let _ = token_tx.send(StreamEvent::Token {
+                            purpose: g.purpose.to_string(),
+                            call: g.call,
+                            text,
+                        });
+                    }
+                }));
+            let observer = |p: Progress<'_>| match p {
+                Progress::NodeStarted(node) => send(StreamEvent::NodeStart {
+                    node: node.to_string(),
+                }),
+                Progress::NodeFinished(e) => send(StreamEvent::NodeEnd {
+                    node: e.node.clone(),
+                    elapsed_ms: e.elapsed_ms,
+                    note: e.note.clone(),
+                    next: e.next.clone(),
+                    stop: e.stop.as_ref().map(ToString::to_string),
+                }),
+            };
+            let mut trace = s.engine.agent.ask_observed(&tapped, &observer).await?;
+            let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
+            Ok::<_, Error>((run_id, trace))
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::timeout(format!(
+                "the ask took longer than {} s",
+                deadline.as_secs()
+            )))
+        });
         match result {
             Ok((run_id, trace)) => send(StreamEvent::Done {
                 run_id,

@@ -46,6 +46,8 @@ struct Inner {
     completion_tokens: u64,
     rejected: u64,
     queue_wait: Histogram,
+    ask_ms_total: f64,
+    asks_timed: u64,
 }
 
 /// The server's counters.
@@ -75,14 +77,29 @@ impl Metrics {
     }
 
     /// One finished ask with its usage.
-    pub fn ask(&self, strategy: &str, failed: bool, usage: &metarag_agent::trace::RunUsage) {
+    pub fn ask(
+        &self,
+        strategy: &str,
+        failed: bool,
+        wall_ms: f64,
+        usage: &metarag_agent::trace::RunUsage,
+    ) {
         let mut m = self.lock();
+        m.ask_ms_total += wall_ms;
+        m.asks_timed += 1;
         let outcome = if failed { "failed" } else { "answered" };
         *m.asks.entry((strategy.to_string(), outcome)).or_default() += 1;
         m.llm_calls += usage.llm_calls;
         m.cached_calls += usage.cached_calls;
         m.prompt_tokens += usage.prompt_tokens;
         m.completion_tokens += usage.completion_tokens;
+    }
+
+    /// Mean run time of the asks served so far, milliseconds (`None` before the first):
+    /// what a client turned away should wait per ask ahead of it.
+    pub fn mean_ask_ms(&self) -> Option<f64> {
+        let m = self.lock();
+        (m.asks_timed > 0).then(|| m.ask_ms_total / m.asks_timed as f64)
     }
 
     /// An ask turned away because the queue was full.

@@ -91,6 +91,19 @@ async fn shot(c: &Client, name: &str) {
     }
 }
 
+async fn click(c: &Client, id: &str) {
+    c.find(Locator::Id(id))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn text(c: &Client, id: &str) -> String {
+    c.find(Locator::Id(id)).await.unwrap().text().await.unwrap()
+}
+
 /// Waits until `script` (a JS expression) is truthy.
 async fn until(c: &Client, what: &str, script: &str, secs: u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(secs);
@@ -141,24 +154,14 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hoover-dam.md");
     std::fs::write(&file, HOOVER).unwrap();
-    c.find(Locator::Id("tab-docs"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "tab-docs").await;
     c.find(Locator::Id("files"))
         .await
         .unwrap()
         .send_keys(file.to_str().unwrap())
         .await
         .unwrap();
-    c.find(Locator::Id("upload-btn"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "upload-btn").await;
     until(
         &c,
         "the upload result",
@@ -176,12 +179,7 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
     shot(&c, "documents").await;
 
     // Ask: the answer streams in, then its citation opens the source passage.
-    c.find(Locator::Id("tab-ask"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "tab-ask").await;
     c.find(Locator::Id("question"))
         .await
         .unwrap()
@@ -196,12 +194,7 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
     )
     .await
     .unwrap();
-    c.find(Locator::Id("ask-btn"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "ask-btn").await;
     until(
         &c,
         "streamed answer text",
@@ -235,13 +228,7 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
         5,
     )
     .await;
-    let source = c
-        .find(Locator::Id("source-text"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let source = text(&c, "source-text").await;
     assert!(source.contains("Hoover"), "{source}");
     shot(&c, "ask").await;
     c.execute("document.getElementById('source-dialog').close();", vec![])
@@ -249,12 +236,7 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
         .unwrap();
 
     // The trace.
-    c.find(Locator::Id("trace-btn"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "trace-btn").await;
     until(
         &c,
         "the trace dialog",
@@ -262,13 +244,7 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
         5,
     )
     .await;
-    let trace = c
-        .find(Locator::Id("trace-body"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let trace = text(&c, "trace-body").await;
     assert!(
         trace.contains("Steps and timings") && trace.contains("write"),
         "{trace}"
@@ -279,12 +255,7 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
         .unwrap();
 
     // Runs: the ask is on the dashboard, and opens its trace.
-    c.find(Locator::Id("tab-runs"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, "tab-runs").await;
     until(&c, "the run in the dashboard", "[...document.querySelectorAll('#runs button')].some(b => b.textContent.includes('Hoover'))", 30).await;
     shot(&c, "runs").await;
     c.close().await.unwrap();
