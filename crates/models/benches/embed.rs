@@ -4,6 +4,10 @@
 use metarag_core::embedding_input;
 use std::sync::OnceLock;
 
+// The allocator the `metarag` binary uses, so the figures are the product's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }

@@ -1,14 +1,13 @@
 //! Sentence-transformer embeddings on the CPU with candle.
 
+use crate::bert::{BertEncoder, Sequence};
 use crate::{Error, Result};
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
 use metarag_core::Embedder;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 /// How token vectors become one sentence vector (sentence-transformers' `1_Pooling`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +37,9 @@ struct Module {
     kind: String,
 }
 
-/// Texts per forward pass. Bounded so that padding waste and the attention matrix stay
-/// small on a 2-core machine; inputs are sorted by length first so a batch pads little.
+/// Texts per forward pass. The encoder packs a batch without padding, so the size only trades
+/// the matrix products' efficiency (more rows) against memory; inputs are still sorted by
+/// length so that a batch's attention tasks are of similar size.
 const BATCH: usize = 32;
 
 /// A BERT-family sentence-transformer loaded from a directory holding `config.json`,
@@ -53,9 +53,8 @@ pub struct SentenceEmbedder {
 
 struct Inner {
     name: String,
-    model: BertModel,
-    /// Tokenizer used for embedding: truncation at `max_tokens` as a last guard, padding to
-    /// the longest text of the batch.
+    model: BertEncoder,
+    /// Tokenizer used for embedding: truncation at `max_tokens` as a last guard.
     batch_tokenizer: Tokenizer,
     /// The same tokenizer with truncation and padding off, for counting.
     tokenizer: Tokenizer,
@@ -148,15 +147,9 @@ impl SentenceEmbedder {
                 ..Default::default()
             }))
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        batch_tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            pad_id: config.pad_token_id as u32,
-            ..Default::default()
-        }));
 
         let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
-        let model = BertModel::load(vb, &config)?;
+        let model = BertEncoder::load(&weights_path, &weights, &config, None)?;
         Ok(SentenceEmbedder {
             inner: Arc::new(Inner {
                 name: name.to_string(),
@@ -215,39 +208,27 @@ impl SentenceEmbedder {
             .batch_tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
-        let n = encodings.len();
-        let mut ids = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for e in &encodings {
-            ids.extend_from_slice(e.get_ids());
-            mask.extend_from_slice(e.get_attention_mask());
-        }
-        let device = &Device::Cpu;
-        let ids = Tensor::from_vec(ids, (n, len), device)?;
-        let mask = Tensor::from_vec(mask, (n, len), device)?;
-        let types = ids.zeros_like()?;
-        let hidden = inner.model.forward(&ids, &types, Some(&mask))?; // (n, len, dim)
-        let pooled = match inner.pooling {
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
-            Pooling::Mean => {
-                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-                let summed = hidden.broadcast_mul(&m)?.sum(1)?; // (n, dim)
-                let counts = m.sum(1)?.clamp(1e-9, f64::MAX)?; // (n, 1)
-                summed.broadcast_div(&counts)?
-            }
-        };
-        let pooled = if inner.normalize {
-            let norms = pooled
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12, f64::MAX)?;
-            pooled.broadcast_div(&norms)?
-        } else {
-            pooled
-        };
-        Ok(pooled.to_vec2::<f32>()?)
+        let batch: Vec<Sequence> = encodings
+            .iter()
+            .map(|e| Sequence {
+                ids: e.get_ids(),
+                types: e.get_type_ids(),
+            })
+            .collect();
+        let hidden = inner.model.forward(&batch)?;
+        Ok((0..batch.len())
+            .map(|i| {
+                let mut v = match inner.pooling {
+                    Pooling::Cls => hidden.cls(i),
+                    Pooling::Mean => hidden.mean(i),
+                };
+                if inner.normalize {
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+                    v.iter_mut().for_each(|x| *x /= norm);
+                }
+                v
+            })
+            .collect())
     }
 }
 

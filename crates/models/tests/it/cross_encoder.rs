@@ -64,7 +64,7 @@ fn write_tokenizer(
     vocab.len()
 }
 
-fn write_tiny_model(dir: &Path) {
+pub(crate) fn write_tiny_model(dir: &Path) {
     let vocab_size = write_tokenizer(
         dir,
         &["[PAD]", "[UNK]", "[CLS]", "[SEP]"],
@@ -134,7 +134,7 @@ fn write_tiny_xlmr(dir: &Path) {
     varmap.save(dir.join("model.safetensors")).unwrap();
 }
 
-fn passages(n: usize) -> Vec<String> {
+pub(crate) fn passages(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
             // Different lengths so that batches need padding.

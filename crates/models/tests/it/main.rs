@@ -1,5 +1,6 @@
 //! Integration tests of the model layer: the real local chat model (llama.cpp), the call
-//! cache, the cross-encoder's mechanics on a tiny randomly initialised BERT, and the
+//! cache, the cross-encoder's mechanics on a tiny randomly initialised BERT, the crate's BERT
+//! encoder against candle's ([`encoder`]), and the
 //! OpenAI-compatible client against a misbehaving server ([`faults`]).
 
 use metarag_core::{ChatRequest, Fault, FinishReason, Llm, Message, Reranker, chat_json};
@@ -9,6 +10,7 @@ use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 
 mod cross_encoder;
+mod encoder;
 mod faults;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
