@@ -11,6 +11,7 @@
 mod app;
 mod ask;
 mod bench;
+mod bench_embed;
 mod bench_llm;
 mod bench_load;
 mod bench_qa;
@@ -254,6 +255,9 @@ enum BenchCommand {
     Monitor(bench_qa::MonitorArgs),
     /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
     Retrieval(bench::RetrievalArgs),
+    /// Corpus embedding throughput (tokens per second and per CPU-second), optionally
+    /// beside the Python stack (sentence-transformers + torch) in the same run.
+    Embed(bench_embed::EmbedArgs),
     /// The local chat model on gold QA: EM/F1, seconds per question, tokens/s and the
     /// saving of prefix reuse.
     Llm(bench_llm::LlmArgs),
@@ -264,6 +268,11 @@ enum BenchCommand {
     /// statuses, hung requests.
     Load(bench_load::LoadArgs),
 }
+
+// mimalloc keeps freed pages for reuse where glibc's malloc returns large blocks to the
+// kernel: the embedder's per-batch buffers were costing ~10% of ingest in page faults.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -374,6 +383,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(bench) => match bench.command {
             None => app.bench_qa(bench.qa).await,
             Some(BenchCommand::Retrieval(args)) => bench::retrieval(&app, args).await,
+            Some(BenchCommand::Embed(args)) => bench_embed::embed(&app, args).await,
             Some(BenchCommand::Llm(args)) => bench_llm::llm(&app, args).await,
             Some(BenchCommand::Rerank(args)) => bench_llm::rerank(&app, args).await,
             Some(BenchCommand::Load(args)) => app.bench_load(args).await,

@@ -1,0 +1,226 @@
+//! `metarag bench embed`: corpus embedding throughput of the configured embedder, and the
+//! Python stack's (sentence-transformers + torch, `../shared/peer-bench/peer_bench.py`) on
+//! the same passages in the same run, one after the other, with the ratios.
+
+use crate::app::App;
+use crate::output::print_json;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use metarag_core::Embedder;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct EmbedArgs {
+    /// Corpus of `{title, text}` lines; each passage is embedded as `title + "\n" + text`,
+    /// as the peer script does.
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Embed only the first N passages.
+    #[arg(long)]
+    max_docs: Option<usize>,
+    /// Also run the peer stack: the Python interpreter of its virtual environment.
+    #[arg(long, requires_all = ["peer_model", "peer_script"])]
+    peer_python: Option<PathBuf>,
+    /// The peer's model directory (all-MiniLM-L6-v2 as sentence-transformers saves it).
+    #[arg(long)]
+    peer_model: Option<PathBuf>,
+    /// The peer script (`peer_bench.py`).
+    #[arg(long)]
+    peer_script: Option<PathBuf>,
+    /// Questions file the peer script requires (only its first question is used).
+    #[arg(long, default_value = "../shared/data/qa/hotpotqa-dev.jsonl")]
+    peer_questions: PathBuf,
+    /// Also write the JSON report here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// CPU seconds (user + system) this process has used so far, from `/proc/self/stat`
+/// (clock ticks of 1/100 s, the value of `CLK_TCK` on Linux); `None` elsewhere.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// Peak resident set size of this process in bytes (`VmHWM`), Linux only.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn load_passages(corpus: &Path, max: Option<usize>) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(corpus)
+        .with_context(|| format!("reading the corpus {}", corpus.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if max.is_some_and(|m| out.len() >= m) {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not a JSON line", corpus.display(), i + 1))?;
+        let field = |name: &str| {
+            v[name].as_str().map(str::to_string).with_context(|| {
+                format!("{}:{}: no string field `{name}`", corpus.display(), i + 1)
+            })
+        };
+        out.push(format!("{}\n{}", field("title")?, field("text")?));
+    }
+    if out.is_empty() {
+        bail!("{}: no passages", corpus.display());
+    }
+    Ok(out)
+}
+
+/// Runs the peer script on the same passages and returns its JSON report.
+fn run_peer(args: &EmbedArgs, passages: usize) -> Result<Value> {
+    let (Some(python), Some(model), Some(script)) =
+        (&args.peer_python, &args.peer_model, &args.peer_script)
+    else {
+        bail!("--peer-python, --peer-model and --peer-script go together");
+    };
+    let out = std::env::temp_dir().join(format!("metarag-peer-{}.json", std::process::id()));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    eprintln!("running the peer stack ({})...", script.display());
+    let status = std::process::Command::new(python)
+        .arg(script)
+        .arg("--corpus")
+        .arg(&args.corpus)
+        .arg("--questions")
+        .arg(&args.peer_questions)
+        .arg("--model")
+        .arg(model)
+        .arg("--max-docs")
+        .arg(passages.to_string())
+        .args(["--max-questions", "1", "--no-langchain", "--out"])
+        .arg(&out)
+        .env("PEER_THREADS", threads.to_string())
+        .env("OMP_NUM_THREADS", threads.to_string())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("starting {}", python.display()))?;
+    if !status.success() {
+        bail!("the peer script failed ({status})");
+    }
+    let text = std::fs::read_to_string(&out)
+        .with_context(|| format!("reading the peer's report {}", out.display()))?;
+    let _ = std::fs::remove_file(&out);
+    Ok(serde_json::from_str(&text).context("the peer script's report is not JSON")?)
+}
+
+pub async fn embed(app: &App, args: EmbedArgs) -> Result<ExitCode> {
+    let embedder = app.embedder()?;
+    let passages = load_passages(&args.corpus, args.max_docs)?;
+    let max = embedder.max_tokens();
+    let mut tokens = 0usize;
+    let mut truncated = 0usize;
+    for p in &passages {
+        let n = embedder.count_tokens(p)?;
+        tokens += n.min(max);
+        truncated += usize::from(n > max);
+    }
+    // Warm-up outside the timing, as the peer script does.
+    embedder.embed_blocking(&vec!["warm up".to_string(); 4])?;
+    eprintln!(
+        "embedding {} passages ({tokens} tokens) with {}...",
+        passages.len(),
+        embedder.model_id()
+    );
+    let (cpu0, t0) = (process_cpu_seconds(), Instant::now());
+    let vectors = embedder.embed_blocking(&passages)?;
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = process_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
+    debug_assert_eq!(vectors.len(), passages.len());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ours = json!({
+        "model": embedder.model_id(),
+        "passages": passages.len(),
+        "tokens": tokens,
+        "passages_truncated": truncated,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "tokens_per_s": tokens as f64 / wall,
+        "tokens_per_cpu_s": cpu.map(|c| tokens as f64 / c.max(1e-9)),
+        "threads": threads,
+        "peak_rss_bytes": peak_rss_bytes(),
+    });
+    let peer = match args.peer_python {
+        Some(_) => Some(run_peer(&args, passages.len())?),
+        None => None,
+    };
+    let comparison = peer.as_ref().map(|p| {
+        let e = &p["phases"]["embed_corpus"];
+        let peer_tokens = p["data"]["tokens_fed_to_model"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let peer_wall = e["wall_s"].as_f64().unwrap_or(f64::NAN);
+        let peer_cpu = e["cpu_s"].as_f64().unwrap_or(f64::NAN);
+        json!({
+            "peer_tokens": peer_tokens,
+            "peer_wall_s": peer_wall,
+            "peer_cpu_s": peer_cpu,
+            "peer_tokens_per_s": peer_tokens / peer_wall,
+            "peer_tokens_per_cpu_s": peer_tokens / peer_cpu,
+            "peer_peak_rss_mib": p["process"]["peak_rss_mib"],
+            "peer_torch_threads": p["process"]["torch_threads"],
+            "ratio_tokens_per_s": (tokens as f64 / wall) / (peer_tokens / peer_wall),
+            "ratio_tokens_per_cpu_s": cpu.map(|c| (tokens as f64 / c) / (peer_tokens / peer_cpu)),
+        })
+    });
+    let report = json!({
+        "corpus": args.corpus,
+        "load_average": std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.trim().to_string()),
+        "metarag": ours,
+        "peer": peer,
+        "comparison": comparison,
+    });
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    if app.json {
+        print_json(&report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "metarag: {} passages, {tokens} tokens in {wall:.1} s wall{} = {:.0} tokens/s{}",
+        passages.len(),
+        cpu.map_or(String::new(), |c| format!(", {c:.1} CPU-s")),
+        tokens as f64 / wall,
+        cpu.map_or(String::new(), |c| format!(
+            ", {:.0} tokens/CPU-s",
+            tokens as f64 / c
+        )),
+    );
+    if let Some(c) = &comparison {
+        println!(
+            "peer:    {} tokens in {:.1} s wall, {:.1} CPU-s = {:.0} tokens/s, {:.0} tokens/CPU-s",
+            c["peer_tokens"],
+            c["peer_wall_s"],
+            c["peer_cpu_s"],
+            c["peer_tokens_per_s"],
+            c["peer_tokens_per_cpu_s"],
+        );
+        println!(
+            "ratio (metarag / peer): {:.2}x tokens/s, {}x tokens/CPU-s",
+            c["ratio_tokens_per_s"].as_f64().unwrap_or(f64::NAN),
+            c["ratio_tokens_per_cpu_s"]
+                .as_f64()
+                .map_or("?".into(), |r| format!("{r:.2}")),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
