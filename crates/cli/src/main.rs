@@ -15,6 +15,7 @@ mod bench_embed;
 mod bench_llm;
 mod bench_load;
 mod bench_qa;
+mod bench_scale;
 mod config;
 mod llm;
 mod output;
@@ -258,6 +259,9 @@ enum BenchCommand {
     /// Corpus embedding throughput (tokens per second and per CPU-second), optionally
     /// beside the Python stack (sentence-transformers + torch) in the same run.
     Embed(bench_embed::EmbedArgs),
+    /// The index at 100k-1M chunks: build and reopen time, disk, peak RSS, search latency
+    /// percentiles per mode and HNSW recall@10 against exact search.
+    Scale(bench_scale::ScaleArgs),
     /// The local chat model on gold QA: EM/F1, seconds per question, tokens/s and the
     /// saving of prefix reuse.
     Llm(bench_llm::LlmArgs),
@@ -384,6 +388,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             None => app.bench_qa(bench.qa).await,
             Some(BenchCommand::Retrieval(args)) => bench::retrieval(&app, args).await,
             Some(BenchCommand::Embed(args)) => bench_embed::embed(&app, args).await,
+            Some(BenchCommand::Scale(args)) => bench_scale::scale(&app, args).await,
             Some(BenchCommand::Llm(args)) => bench_llm::llm(&app, args).await,
             Some(BenchCommand::Rerank(args)) => bench_llm::rerank(&app, args).await,
             Some(BenchCommand::Load(args)) => app.bench_load(args).await,

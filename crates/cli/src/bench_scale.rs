@@ -1,0 +1,383 @@
+//! `metarag bench scale`: the embedded index at 100k-1M chunks. Builds an index of N chunks
+//! through the same `apply` path ingest uses, then reports build time, reopen time, disk
+//! size and peak RSS, search latency percentiles for BM25, dense and hybrid (query
+//! embedding excluded), and the recall@10 of HNSW against exact search.
+//!
+//! Text and vectors: the passages of the three QA corpora (14,087), embedded once with the
+//! configured embedder and cached; chunk `i` is base passage `i mod B` (variant 0 is the
+//! passage itself). Later variants append a sentence of another passage to the text, and
+//! their vector is the normalised mix `0.8·v(p) + 0.2·v(q)` plus small Gaussian noise, so
+//! that near-duplicates cluster as they do in real collections without embedding a million
+//! texts (4 hours on two cores). Queries are real HotpotQA dev questions, really embedded.
+
+use crate::app::App;
+use crate::bench_embed::peak_rss_bytes;
+use crate::output::print_json;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use metarag_core::{
+    ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Embedder, SearchMode, SearchRequest,
+};
+use metarag_retrieve::HybridRetriever;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct ScaleArgs {
+    /// Chunks in the index.
+    #[arg(long, default_value_t = 100_000)]
+    chunks: usize,
+    /// Chunks per `apply` (ingest writes 1,024 per batch).
+    #[arg(long, default_value_t = 1024)]
+    batch: usize,
+    /// Questions timed per mode (HotpotQA dev).
+    #[arg(long, default_value_t = 300)]
+    queries: usize,
+    /// Corpora whose passages are the base texts.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "../shared/data/qa/hotpotqa-corpus.jsonl,../shared/data/qa/2wikimultihopqa-corpus.jsonl,../shared/data/qa/musique-corpus.jsonl"
+    )]
+    corpora: Vec<PathBuf>,
+    /// Questions file.
+    #[arg(long, default_value = "../shared/data/qa/hotpotqa-dev.jsonl")]
+    questions: PathBuf,
+    /// Working directory: the base vectors are cached here and the index is built in
+    /// `DIR/index-N` (replaced on each run).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Keep the built index (default: removed after the run).
+    #[arg(long)]
+    keep: bool,
+    /// Also write the JSON report here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// splitmix64: a fast, well-mixed deterministic hash of a counter.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A standard normal sample from two hashes (Box-Muller).
+fn gaussian(seed: u64) -> f32 {
+    let u1 = ((mix(seed) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let u2 = ((mix(seed ^ 0x5555) >> 11) as f64) / (1u64 << 53) as f64;
+    ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+}
+
+struct Base {
+    titles: Vec<String>,
+    texts: Vec<String>,
+    /// Row-major `B × dim`.
+    vectors: Vec<f32>,
+    dim: usize,
+}
+
+fn read_corpus(path: &Path, titles: &mut Vec<String>, texts: &mut Vec<String>) -> Result<()> {
+    let data =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    for (i, line) in data
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let v: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not a JSON line", path.display(), i + 1))?;
+        let (Some(title), Some(text)) = (v["title"].as_str(), v["text"].as_str()) else {
+            bail!(
+                "{}:{}: needs string `title` and `text`",
+                path.display(),
+                i + 1
+            );
+        };
+        titles.push(title.to_string());
+        texts.push(text.to_string());
+    }
+    Ok(())
+}
+
+/// The base passages and their vectors, embedded once and cached in `dir`.
+fn base(app: &App, args: &ScaleArgs, dir: &Path) -> Result<Base> {
+    let embedder = app.embedder()?;
+    let (mut titles, mut texts) = (Vec::new(), Vec::new());
+    for c in &args.corpora {
+        read_corpus(c, &mut titles, &mut texts)?;
+    }
+    let dim = embedder.dimension();
+    let cache = dir.join(format!("base-{}-{}.f32", embedder.model_id(), titles.len()));
+    let vectors = match std::fs::read(&cache) {
+        Ok(bytes) if bytes.len() == titles.len() * dim * 4 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        _ => {
+            eprintln!(
+                "embedding {} base passages once (cached in {})...",
+                titles.len(),
+                cache.display()
+            );
+            let inputs: Vec<String> = titles
+                .iter()
+                .zip(&texts)
+                .map(|(t, x)| metarag_core::embedding_input(t, &[], x))
+                .collect();
+            let vectors: Vec<f32> = embedder.embed_blocking(&inputs)?.concat();
+            let bytes: Vec<u8> = vectors.iter().flat_map(|v| v.to_le_bytes()).collect();
+            std::fs::write(&cache, bytes)
+                .with_context(|| format!("writing {}", cache.display()))?;
+            vectors
+        }
+    };
+    Ok(Base {
+        titles,
+        texts,
+        vectors,
+        dim,
+    })
+}
+
+impl Base {
+    fn len(&self) -> usize {
+        self.titles.len()
+    }
+
+    fn vector(&self, i: usize) -> &[f32] {
+        &self.vectors[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// Chunk `i`: its title, text and vector.
+    fn chunk(&self, i: usize) -> (String, String, Vec<f32>) {
+        let b = self.len();
+        let (p, variant) = (i % b, i / b);
+        if variant == 0 {
+            return (
+                self.titles[p].clone(),
+                self.texts[p].clone(),
+                self.vector(p).to_vec(),
+            );
+        }
+        let q = (mix(i as u64) % b as u64) as usize;
+        let borrowed = self.texts[q]
+            .split_inclusive(". ")
+            .next()
+            .unwrap_or(&self.texts[q]);
+        let text = format!("{} {borrowed}", self.texts[p]);
+        let mut v: Vec<f32> = self
+            .vector(p)
+            .iter()
+            .zip(self.vector(q))
+            .enumerate()
+            .map(|(d, (a, c))| 0.8 * a + 0.2 * c + 0.02 * gaussian((i * self.dim + d) as u64))
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        v.iter_mut().for_each(|x| *x /= norm);
+        (format!("{} ({variant})", self.titles[p]), text, v)
+    }
+}
+
+fn dir_size(path: &Path) -> u64 {
+    walk(path).unwrap_or(0)
+}
+
+fn walk(path: &Path) -> std::io::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() {
+            walk(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
+}
+
+fn percentiles(mut ms: Vec<f64>) -> Value {
+    ms.sort_by(f64::total_cmp);
+    let at = |p: f64| ms[((ms.len() as f64 - 1.0) * p).round() as usize];
+    json!({"p50_ms": at(0.50), "p95_ms": at(0.95), "p99_ms": at(0.99), "mean_ms": ms.iter().sum::<f64>() / ms.len() as f64})
+}
+
+pub async fn scale(app: &App, args: ScaleArgs) -> Result<ExitCode> {
+    if args.chunks == 0 || args.batch == 0 || args.queries == 0 {
+        bail!("--chunks, --batch and --queries must be positive");
+    }
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| app.config.home.join("bench").join("scale"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let base = base(app, &args, &dir)?;
+    let embedder = app.embedder()?;
+    let index_dir = dir.join(format!("index-{}", args.chunks));
+    if index_dir.exists() {
+        std::fs::remove_dir_all(&index_dir)
+            .with_context(|| format!("removing the old {}", index_dir.display()))?;
+    }
+
+    // Build, batch by batch, through the index's atomic apply.
+    let index = app.open_index(&index_dir, &embedder)?;
+    let started = Instant::now();
+    let mut exact: Vec<f32> = Vec::with_capacity(args.chunks * base.dim);
+    let mut batch_seconds = Vec::new();
+    let mut next = 0;
+    while next < args.chunks {
+        let end = (next + args.batch).min(args.chunks);
+        let updates: Vec<DocumentUpdate> = (next..end)
+            .map(|i| {
+                let (title, text, vector) = base.chunk(i);
+                exact.extend_from_slice(&vector);
+                let draft = ChunkDraft {
+                    ordinal: 0,
+                    section: Vec::new(),
+                    pages: None,
+                    bytes: 0..text.len(),
+                    token_count: 0,
+                    text: text.clone(),
+                };
+                Ok(DocumentUpdate {
+                    document: Document {
+                        id: DocId::new(format!("scale:{i}"))?,
+                        title,
+                        source: format!("scale:{i}"),
+                        format: DocFormat::Text,
+                        content_hash: i.to_string(),
+                        bytes: text.len() as u64,
+                        date: None,
+                        ingested_at: 0,
+                        chunk_count: 1,
+                        text: Some(text),
+                    },
+                    chunks: vec![(draft, vector)],
+                })
+            })
+            .collect::<Result<_>>()?;
+        let t = Instant::now();
+        index.apply(updates, Vec::new())?;
+        batch_seconds.push(t.elapsed().as_secs_f64());
+        next = end;
+        if batch_seconds.len() % 10 == 0 || next == args.chunks {
+            eprintln!(
+                "  {next}/{} chunks, last batch {:.2}s, {:.0}s so far",
+                args.chunks,
+                batch_seconds.last().copied().unwrap_or(0.0),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let build_s = started.elapsed().as_secs_f64();
+    let rss_after_build = peak_rss_bytes();
+    drop(index);
+    let disk = dir_size(&index_dir);
+
+    let t = Instant::now();
+    let index = app.open_index(&index_dir, &embedder)?;
+    let reopen_s = t.elapsed().as_secs_f64();
+    let (bm25_docs, dense_len) = index.engine_sizes()?;
+    if bm25_docs != args.chunks || dense_len != args.chunks {
+        bail!(
+            "the reopened index holds {bm25_docs} BM25 documents and {dense_len} vectors, not {}",
+            args.chunks
+        );
+    }
+
+    // Queries: real questions, embedded once outside the timing.
+    let mut questions = metarag_eval::load_dataset(&args.questions)?;
+    questions.truncate(args.queries);
+    let retriever = HybridRetriever::new(embedder.clone(), index, app.config.retrieval());
+    let mut modes = serde_json::Map::new();
+    for (name, mode) in [
+        ("bm25", SearchMode::Bm25),
+        ("dense", SearchMode::Dense),
+        ("hybrid", SearchMode::Hybrid),
+    ] {
+        let mut ms = Vec::with_capacity(questions.len());
+        for q in &questions {
+            let mut request = SearchRequest::new(q.question.clone(), 10);
+            request.mode = mode;
+            let (_, timings) = retriever.search_timed(&request).await?;
+            ms.push(timings.search.as_secs_f64() * 1000.0);
+        }
+        modes.insert(name.into(), percentiles(ms));
+    }
+
+    // Recall@10 of the HNSW graph against exact search over the same vectors.
+    // At most 100 questions: each exact search reads every vector.
+    let recall_questions = &questions[..questions.len().min(100)];
+    let mut recall_sum = 0.0;
+    for q in recall_questions {
+        let v = embedder.embed_query(&q.question).await?;
+        let mut scored: Vec<(f32, usize)> = exact
+            .chunks_exact(base.dim)
+            .enumerate()
+            .map(|(i, row)| (row.iter().zip(&v).map(|(a, b)| a * b).sum(), i))
+            .collect();
+        let top = scored.len().min(10);
+        scored.select_nth_unstable_by(top - 1, |a, b| b.0.total_cmp(&a.0));
+        let truth: HashSet<usize> = scored[..top].iter().map(|s| s.1).collect();
+        let hits = retriever
+            .store()
+            .nearest(&v, 10, &metarag_core::Filter::default())?;
+        let chunks = retriever
+            .store()
+            .chunks(&hits.iter().map(|h| h.id).collect::<Vec<_>>())?;
+        let found = chunks
+            .iter()
+            .filter_map(|c| {
+                c.doc_id
+                    .as_str()
+                    .strip_prefix("scale:")?
+                    .parse::<usize>()
+                    .ok()
+            })
+            .filter(|i| truth.contains(i))
+            .count();
+        recall_sum += found as f64 / top as f64;
+    }
+    let recall = recall_sum / recall_questions.len() as f64;
+    let cfg = retriever.store().config().clone();
+    let first = &batch_seconds[..batch_seconds.len().min(5)];
+    let last = &batch_seconds[batch_seconds.len().saturating_sub(5)..];
+    let report = json!({
+        "chunks": args.chunks,
+        "batch": args.batch,
+        "base_passages": base.len(),
+        "queries": questions.len(),
+        "hnsw": {"m": cfg.hnsw_m, "ef_construction": cfg.hnsw_ef_construction, "ef_search": cfg.hnsw_ef_search},
+        "build_s": build_s,
+        "apply_s_first_batches_mean": first.iter().sum::<f64>() / first.len() as f64,
+        "apply_s_last_batches_mean": last.iter().sum::<f64>() / last.len() as f64,
+        "reopen_s": reopen_s,
+        "disk_bytes": disk,
+        "peak_rss_bytes_after_build": rss_after_build,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "search_excluding_query_embedding": modes,
+        "hnsw_recall_at_10_vs_exact": recall,
+        "recall_queries": recall_questions.len(),
+        "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "load_average": std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.trim().to_string()),
+    });
+    if !args.keep {
+        drop(retriever);
+        let _ = std::fs::remove_dir_all(&index_dir);
+    }
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    if app.json {
+        print_json(&report)?;
+    } else {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
