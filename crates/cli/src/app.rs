@@ -140,19 +140,24 @@ impl App {
         let bar = ProgressBar::new(files.len() as u64);
         bar.set_style(
             ProgressStyle::with_template(
-                "{spinner} ingest [{bar:30}] {pos}/{len} files {msg} ({elapsed})",
+                "{spinner} ingest [{bar:30}] {pos}/{len} files {msg} ({elapsed}, ETA {eta})",
             )
             .expect("static template")
             .progress_chars("=> "),
         );
-        let chunks_done = std::sync::atomic::AtomicUsize::new(0);
+        // Chunks and tokens written so far; tokens/s is the embedder's pace, the figure
+        // that says how long a large corpus will take.
+        let done = std::sync::Mutex::new((0usize, 0usize));
+        let started = std::time::Instant::now();
         let on_event = |e: IngestEvent<'_>| match e {
             IngestEvent::Started { .. } => {}
             IngestEvent::File { .. } => bar.inc(1),
-            IngestEvent::Batch { chunks, .. } => {
-                let total =
-                    chunks_done.fetch_add(chunks, std::sync::atomic::Ordering::Relaxed) + chunks;
-                bar.set_message(format!("{total} chunks indexed"));
+            IngestEvent::Batch { chunks, tokens } => {
+                let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
+                d.0 += chunks;
+                d.1 += tokens;
+                let rate = d.1 as f64 / started.elapsed().as_secs_f64().max(1e-3);
+                bar.set_message(format!("{} chunks indexed, {rate:.0} tokens/s", d.0));
             }
             IngestEvent::Failed(f) => bar.suspend(|| eprintln!("warning: {}", failure_line(f))),
         };

@@ -5,11 +5,12 @@
 //! - `meta.sqlite` (rusqlite): documents, chunks, their text and embeddings — the source of
 //!   truth;
 //! - `bm25/` (tantivy): an inverted index over chunk titles and text, BM25-ranked;
-//! - `dense.usearch` (usearch): an HNSW graph over the chunk embeddings, cosine metric.
+//! - `dense.usearch` (usearch): an HNSW graph over the chunk embeddings, cosine metric,
+//!   with `dense.journal`: the changes since that snapshot, one record per write.
 //!
 //! The two engines are derived from SQLite. Every change ([`EmbeddedIndex::apply`]) bumps a
-//! generation number that is written into the tantivy commit payload and beside the usearch
-//! file before the SQLite transaction commits; on open, an engine whose generation differs
+//! generation number that is written into the tantivy commit payload and into the vector
+//! journal's record before the SQLite transaction commits; on open, an engine whose generation differs
 //! from SQLite's is rebuilt from SQLite. So a crash at any point leaves the index either
 //! before or after the change, never in between.
 //!
@@ -119,7 +120,7 @@ impl EmbeddedIndex {
             writable.then_some(config.writer_memory),
             config.bm25_title_boost,
         )?;
-        let dense = dense::Dense::open(&dir.join("dense.usearch"), &config)?;
+        let dense = dense::Dense::open(&dir.join("dense.usearch"), &config, generation, writable)?;
         let bm25_current = bm25.generation()? == generation;
         let dense_current = dense.generation() == Some(generation);
         if !writable {

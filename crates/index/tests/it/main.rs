@@ -477,3 +477,126 @@ async fn store_trait_round_trip() {
         "via the trait"
     );
 }
+
+/// Copies the files of an index directory as they are now: what a process killed at this
+/// moment would leave behind (no close, so no snapshot of the vector journal).
+fn snapshot_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            snapshot_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_killed_writer_is_recovered_from_the_vector_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let killed = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(vec![update("a", "Alpha", &["aardvark"], 0, None)], vec![])
+        .unwrap();
+    index
+        .apply(
+            vec![update("b", "Beta", &["badger", "bison"], 2, None)],
+            vec![],
+        )
+        .unwrap();
+    index.apply(vec![], vec![DocId::new("a").unwrap()]).unwrap();
+    snapshot_dir(dir.path(), killed.path());
+    drop(index);
+    // The small index was never snapshotted: its vectors live in the journal alone.
+    assert!(!killed.path().join("dense.usearch").exists());
+    let index = EmbeddedIndex::open(killed.path(), config()).unwrap();
+    assert_eq!(index.engine_sizes().unwrap(), (2, 2));
+    let hits = index.nearest(&vector(3), 1, &Filter::default()).unwrap();
+    assert_eq!(index.chunks(&[hits[0].id]).unwrap()[0].draft.text, "bison");
+    drop(index);
+    // Closing the writer folded the journal into a snapshot.
+    assert!(killed.path().join("dense.usearch").exists());
+    assert_eq!(
+        std::fs::metadata(killed.path().join("dense.journal"))
+            .unwrap()
+            .len(),
+        0
+    );
+    let index = EmbeddedIndex::open(killed.path(), config()).unwrap();
+    assert_eq!(index.engine_sizes().unwrap(), (2, 2));
+}
+
+#[test]
+fn a_journal_record_sqlite_never_committed_is_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let killed = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(vec![update("a", "Alpha", &["aardvark"], 0, None)], vec![])
+        .unwrap();
+    snapshot_dir(dir.path(), killed.path());
+    let committed_len = std::fs::metadata(killed.path().join("dense.journal"))
+        .unwrap()
+        .len();
+    index
+        .apply(vec![update("b", "Beta", &["badger"], 2, None)], vec![])
+        .unwrap();
+    // Killed after the journal append but before SQLite's commit: the copy has the old
+    // SQLite and the journal with the newer record.
+    std::fs::copy(
+        dir.path().join("dense.journal"),
+        killed.path().join("dense.journal"),
+    )
+    .unwrap();
+    drop(index);
+    let index = EmbeddedIndex::open(killed.path(), config()).unwrap();
+    assert_eq!(index.stats().unwrap().chunks, 1);
+    assert_eq!(index.engine_sizes().unwrap(), (1, 1));
+    assert_eq!(
+        std::fs::metadata(killed.path().join("dense.journal"))
+            .unwrap()
+            .len(),
+        committed_len
+    );
+    // The next write takes the cut-off generation's place.
+    index
+        .apply(vec![update("c", "Gamma", &["cat"], 4, None)], vec![])
+        .unwrap();
+    drop(index);
+    let index = EmbeddedIndex::open(killed.path(), config()).unwrap();
+    assert_eq!(index.engine_sizes().unwrap(), (2, 2));
+}
+
+#[test]
+fn a_torn_journal_tail_makes_the_vectors_rebuild_from_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let killed = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    index
+        .apply(vec![update("a", "Alpha", &["aardvark"], 0, None)], vec![])
+        .unwrap();
+    index
+        .apply(vec![update("b", "Beta", &["badger"], 2, None)], vec![])
+        .unwrap();
+    snapshot_dir(dir.path(), killed.path());
+    drop(index);
+    // Damage the last record's checksum: replay stops before it, the graph lags SQLite and
+    // is rebuilt from it.
+    let journal = killed.path().join("dense.journal");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&journal, bytes).unwrap();
+    let index = EmbeddedIndex::open(killed.path(), config()).unwrap();
+    assert_eq!(index.engine_sizes().unwrap(), (2, 2));
+    assert_eq!(
+        index
+            .nearest(&vector(2), 1, &Filter::default())
+            .unwrap()
+            .len(),
+        1
+    );
+}
