@@ -85,6 +85,10 @@ impl Dense {
                 .map_err(|e| usearch_err(&format!("load {}", path.display()), e))?;
             // Loading restores the saved search setting; the configured one wins.
             index.change_expansion_search(config.hnsw_ef_search);
+            // A loaded graph has room for one writing thread; `add_all` uses more.
+            index
+                .reserve_capacity_and_threads(index.capacity().max(1024), threads())
+                .map_err(|e| usearch_err("reserve", e))?;
         }
         let (generation, journalled) = match snapshot {
             Some(g0) => {
@@ -142,9 +146,7 @@ impl Dense {
         }
         let added: Vec<_> = added.collect();
         reserve(&index, added.len())?;
-        for &(id, v) in &added {
-            index.add(id.0, v).map_err(|e| usearch_err("add", e))?;
-        }
+        add_all(&index, added.iter().map(|&(id, v)| (id.0, v)).collect())?;
         let record = encode_record(generation, removed, &added, self.options.dimensions);
         std::fs::OpenOptions::new()
             .create(true)
@@ -166,9 +168,10 @@ impl Dense {
         let mut index = self.index.write().map_err(|_| Error::Poisoned)?;
         *index = Index::new(&self.options).map_err(|e| usearch_err("create", e))?;
         reserve(&index, vectors.len())?;
-        for (id, v) in vectors {
-            index.add(id.0, v).map_err(|e| usearch_err("add", e))?;
-        }
+        add_all(
+            &index,
+            vectors.iter().map(|(id, v)| (id.0, v.as_slice())).collect(),
+        )?;
         self.snapshot(&index, generation)?;
         let mut state = self.state();
         state.generation = Some(generation);
@@ -385,14 +388,21 @@ fn replay(path: &Path, index: &Index, from: u64, target: u64, dim: usize) -> Res
         }
         let added = &payload[n_removed as usize * 8..];
         reserve(index, n_added as usize)?;
-        let mut v = vec![0f32; dim];
-        for entry in added.chunks_exact(8 + 4 * dim) {
-            let id = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
-            for (x, b) in v.iter_mut().zip(entry[8..].chunks_exact(4)) {
-                *x = f32::from_le_bytes(b.try_into().unwrap_or_default());
-            }
-            index.add(id, &v).map_err(|e| usearch_err("add", e))?;
-        }
+        let vectors: Vec<(u64, Vec<f32>)> = added
+            .chunks_exact(8 + 4 * dim)
+            .map(|entry| {
+                let id = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
+                let v = entry[8..]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes(b.try_into().unwrap_or_default()))
+                    .collect();
+                (id, v)
+            })
+            .collect();
+        add_all(
+            index,
+            vectors.iter().map(|(id, v)| (*id, v.as_slice())).collect(),
+        )?;
         out.generation = generation;
         out.journalled += (n_removed + n_added) as usize;
         out.valid_len = end;
@@ -407,10 +417,48 @@ fn reserve(index: &Index, extra: usize) -> Result<()> {
         // Grow geometrically so a long ingest doesn't reallocate the graph every batch.
         let target = needed.max(index.capacity() * 2).max(1024);
         index
-            .reserve(target)
+            .reserve_capacity_and_threads(target, threads())
             .map_err(|e| usearch_err("reserve", e))?;
     }
     Ok(())
+}
+
+/// Threads that insert into the graph at once: one per core.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Below this many vectors one thread inserts them; above, [`threads`] share the work
+/// (usearch's graph takes concurrent inserts once that many threads are reserved).
+const PARALLEL_ADD_MIN: usize = 256;
+
+/// Inserts `items` into the graph (capacity already reserved), on every core. Building
+/// the graph is ~75% of writing a large index, nearly all of it distance computations.
+fn add_all(index: &Index, items: Vec<(u64, &[f32])>) -> Result<()> {
+    let n = threads();
+    if items.len() < PARALLEL_ADD_MIN || n == 1 {
+        for (id, v) in items {
+            index.add(id, v).map_err(|e| usearch_err("add", e))?;
+        }
+        return Ok(());
+    }
+    let per = items.len().div_ceil(n);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(per)
+            .map(|part| {
+                scope.spawn(move || -> Result<()> {
+                    for &(id, v) in part {
+                        index.add(id, v).map_err(|e| usearch_err("add", e))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().map_err(|_| usearch_err("add", "an insert thread panicked"))?)
+    })
 }
 
 /// Exact cosine scoring of the allowed keys (vectors are stored normalised by the
