@@ -11,6 +11,7 @@
 mod app;
 mod ask;
 mod bench;
+mod bench_crash;
 mod bench_embed;
 mod bench_llm;
 mod bench_load;
@@ -262,6 +263,9 @@ enum BenchCommand {
     /// The index at 100k-1M chunks: build and reopen time, disk, peak RSS, search latency
     /// percentiles per mode and HNSW recall@10 against exact search.
     Scale(bench_scale::ScaleArgs),
+    /// Crash consistency: kill ingest, re-ingest and `docs rm` with SIGKILL at random
+    /// moments, reopen, check every invariant, resume, check again.
+    Crash(bench_crash::CrashArgs),
     /// The local chat model on gold QA: EM/F1, seconds per question, tokens/s and the
     /// saving of prefix reuse.
     Llm(bench_llm::LlmArgs),
@@ -389,6 +393,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Some(BenchCommand::Retrieval(args)) => bench::retrieval(&app, args).await,
             Some(BenchCommand::Embed(args)) => bench_embed::embed(&app, args).await,
             Some(BenchCommand::Scale(args)) => bench_scale::scale(&app, args).await,
+            Some(BenchCommand::Crash(args)) => bench_crash::crash(&app, args).await,
             Some(BenchCommand::Llm(args)) => bench_llm::llm(&app, args).await,
             Some(BenchCommand::Rerank(args)) => bench_llm::rerank(&app, args).await,
             Some(BenchCommand::Load(args)) => app.bench_load(args).await,

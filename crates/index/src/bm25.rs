@@ -74,9 +74,15 @@ impl Bm25 {
         // One indexing thread: ingestion is bound by embedding, and a second tantivy thread
         // would only compete with candle for the same cores.
         let writer = match writer_memory {
-            Some(m) => Some(Mutex::new(
-                index.writer_with_num_threads(1, m.max(15_000_000))?,
-            )),
+            Some(m) => {
+                let w: IndexWriter = index.writer_with_num_threads(1, m.max(15_000_000))?;
+                // A writer killed mid-commit leaves files its last commit does not list
+                // (found by `metarag bench crash`: a delete file of the next opstamp made the
+                // following `docs rm` fail with FileAlreadyExists). Remove them before
+                // writing; files of the committed state are kept.
+                w.garbage_collect_files().wait()?;
+                Some(Mutex::new(w))
+            }
             None => None,
         };
         let reader = index

@@ -455,9 +455,10 @@ fn add_all(index: &Index, items: Vec<(u64, &[f32])>) -> Result<()> {
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .try_for_each(|w| w.join().map_err(|_| usearch_err("add", "an insert thread panicked"))?)
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .map_err(|_| usearch_err("add", "an insert thread panicked"))?
+        })
     })
 }
 

@@ -208,13 +208,7 @@ impl SentenceEmbedder {
             .batch_tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| Error::Tokenizer(e.to_string()))?;
-        let batch: Vec<Sequence> = encodings
-            .iter()
-            .map(|e| Sequence {
-                ids: e.get_ids(),
-                types: e.get_type_ids(),
-            })
-            .collect();
+        let batch = Sequence::batch(&encodings);
         let hidden = inner.model.forward(&batch)?;
         Ok((0..batch.len())
             .map(|i| {

@@ -188,13 +188,7 @@ impl CrossEncoder {
                 pooler,
                 classifier,
             } => {
-                let batch: Vec<Sequence> = encodings
-                    .iter()
-                    .map(|e| Sequence {
-                        ids: e.get_ids(),
-                        types: e.get_type_ids(),
-                    })
-                    .collect();
+                let batch = Sequence::batch(&encodings);
                 let hidden = model.forward(&batch)?;
                 let cls: Vec<f32> = (0..n).flat_map(|i| hidden.cls(i)).collect();
                 let width = cls.len() / n.max(1);

@@ -482,3 +482,30 @@ fn bench_runs_resumes_and_reports_a_qa_sample() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--dataset squad"));
 }
+
+#[test]
+fn killed_ingests_and_removals_leave_a_consistent_index() {
+    // A handful of SIGKILL trials (the bench command runs 100+): one of each command,
+    // killed at a random moment, checked, resumed and checked again.
+    let env = Env::new();
+    let corpus = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
+    let report = env.json(&[
+        "bench",
+        "crash",
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--docs",
+        "40",
+        "--trials",
+        "3",
+    ]);
+    assert_eq!(report["trials"], 3);
+    assert_eq!(report["defects"], 0, "{report:#}");
+    let phases: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["ingest", "re-ingest", "docs rm"]);
+}

@@ -1,0 +1,457 @@
+//! `metarag bench crash`: crash consistency, proven by killing real processes. Each trial
+//! starts `metarag` as a child (an ingest into an empty index, a re-ingest of changed
+//! documents over a full one, or a `docs rm` of a quarter of them), kills it with SIGKILL at
+//! a random moment, reopens the index and checks it:
+//!
+//! - every document is wholly in one version (all its chunks from the text SQLite holds for
+//!   it, ordinals 0..n, as many as its record says) and that version is one the command
+//!   could have left (old or new; present or absent for a removal);
+//! - no chunk is orphaned (the documents' chunks add up to the chunk count) and the BM25
+//!   and vector engines hold exactly as many entries as SQLite holds chunks;
+//! - BM25 and nearest-neighbour searches work and every id they return resolves to a chunk.
+//!
+//! Then it runs the same command again to completion and checks that the result is the
+//! complete new state (resumption loses nothing and duplicates nothing).
+
+use crate::app::App;
+use crate::output::print_json;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use metarag_core::{Embedder, Filter};
+use metarag_index::EmbeddedIndex;
+use metarag_models::SentenceEmbedder;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct CrashArgs {
+    /// Corpus of `{doc_id, title, text}` lines; the first `--docs` are used.
+    #[arg(long, default_value = "../shared/data/qa/hotpotqa-corpus.jsonl")]
+    corpus: PathBuf,
+    /// Documents per trial.
+    #[arg(long, default_value_t = 200)]
+    docs: usize,
+    /// Trials (they rotate over ingest, re-ingest and removal).
+    #[arg(long, default_value_t = 100)]
+    trials: usize,
+    /// Chunks per ingest batch in the killed commands (ingest's default is 1,024): small
+    /// batches make many commits for a kill to land between or inside.
+    #[arg(long, default_value_t = 16)]
+    batch_chunks: usize,
+    /// Seed of the kill times.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Working directory (default: a temporary one, removed after the run).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Also write the JSON report here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// The command a trial kills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Ingest version 1 into an empty index.
+    Ingest,
+    /// Ingest version 2 (every third document changed) over a complete version 1.
+    Reingest,
+    /// Remove every fourth document from a complete version 1.
+    Remove,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Ingest => "ingest",
+            Phase::Reingest => "re-ingest",
+            Phase::Remove => "docs rm",
+        }
+    }
+}
+
+/// Marker appended to a document's text in version 2.
+const REVISED: &str = "Revised edition";
+
+struct Setup {
+    v1: PathBuf,
+    v2: PathBuf,
+    ids: Vec<String>,
+    removed: Vec<String>,
+    exe: PathBuf,
+    models: PathBuf,
+    batch_chunks: usize,
+}
+
+impl Setup {
+    /// The child command of `phase` against the data directory `home`.
+    fn command(&self, phase: Phase, home: &Path) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.env("METARAG_HOME", home)
+            .env(
+                "METARAG_INGEST__BATCH_CHUNKS",
+                self.batch_chunks.to_string(),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        match phase {
+            Phase::Ingest => c.args(["ingest", "--format", "corpus-jsonl"]).arg(&self.v1),
+            Phase::Reingest => c.args(["ingest", "--format", "corpus-jsonl"]).arg(&self.v2),
+            Phase::Remove => c.args(["docs", "rm"]).args(&self.removed),
+        };
+        c
+    }
+
+    /// A data directory for a trial: the shared model cache, and a copy of `base`'s index.
+    fn home(&self, dir: &Path, base: Option<&Path>) -> Result<PathBuf> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        std::os::unix::fs::symlink(&self.models, dir.join("models"))
+            .context("linking the model cache")?;
+        if let Some(base) = base {
+            copy_dir(&base.join("index"), &dir.join("index"))?;
+        }
+        Ok(dir.to_path_buf())
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `c` to completion and returns its wall time.
+fn run(mut c: Command) -> Result<Duration> {
+    let t = Instant::now();
+    let out = c
+        .stderr(Stdio::piped())
+        .output()
+        .context("starting metarag")?;
+    if !out.status.success() {
+        bail!(
+            "{:?} failed ({}): {}",
+            c.get_args().collect::<Vec<_>>(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(t.elapsed())
+}
+
+/// What one check of an index found wrong (empty: consistent).
+fn check(
+    home: &Path,
+    embedder: &SentenceEmbedder,
+    app: &App,
+    allowed: &dyn Fn(&str, bool) -> bool,
+    probes: &[Vec<f32>],
+) -> Result<(Vec<String>, usize)> {
+    let cfg = app.config.index(embedder.model_id(), embedder.dimension());
+    let dir = home.join("index");
+    if !dir.join("meta.sqlite").exists() {
+        return Ok((Vec::new(), 0));
+    }
+    let index = EmbeddedIndex::open(&dir, cfg)?;
+    let mut defects = Vec::new();
+    let stats = index.stats()?;
+    let documents = index.documents()?;
+    let mut chunk_total = 0u64;
+    for d in &documents {
+        let text = index
+            .document(&d.id)?
+            .and_then(|d| d.text)
+            .unwrap_or_default();
+        let chunks = index.document_chunks(&d.id)?;
+        chunk_total += chunks.len() as u64;
+        if chunks.len() != d.chunk_count as usize {
+            defects.push(format!(
+                "{}: {} chunks stored, its record says {}",
+                d.id,
+                chunks.len(),
+                d.chunk_count
+            ));
+        }
+        let ordinals: Vec<u32> = chunks.iter().map(|c| c.draft.ordinal).collect();
+        if ordinals != (0..chunks.len() as u32).collect::<Vec<_>>() {
+            defects.push(format!("{}: chunk ordinals {ordinals:?}", d.id));
+        }
+        if chunks.iter().any(|c| !text.contains(c.draft.text.trim())) {
+            defects.push(format!("{}: a chunk is not from the stored text", d.id));
+        }
+        if !allowed(d.id.as_str(), text.contains(REVISED)) {
+            defects.push(format!(
+                "{}: version {} was not a possible state",
+                d.id,
+                if text.contains(REVISED) { 2 } else { 1 }
+            ));
+        }
+    }
+    if chunk_total != stats.chunks {
+        defects.push(format!(
+            "{} chunks in SQLite, {chunk_total} belong to documents (orphans)",
+            stats.chunks
+        ));
+    }
+    let (bm25, dense) = index.engine_sizes()?;
+    if bm25 as u64 != stats.chunks || dense as u64 != stats.chunks {
+        defects.push(format!(
+            "engines disagree with SQLite: BM25 {bm25}, vectors {dense}, chunks {}",
+            stats.chunks
+        ));
+    }
+    if stats.chunks > 0 {
+        let mut ids: Vec<_> = index
+            .lexical("the film", 20, &Filter::default())?
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        for v in probes {
+            let hits = index.nearest(v, 20, &Filter::default())?;
+            if hits.is_empty() {
+                defects.push("a nearest-neighbour search found nothing".into());
+            }
+            ids.extend(hits.into_iter().map(|h| h.id));
+        }
+        ids.sort();
+        ids.dedup();
+        let found = index.chunks(&ids)?.len();
+        if found != ids.len() {
+            defects.push(format!(
+                "{} of {} search results name chunks SQLite does not have",
+                ids.len() - found,
+                ids.len()
+            ));
+        }
+    }
+    Ok((defects, documents.len()))
+}
+
+fn write_versions(corpus: &Path, n: usize, dir: &Path) -> Result<(PathBuf, PathBuf, Vec<String>)> {
+    let text =
+        std::fs::read_to_string(corpus).with_context(|| format!("reading {}", corpus.display()))?;
+    let (mut v1, mut v2, mut ids) = (String::new(), String::new(), Vec::new());
+    for (i, line) in text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .enumerate()
+    {
+        let mut rec: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not JSON", corpus.display(), i + 1))?;
+        let id = format!("crash-{i}");
+        rec["doc_id"] = json!(id);
+        v1.push_str(&rec.to_string());
+        v1.push('\n');
+        if i % 3 == 0 {
+            let t = rec["text"].as_str().unwrap_or_default().to_string();
+            rec["text"] = json!(format!("{t} {REVISED} {i} of this passage."));
+        }
+        v2.push_str(&rec.to_string());
+        v2.push('\n');
+        ids.push(id);
+    }
+    if ids.is_empty() {
+        bail!("{}: no passages", corpus.display());
+    }
+    let (p1, p2) = (dir.join("v1.jsonl"), dir.join("v2.jsonl"));
+    std::fs::write(&p1, v1)?;
+    std::fs::write(&p2, v2)?;
+    Ok((p1, p2, ids))
+}
+
+/// splitmix64, for reproducible kill times.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
+    if args.trials == 0 || args.docs < 4 {
+        bail!("--trials must be positive and --docs at least 4");
+    }
+    let tmp;
+    let dir = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            d.clone()
+        }
+        None => {
+            tmp = tempdir()?;
+            tmp.clone()
+        }
+    };
+    let embedder = app.embedder()?;
+    let (v1, v2, ids) = write_versions(&args.corpus, args.docs, &dir)?;
+    let setup = Setup {
+        v1,
+        v2,
+        removed: ids.iter().step_by(4).cloned().collect(),
+        ids,
+        exe: std::env::current_exe().context("finding the metarag executable")?,
+        models: app.config.models_dir(),
+        batch_chunks: args.batch_chunks,
+    };
+    let probes = vec![
+        embedder
+            .embed_query("a film directed by an American director")
+            .await?,
+        embedder.embed_query("a river in Europe").await?,
+    ];
+
+    // The complete states, and how long each command takes uninterrupted.
+    eprintln!("preparing: {} documents...", setup.ids.len());
+    let base = setup.home(&dir.join("base"), None)?;
+    let mut durations = HashMap::new();
+    durations.insert("ingest", run(setup.command(Phase::Ingest, &base))?);
+    for phase in [Phase::Reingest, Phase::Remove] {
+        let home = setup.home(&dir.join("timing"), Some(&base))?;
+        durations.insert(phase.name(), run(setup.command(phase, &home))?);
+    }
+
+    let mut trials = Vec::new();
+    let mut total_defects = 0;
+    let mut killed = 0;
+    for t in 0..args.trials {
+        let phase = [Phase::Ingest, Phase::Reingest, Phase::Remove][t % 3];
+        let full = durations[phase.name()];
+        // Uniform over the command's whole run, start-up included.
+        let frac =
+            (mix(args.seed.wrapping_mul(1_000_003) + t as u64) >> 11) as f64 / (1u64 << 53) as f64;
+        let delay = full.mul_f64(frac);
+        let home = setup.home(
+            &dir.join("trial"),
+            (phase != Phase::Ingest).then_some(base.as_path()),
+        )?;
+        let mut child = setup
+            .command(phase, &home)
+            .spawn()
+            .context("starting metarag")?;
+        std::thread::sleep(delay);
+        let finished_first = child.try_wait()?.is_some();
+        if !finished_first {
+            child.kill()?;
+            killed += 1;
+        }
+        child.wait()?;
+        let removed = &setup.removed;
+        let after_kill: Box<dyn Fn(&str, bool) -> bool> = match phase {
+            Phase::Ingest => Box::new(|_, v2| !v2),
+            Phase::Reingest => Box::new(|_, _| true),
+            Phase::Remove => Box::new(|_, v2| !v2),
+        };
+        let (mut defects, docs_after_kill) = check(&home, &embedder, app, &*after_kill, &probes)?;
+        if phase == Phase::Remove
+            && ![setup.ids.len(), setup.ids.len() - removed.len()].contains(&docs_after_kill)
+        {
+            defects.push(format!(
+                "{docs_after_kill} documents after a killed removal: neither all nor all but the removed"
+            ));
+        }
+        // Resume: the same command to completion, then the complete new state.
+        if phase != Phase::Remove || docs_after_kill == setup.ids.len() {
+            run(setup.command(phase, &home))?;
+        }
+        let is_removed = |id: &str| removed.iter().any(|r| r == id);
+        let complete: Box<dyn Fn(&str, bool) -> bool> = match phase {
+            Phase::Ingest => Box::new(|_, v2| !v2),
+            Phase::Reingest => Box::new(|id: &str, v2| {
+                let n: usize = id.trim_start_matches("crash-").parse().unwrap_or(1);
+                v2 == (n % 3 == 0)
+            }),
+            Phase::Remove => Box::new(move |id: &str, v2| !v2 && !is_removed(id)),
+        };
+        let (mut after_resume, docs_final) = check(&home, &embedder, app, &*complete, &probes)?;
+        let expected = match phase {
+            Phase::Remove => setup.ids.len() - removed.len(),
+            _ => setup.ids.len(),
+        };
+        if docs_final != expected {
+            after_resume.push(format!(
+                "{docs_final} documents after resuming, expected {expected} (lost or extra)"
+            ));
+        }
+        defects.extend(
+            after_resume
+                .into_iter()
+                .map(|d| format!("after resuming: {d}")),
+        );
+        total_defects += defects.len();
+        eprintln!(
+            "trial {:>3} {:<10} kill at {:>5.2}s{} -> {} documents, {} defects",
+            t + 1,
+            phase.name(),
+            delay.as_secs_f64(),
+            if finished_first {
+                " (had finished)"
+            } else {
+                ""
+            },
+            docs_after_kill,
+            defects.len()
+        );
+        trials.push(json!({
+            "trial": t + 1,
+            "phase": phase.name(),
+            "kill_after_s": delay.as_secs_f64(),
+            "finished_before_kill": finished_first,
+            "documents_after_kill": docs_after_kill,
+            "defects": defects,
+        }));
+    }
+    let report = json!({
+        "corpus": args.corpus,
+        "documents": setup.ids.len(),
+        "trials": args.trials,
+        "killed": killed,
+        "defects": total_defects,
+        "uninterrupted_s": durations.iter().map(|(k, v)| (k.to_string(), json!(v.as_secs_f64()))).collect::<serde_json::Map<_, _>>(),
+        "seed": args.seed,
+        "results": trials,
+    });
+    if args.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if let Some(out) = &args.out {
+        std::fs::write(out, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    if app.json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{} trials, {killed} killed mid-command, {total_defects} defects",
+            args.trials
+        );
+    }
+    Ok(if total_defects == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// A fresh directory under the system's temporary directory.
+fn tempdir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("metarag-crash-{}", std::process::id()));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
