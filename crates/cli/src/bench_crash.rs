@@ -73,6 +73,9 @@ impl Phase {
     }
 }
 
+/// Which documents a check accepts: `(id, is version 2) -> allowed`.
+type Allowed<'a> = Box<dyn Fn(&str, bool) -> bool + 'a>;
+
 /// Marker appended to a document's text in version 2.
 const REVISED: &str = "Revised edition";
 
@@ -350,7 +353,7 @@ pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
         }
         child.wait()?;
         let removed = &setup.removed;
-        let after_kill: Box<dyn Fn(&str, bool) -> bool> = match phase {
+        let after_kill: Allowed = match phase {
             Phase::Ingest => Box::new(|_, v2| !v2),
             Phase::Reingest => Box::new(|_, _| true),
             Phase::Remove => Box::new(|_, v2| !v2),
@@ -368,11 +371,11 @@ pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
             run(setup.command(phase, &home))?;
         }
         let is_removed = |id: &str| removed.iter().any(|r| r == id);
-        let complete: Box<dyn Fn(&str, bool) -> bool> = match phase {
+        let complete: Allowed = match phase {
             Phase::Ingest => Box::new(|_, v2| !v2),
             Phase::Reingest => Box::new(|id: &str, v2| {
                 let n: usize = id.trim_start_matches("crash-").parse().unwrap_or(1);
-                v2 == (n % 3 == 0)
+                v2 == n.is_multiple_of(3)
             }),
             Phase::Remove => Box::new(move |id: &str, v2| !v2 && !is_removed(id)),
         };

@@ -118,7 +118,7 @@ fn run_peer(args: &EmbedArgs, passages: usize) -> Result<Value> {
     let text = std::fs::read_to_string(&out)
         .with_context(|| format!("reading the peer's report {}", out.display()))?;
     let _ = std::fs::remove_file(&out);
-    Ok(serde_json::from_str(&text).context("the peer script's report is not JSON")?)
+    serde_json::from_str(&text).context("the peer script's report is not JSON")
 }
 
 pub async fn embed(app: &App, args: EmbedArgs) -> Result<ExitCode> {
