@@ -2,7 +2,7 @@
 //! it) and report recall@k, MRR and latency for BM25, dense and hybrid retrieval.
 
 use crate::app::App;
-use crate::output::print_json;
+use crate::output::{print_json, write_json};
 use crate::{FormatArg, ModeArg};
 use anyhow::Result;
 use clap::Args;
@@ -96,9 +96,7 @@ pub async fn retrieval(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
         "ingest": ingest,
         "retrieval": report,
     });
-    if let Some(out) = &args.out {
-        std::fs::write(out, serde_json::to_string_pretty(&json)?)?;
-    }
+    write_json(args.out.as_deref(), &json)?;
     if app.json {
         print_json(&json)?;
         return Ok(ExitCode::SUCCESS);

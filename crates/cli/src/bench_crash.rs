@@ -14,7 +14,8 @@
 //! complete new state (resumption loses nothing and duplicates nothing).
 
 use crate::app::App;
-use crate::output::print_json;
+use crate::measure::unit;
+use crate::output::{print_json, write_json};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use metarag_core::{Embedder, Filter};
@@ -276,14 +277,6 @@ fn write_versions(corpus: &Path, n: usize, dir: &Path) -> Result<(PathBuf, PathB
     Ok((p1, p2, ids))
 }
 
-/// splitmix64, for reproducible kill times.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
     if args.trials == 0 || args.docs < 4 {
         bail!("--trials must be positive and --docs at least 4");
@@ -334,9 +327,7 @@ pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
         let phase = [Phase::Ingest, Phase::Reingest, Phase::Remove][t % 3];
         let full = durations[phase.name()];
         // Uniform over the command's whole run, start-up included.
-        let frac =
-            (mix(args.seed.wrapping_mul(1_000_003) + t as u64) >> 11) as f64 / (1u64 << 53) as f64;
-        let delay = full.mul_f64(frac);
+        let delay = full.mul_f64(unit(args.seed.wrapping_mul(1_000_003) + t as u64));
         let home = setup.home(
             &dir.join("trial"),
             (phase != Phase::Ingest).then_some(base.as_path()),
@@ -353,10 +344,10 @@ pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
         }
         child.wait()?;
         let removed = &setup.removed;
+        // Only a re-ingest can leave version 2 behind; each document wholly one version.
         let after_kill: Allowed = match phase {
-            Phase::Ingest => Box::new(|_, v2| !v2),
             Phase::Reingest => Box::new(|_, _| true),
-            Phase::Remove => Box::new(|_, v2| !v2),
+            Phase::Ingest | Phase::Remove => Box::new(|_, v2| !v2),
         };
         let (mut defects, docs_after_kill) = check(&home, &embedder, app, &*after_kill, &probes)?;
         if phase == Phase::Remove
@@ -430,10 +421,7 @@ pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
     if args.dir.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    if let Some(out) = &args.out {
-        std::fs::write(out, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
+    write_json(args.out.as_deref(), &report)?;
     if app.json {
         print_json(&report)?;
     } else {

@@ -3,7 +3,8 @@
 //! the same passages in the same run, one after the other, with the ratios.
 
 use crate::app::App;
-use crate::output::print_json;
+use crate::measure::{load_average, peak_rss_bytes, process_cpu_seconds, threads};
+use crate::output::{print_json, write_json};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use metarag_core::Embedder;
@@ -36,27 +37,6 @@ pub struct EmbedArgs {
     /// Also write the JSON report here.
     #[arg(long)]
     out: Option<PathBuf>,
-}
-
-/// CPU seconds (user + system) this process has used so far, from `/proc/self/stat`
-/// (clock ticks of 1/100 s, the value of `CLK_TCK` on Linux); `None` elsewhere.
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
-}
-
-/// Peak resident set size of this process in bytes (`VmHWM`), Linux only.
-pub fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 fn load_passages(corpus: &Path, max: Option<usize>) -> Result<Vec<String>> {
@@ -93,7 +73,7 @@ fn run_peer(args: &EmbedArgs, passages: usize) -> Result<Value> {
         bail!("--peer-python, --peer-model and --peer-script go together");
     };
     let out = std::env::temp_dir().join(format!("metarag-peer-{}.json", std::process::id()));
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = threads();
     eprintln!("running the peer stack ({})...", script.display());
     let status = std::process::Command::new(python)
         .arg(script)
@@ -144,7 +124,6 @@ pub async fn embed(app: &App, args: EmbedArgs) -> Result<ExitCode> {
     let wall = t0.elapsed().as_secs_f64();
     let cpu = process_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
     debug_assert_eq!(vectors.len(), passages.len());
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let ours = json!({
         "model": embedder.model_id(),
         "passages": passages.len(),
@@ -154,7 +133,7 @@ pub async fn embed(app: &App, args: EmbedArgs) -> Result<ExitCode> {
         "cpu_s": cpu,
         "tokens_per_s": tokens as f64 / wall,
         "tokens_per_cpu_s": cpu.map(|c| tokens as f64 / c.max(1e-9)),
-        "threads": threads,
+        "threads": threads(),
         "peak_rss_bytes": peak_rss_bytes(),
     });
     let peer = match args.peer_python {
@@ -182,15 +161,12 @@ pub async fn embed(app: &App, args: EmbedArgs) -> Result<ExitCode> {
     });
     let report = json!({
         "corpus": args.corpus,
-        "load_average": std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.trim().to_string()),
+        "load_average": load_average(),
         "metarag": ours,
         "peer": peer,
         "comparison": comparison,
     });
-    if let Some(out) = &args.out {
-        std::fs::write(out, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
+    write_json(args.out.as_deref(), &report)?;
     if app.json {
         print_json(&report)?;
         return Ok(ExitCode::SUCCESS);

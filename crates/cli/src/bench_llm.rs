@@ -6,8 +6,8 @@
 //! recall@k and NDCG@10 of supporting titles before and after, and pairs/s.
 
 use crate::app::App;
-use crate::output::print_json;
-use anyhow::{Context, Result};
+use crate::output::{print_json, write_json};
+use anyhow::Result;
 use clap::Args;
 use metarag_core::{
     ChatRequest, DynReranker, Llm, Message, Reranker, Retriever, SearchMode, SearchRequest,
@@ -214,10 +214,7 @@ pub async fn llm(app: &App, args: LlmArgs) -> Result<ExitCode> {
         "n": questions.len(),
         "models": reports,
     });
-    if let Some(out) = &args.out {
-        std::fs::write(out, serde_json::to_string_pretty(&json)?)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
+    write_json(args.out.as_deref(), &json)?;
     if app.json {
         print_json(&json)?;
         return Ok(ExitCode::SUCCESS);
@@ -397,10 +394,7 @@ pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
         "pairs": pairs,
         "pairs_per_second": pairs as f64 / rerank_secs.max(1e-9),
     });
-    if let Some(out) = &args.out {
-        std::fs::write(out, serde_json::to_string_pretty(&json)?)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
+    write_json(args.out.as_deref(), &json)?;
     print_json(&json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,13 +11,14 @@
 //! texts (4 hours on two cores). Queries are real HotpotQA dev questions, really embedded.
 
 use crate::app::App;
-use crate::bench_embed::peak_rss_bytes;
-use crate::output::print_json;
+use crate::measure::{load_average, mix, peak_rss_bytes, threads, unit};
+use crate::output::{print_json, write_json};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use metarag_core::{
     ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Embedder, SearchMode, SearchRequest,
 };
+use metarag_models::SentenceEmbedder;
 use metarag_retrieve::HybridRetriever;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -58,18 +59,10 @@ pub struct ScaleArgs {
     out: Option<PathBuf>,
 }
 
-/// splitmix64: a fast, well-mixed deterministic hash of a counter.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// A standard normal sample from two hashes (Box-Muller).
 fn gaussian(seed: u64) -> f32 {
-    let u1 = ((mix(seed) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let u2 = ((mix(seed ^ 0x5555) >> 11) as f64) / (1u64 << 53) as f64;
+    // 1 - u keeps the logarithm's argument in (0, 1].
+    let (u1, u2) = (1.0 - unit(seed), unit(seed ^ 0x5555));
     ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
 }
 
@@ -105,8 +98,7 @@ fn read_corpus(path: &Path, titles: &mut Vec<String>, texts: &mut Vec<String>) -
 }
 
 /// The base passages and their vectors, embedded once and cached in `dir`.
-fn base(app: &App, args: &ScaleArgs, dir: &Path) -> Result<Base> {
-    let embedder = app.embedder()?;
+fn base(embedder: &SentenceEmbedder, args: &ScaleArgs, dir: &Path) -> Result<Base> {
     let (mut titles, mut texts) = (Vec::new(), Vec::new());
     for c in &args.corpora {
         read_corpus(c, &mut titles, &mut texts)?;
@@ -201,10 +193,9 @@ fn walk(path: &Path) -> std::io::Result<u64> {
     Ok(total)
 }
 
-fn percentiles(mut ms: Vec<f64>) -> Value {
-    ms.sort_by(f64::total_cmp);
-    let at = |p: f64| ms[((ms.len() as f64 - 1.0) * p).round() as usize];
-    json!({"p50_ms": at(0.50), "p95_ms": at(0.95), "p99_ms": at(0.99), "mean_ms": ms.iter().sum::<f64>() / ms.len() as f64})
+fn percentiles(ms: &[f64]) -> Value {
+    let at = |p| metarag_eval::percentile(ms, p);
+    json!({"p50_ms": at(50.0), "p95_ms": at(95.0), "p99_ms": at(99.0), "mean_ms": ms.iter().sum::<f64>() / ms.len() as f64})
 }
 
 pub async fn scale(app: &App, args: ScaleArgs) -> Result<ExitCode> {
@@ -216,8 +207,8 @@ pub async fn scale(app: &App, args: ScaleArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| app.config.home.join("bench").join("scale"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let base = base(app, &args, &dir)?;
     let embedder = app.embedder()?;
+    let base = base(&embedder, &args, &dir)?;
     let index_dir = dir.join(format!("index-{}", args.chunks));
     if index_dir.exists() {
         std::fs::remove_dir_all(&index_dir)
@@ -307,7 +298,7 @@ pub async fn scale(app: &App, args: ScaleArgs) -> Result<ExitCode> {
             let (_, timings) = retriever.search_timed(&request).await?;
             ms.push(timings.search.as_secs_f64() * 1000.0);
         }
-        modes.insert(name.into(), percentiles(ms));
+        modes.insert(name.into(), percentiles(&ms));
     }
 
     // Recall@10 of the HNSW graph against exact search over the same vectors.
@@ -363,21 +354,14 @@ pub async fn scale(app: &App, args: ScaleArgs) -> Result<ExitCode> {
         "search_excluding_query_embedding": modes,
         "hnsw_recall_at_10_vs_exact": recall,
         "recall_queries": recall_questions.len(),
-        "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
-        "load_average": std::fs::read_to_string("/proc/loadavg").ok().map(|s| s.trim().to_string()),
+        "threads": threads(),
+        "load_average": load_average(),
     });
     if !args.keep {
         drop(retriever);
         let _ = std::fs::remove_dir_all(&index_dir);
     }
-    if let Some(out) = &args.out {
-        std::fs::write(out, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("writing {}", out.display()))?;
-    }
-    if app.json {
-        print_json(&report)?;
-    } else {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    }
+    write_json(args.out.as_deref(), &report)?;
+    print_json(&report)?;
     Ok(ExitCode::SUCCESS)
 }

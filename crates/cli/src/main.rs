@@ -19,6 +19,7 @@ mod bench_qa;
 mod bench_scale;
 mod config;
 mod llm;
+mod measure;
 mod output;
 mod serve;
 

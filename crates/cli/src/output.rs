@@ -10,6 +10,16 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     Ok(())
 }
 
+/// Writes pretty JSON to `out`, if given (a benchmark's `--out FILE`).
+pub fn write_json<T: Serialize + ?Sized>(out: Option<&std::path::Path>, value: &T) -> Result<()> {
+    use anyhow::Context;
+    if let Some(out) = out {
+        std::fs::write(out, serde_json::to_string_pretty(value)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}
+
 /// Shortens `s` to at most `max` characters, marking the cut.
 pub fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {

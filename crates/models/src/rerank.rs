@@ -84,7 +84,6 @@ impl CrossEncoder {
             serde_json::from_str(&config_text).map_err(|e| bad_config(e.to_string()))?;
         let labels = head.id2label.as_ref().map_or(1, |m| m.len().max(1));
         let weights = std::fs::read(&weights_path).map_err(|e| Error::io(&weights_path, e))?;
-        let vb = VarBuilder::from_buffered_safetensors(weights.clone(), DType::F32, &Device::Cpu)?;
         let is_xlmr = head.model_type.as_deref() == Some("xlm-roberta")
             || head
                 .architectures
@@ -93,6 +92,7 @@ impl CrossEncoder {
         let arch = if is_xlmr {
             let cfg: xlm_roberta::Config =
                 serde_json::from_str(&config_text).map_err(|e| bad_config(e.to_string()))?;
+            let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
             Architecture::XlmRoberta(xlm_roberta::XLMRobertaForSequenceClassification::new(
                 labels, &cfg, vb,
             )?)
@@ -100,6 +100,8 @@ impl CrossEncoder {
             let cfg: bert::Config =
                 serde_json::from_str(&config_text).map_err(|e| bad_config(e.to_string()))?;
             let model = BertEncoder::load(&weights_path, &weights, &cfg, Some("bert."))?;
+            // The small head (pooler, classifier) through candle, from the same bytes.
+            let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
             let pooler =
                 candle_nn::linear(cfg.hidden_size, cfg.hidden_size, vb.pp("bert.pooler.dense"))
                     .ok();
