@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use metarag_agent::{Agent, StrategyId};
 use metarag_core::Embedder;
-use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
+use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample_split};
 use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, plots, summarize};
 use metarag_eval::runs::Surface;
 use std::collections::{BTreeMap, HashSet};
@@ -41,6 +41,11 @@ pub struct QaArgs {
     /// Sampling seed.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Draw the n questions from one half of the data only (`reporting`: the half no
+    /// weight or threshold was fitted on; `tuning`: where they are fitted). The same
+    /// questions, in the same order, as that half of a run over both.
+    #[arg(long, value_enum)]
+    pub split: Option<SplitArg>,
     /// Questions answered at the same time.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
@@ -249,7 +254,8 @@ impl App {
                 path.file_stem()
                     .map_or_else(|| "dataset".into(), |s| s.to_string_lossy().into_owned())
             });
-        let questions = sample(records, args.n, args.seed);
+        let split = args.split.map(SplitArg::split);
+        let questions = sample_split(records, args.n, args.seed, split);
         let registry = self.registry()?;
         let strategies: Vec<StrategyId> =
             registry.parse_list(args.strategy.iter().map(String::as_str))?;
@@ -311,6 +317,7 @@ impl App {
             protocol,
             n: questions.len(),
             seed: args.seed,
+            split,
             strategies: strategies.clone(),
             model: model.clone(),
             embedder: embedder_id,
@@ -327,7 +334,7 @@ impl App {
         std::fs::create_dir_all(&args.out)
             .with_context(|| format!("creating {}", args.out.display()))?;
         let stem: String = format!(
-            "{dataset}-{}-{}-{model}-n{}-s{}",
+            "{dataset}-{}-{}-{model}-n{}-s{}{}",
             protocol.as_str(),
             strategies
                 .iter()
@@ -335,7 +342,8 @@ impl App {
                 .collect::<Vec<_>>()
                 .join("+"),
             questions.len(),
-            args.seed
+            args.seed,
+            split.map_or(String::new(), |s| format!("-{}", s.as_str()))
         )
         .chars()
         .map(|c| {

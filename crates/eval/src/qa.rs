@@ -3,6 +3,7 @@
 //! interrupted at any point continues where it stopped), and a run record at the end.
 
 use crate::metrics::{AnswerScores, score_answer};
+use crate::monitor::{Split, split_of};
 use crate::{QaRecord, stats};
 use metarag_agent::verify::without_citations;
 use metarag_agent::{Agent, AgentConfig, Ask, Passage, StopReason, StrategyId, Trace};
@@ -44,6 +45,9 @@ pub struct RunConfig {
     pub n: usize,
     /// Sampling seed.
     pub seed: u64,
+    /// The half of the data the questions were drawn from (`None`: both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Split>,
     /// Strategies, in report order.
     pub strategies: Vec<StrategyId>,
     /// The chat model.
@@ -256,10 +260,28 @@ pub async fn run_all(
 }
 
 /// Picks the questions of a run: records sorted by id, a seeded shuffle, the first `n`.
-pub fn sample(mut records: Vec<QaRecord>, n: usize, seed: u64) -> Vec<QaRecord> {
+pub fn sample(records: Vec<QaRecord>, n: usize, seed: u64) -> Vec<QaRecord> {
+    sample_split(records, n, seed, None)
+}
+
+/// Like [`sample`], keeping only questions of one half of the data (by the hash of their
+/// id): the first `n` of that half in the same seeded order, so a run over one half holds
+/// the same questions as that half of a larger run over both.
+pub fn sample_split(
+    mut records: Vec<QaRecord>,
+    n: usize,
+    seed: u64,
+    split: Option<Split>,
+) -> Vec<QaRecord> {
     records.sort_by(|a, b| a.id.cmp(&b.id));
-    let idx = stats::sample_indices(records.len(), n, seed);
-    idx.into_iter().map(|i| records[i].clone()).collect()
+    let order = stats::sample_indices(records.len(), records.len(), seed);
+    order
+        .into_iter()
+        .map(|i| &records[i])
+        .filter(|r| split.is_none_or(|s| split_of(&r.id) == s))
+        .take(n)
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -298,6 +320,30 @@ mod tests {
         let mut r = record("2");
         r.contexts.iter_mut().for_each(|c| c.is_supporting = false);
         assert_eq!(gold_context(&r).len(), 2);
+    }
+
+    #[test]
+    fn a_split_sample_is_that_half_of_the_seeded_order() {
+        let records: Vec<QaRecord> = (0..200).map(|i| record(&format!("q{i}"))).collect();
+        let all = sample(records.clone(), 200, 42);
+        let report = sample_split(records.clone(), 30, 42, Some(Split::Report));
+        assert_eq!(report.len(), 30);
+        assert!(report.iter().all(|r| split_of(&r.id) == Split::Report));
+        // The same questions, in the same order, as the reporting half of a larger run.
+        let expected: Vec<&str> = all
+            .iter()
+            .filter(|r| split_of(&r.id) == Split::Report)
+            .take(30)
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(
+            report.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            expected
+        );
+        // Without a split, the first n of the seeded order.
+        let ten: Vec<String> = sample(records, 10, 42).into_iter().map(|r| r.id).collect();
+        let first: Vec<String> = all.into_iter().take(10).map(|r| r.id).collect();
+        assert_eq!(ten, first);
     }
 
     /// A model that panics on every call.

@@ -255,8 +255,8 @@ impl Llm for LocalLlm {
         &self.model_id
     }
 
-    /// llama.cpp gives the logits of every generated token, draws samples one after
-    /// another over the evaluated prompt, and constrains JSON by a grammar.
+    /// llama.cpp gives the logits of every generated token, decodes samples side by side
+    /// over the evaluated prompt, and constrains JSON by a grammar.
     fn capabilities(&self) -> metarag_core::Capabilities {
         metarag_core::Capabilities {
             logprobs: true,
@@ -313,7 +313,11 @@ fn worker(
         .with_n_batch(config.batch_size)
         .with_n_ubatch(config.batch_size)
         .with_n_threads(threads as i32)
-        .with_n_threads_batch(threads as i32);
+        .with_n_threads_batch(threads as i32)
+        // Samples of one call decode side by side as sequences sharing the prompt's cells;
+        // a unified cache lets each use the whole window instead of an equal share of it.
+        .with_n_seq_max(metarag_core::MAX_SAMPLES)
+        .with_kv_unified(true);
     let ctx = match model.new_context(backend, params) {
         Ok(c) => c,
         Err(e) => {
@@ -339,6 +343,7 @@ fn worker(
         model_id: config.model_id.clone(),
         prefix_reuse: config.prefix_reuse,
         batch_size: config.batch_size as usize,
+        max_sequences: metarag_core::MAX_SAMPLES as usize,
         yes_no: None,
     };
     if ready.send(Ok(info)).is_err() {
@@ -388,6 +393,8 @@ struct Engine<'m> {
     model_id: String,
     prefix_reuse: bool,
     batch_size: usize,
+    /// Sequences the context was created for: the most samples decoded side by side.
+    max_sequences: usize,
     yes_no: Option<(Vec<LlamaToken>, Vec<LlamaToken>)>,
 }
 
@@ -521,9 +528,14 @@ impl Engine<'_> {
         Ok(LlamaSampler::chain_simple(chain))
     }
 
-    /// Runs a chat request: `n` samples (seeds `seed + i`), each reusing the evaluated
-    /// prompt, with per-token log-probabilities when asked for. Only the first sample
-    /// streams.
+    /// Runs a chat request: `n` samples (seeds `seed + i`) over one evaluated prompt, with
+    /// per-token log-probabilities when asked for. Only the first sample streams.
+    ///
+    /// The samples are decoded side by side as sequences of one llama.cpp batch: the
+    /// prompt's KV cells are shared (tagged with every sequence id, not copied), and a
+    /// decode step of `n` tokens costs little more than one on a CPU, where a single
+    /// token's step is bound by reading the weights. When the KV cache cannot hold every
+    /// sample's tokens beside the prompt they are drawn one after another instead.
     fn chat(
         &mut self,
         request: &ChatRequest,
@@ -541,23 +553,38 @@ impl Engine<'_> {
                 context: n_ctx,
             });
         }
+        let n = request.params.n.max(1) as usize;
+        let width = if tokens.len() + n * max_tokens <= n_ctx && n <= self.max_sequences {
+            n
+        } else {
+            1
+        };
         let mut usage = Usage {
             prompt_tokens: tokens.len() as u64,
             prompt_ms: Some(0.0),
             generation_ms: Some(0.0),
             ..Usage::default()
         };
-        let mut samples = Vec::with_capacity(request.params.n as usize);
-        for i in 0..request.params.n.max(1) {
-            let seed = request.params.seed.wrapping_add(u64::from(i));
-            let g = self.generate(&tokens, request, seed, stream.filter(|_| i == 0), gone)?;
-            if i == 0 {
+        let mut samples = Vec::with_capacity(n);
+        while samples.len() < n {
+            let first = samples.len();
+            let seeds: Vec<u64> = (first..n.min(first + width))
+                .map(|i| request.params.seed.wrapping_add(i as u64))
+                .collect();
+            let g = self.generate(
+                &tokens,
+                request,
+                &seeds,
+                stream.filter(|_| first == 0),
+                gone,
+            )?;
+            if first == 0 {
                 usage.cached_prompt_tokens = g.reused as u64;
             }
             usage.completion_tokens += g.generated as u64;
             *usage.prompt_ms.get_or_insert(0.0) += g.prompt_ms;
             *usage.generation_ms.get_or_insert(0.0) += g.generation_ms;
-            samples.push(g.sample);
+            samples.extend(g.samples);
         }
         usage.wall_ms = usage.compute_ms();
         let first = samples.remove(0);
@@ -567,109 +594,116 @@ impl Engine<'_> {
         Ok(completion)
     }
 
-    /// One sample from an already tokenized prompt.
+    /// One sample per seed from an already tokenized prompt, decoded together: sequence 0
+    /// is the one the KV cache bookkeeping (`self.kv`) follows; the others borrow its
+    /// prompt cells and are removed when they are done.
     fn generate(
         &mut self,
         tokens: &[LlamaToken],
         request: &ChatRequest,
-        seed: u64,
+        seeds: &[u64],
         stream: Option<&tmpsc::UnboundedSender<String>>,
         gone: &dyn Fn() -> bool,
     ) -> Result<Generated> {
-        let max_tokens = request.params.max_tokens as usize;
-        let mut sampler = self.sampler(request, seed)?;
+        let mut seqs = seeds
+            .iter()
+            .enumerate()
+            .map(|(i, &seed)| {
+                let stream = stream.filter(|_| i == 0);
+                Ok(Decoding::new(
+                    i as i32,
+                    self.sampler(request, seed)?,
+                    stream,
+                    request,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let prompt_started = Instant::now();
-        let (reused, mut logits_index) = self.prepare(tokens)?;
+        let (reused, logits_index) = self.prepare(tokens)?;
+        for d in &mut seqs {
+            d.logits_index = logits_index;
+            if d.seq > 0 {
+                self.ctx
+                    .copy_kv_cache_seq(0, d.seq, None, None)
+                    .map_err(|e| llama_err("sharing the prompt's KV cells")(e.to_string()))?;
+            }
+        }
         let prompt_ms = prompt_started.elapsed().as_secs_f64() * 1e3;
-
         let generation_started = Instant::now();
-        let vocab = self.model.vocab();
-        let stop = &request.params.stop;
-        let hold_back = stop.iter().map(String::len).max().unwrap_or(1) - 1;
-        let mut bytes: Vec<u8> = Vec::new();
-        let mut emitted = 0usize;
-        let mut generated = 0usize;
-        let mut finish = FinishReason::Length;
-        let mut cut_at: Option<usize> = None;
-        let mut logprobs = request.params.logprobs.then(Vec::new);
-        let mut batch = LlamaBatch::new(1, 1);
-        while generated < max_tokens {
-            // Checked per token (a channel flag, nanoseconds): a caller that went away stops
-            // the generation within one token.
-            if gone() {
-                return Err(Error::Cancelled);
+        let decoded = self.decode(&mut seqs, &request.params.stop, gone);
+        // Whatever happened, only sequence 0 may stay in the cache: the next call's prefix
+        // match reads `self.kv`, which describes sequence 0 alone.
+        for d in &seqs[1..] {
+            let removed = self.ctx.clear_kv_cache_seq(Some(d.seq as u32), None, None);
+            if !matches!(removed, Ok(true)) {
+                self.reset();
             }
-            // `sample` also feeds the token to every sampler in the chain (the grammar
-            // advances); it must not be accepted a second time.
-            let token = sampler.sample(&self.ctx, logits_index);
-            if vocab.is_eog(token) {
-                finish = FinishReason::Stop;
-                break;
-            }
-            generated += 1;
-            let piece = vocab.token_to_piece(token, false, None);
-            if let Some(lp) = logprobs.as_mut() {
-                lp.push(TokenLogprob {
-                    token: String::from_utf8_lossy(&piece).into_owned(),
-                    logprob: log_softmax_at(self.ctx.get_logits_ith(logits_index), token),
-                });
-            }
-            bytes.extend(piece);
-            let text = valid_utf8_prefix(&bytes);
-            if let Some(at) = first_stop(text, stop) {
-                cut_at = Some(at);
-                finish = FinishReason::Stop;
-                break;
-            }
-            if let Some(tx) = stream {
-                let safe = floor_boundary(text, text.len().saturating_sub(hold_back));
-                if safe > emitted {
-                    let _ = tx.send(text[emitted..safe].to_string());
-                    emitted = safe;
-                }
-            }
-            if generated == max_tokens {
-                break;
-            }
-            batch.clear();
-            batch
-                .add(token, self.kv.len() as i32, &[0], true)
-                .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
-            self.ctx
-                .decode(&mut batch)
-                .map_err(|e| llama_err("generating")(e.to_string()))?;
-            self.kv.push(token);
-            logits_index = 0;
         }
-        let mut text = String::from_utf8_lossy(&bytes).into_owned();
-        if let Some(at) = cut_at {
-            text.truncate(at);
-        }
-        if let Some(tx) = stream
-            && text.len() > emitted
-        {
-            let _ = tx.send(text[emitted..].to_string());
-        }
+        decoded?;
         let generation_ms = generation_started.elapsed().as_secs_f64() * 1e3;
+        let generated = seqs.iter().map(|d| d.generated).sum();
         tracing::debug!(
             prompt_tokens = tokens.len(),
             reused,
+            samples = seqs.len(),
             generated,
             prompt_ms,
             generation_ms,
             "llm call"
         );
         Ok(Generated {
-            sample: Sample {
-                text,
-                finish,
-                logprobs,
-            },
+            samples: seqs.into_iter().map(Decoding::finish).collect(),
             reused,
             generated,
             prompt_ms,
             generation_ms,
         })
+    }
+
+    /// Samples and decodes every sequence one token per step until each has stopped.
+    fn decode(
+        &mut self,
+        seqs: &mut [Decoding<'_>],
+        stop: &[String],
+        gone: &dyn Fn() -> bool,
+    ) -> Result<()> {
+        let vocab = self.model.vocab();
+        let hold_back = stop.iter().map(String::len).max().unwrap_or(1) - 1;
+        let mut batch = LlamaBatch::new(seqs.len(), seqs.len() as i32);
+        // Every sequence continues the same prompt, so they share each step's position.
+        let mut pos = self.kv.len() as i32;
+        loop {
+            // Checked per step (a channel flag, nanoseconds): a caller that went away stops
+            // the generation within one token.
+            if gone() {
+                return Err(Error::Cancelled);
+            }
+            batch.clear();
+            let mut next_of_first = None;
+            for d in seqs.iter_mut().filter(|d| !d.done) {
+                let Some(token) = d.next(&self.ctx, &vocab, stop, hold_back) else {
+                    continue;
+                };
+                let index = batch.n_tokens();
+                batch
+                    .add(token, pos, &[d.seq], true)
+                    .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
+                d.logits_index = index;
+                if d.seq == 0 {
+                    next_of_first = Some(token);
+                }
+            }
+            if batch.n_tokens() == 0 {
+                return Ok(());
+            }
+            self.ctx
+                .decode(&mut batch)
+                .map_err(|e| llama_err("generating")(e.to_string()))?;
+            if let Some(token) = next_of_first {
+                self.kv.push(token);
+            }
+            pos += 1;
+        }
     }
 
     /// Single-token spellings of yes and no in this vocabulary.
@@ -730,13 +764,121 @@ impl Engine<'_> {
     }
 }
 
-/// One generated sample and what it cost.
+/// The samples of one batch and what they cost.
 struct Generated {
-    sample: Sample,
+    samples: Vec<Sample>,
     reused: usize,
     generated: usize,
     prompt_ms: f64,
     generation_ms: f64,
+}
+
+/// One sequence being decoded: its sampler and what it has produced so far.
+struct Decoding<'s> {
+    seq: i32,
+    sampler: LlamaSampler,
+    /// Where its text streams (the first sequence of a streamed call only).
+    stream: Option<&'s tmpsc::UnboundedSender<String>>,
+    max_tokens: usize,
+    bytes: Vec<u8>,
+    emitted: usize,
+    generated: usize,
+    finish: FinishReason,
+    cut_at: Option<usize>,
+    logprobs: Option<Vec<TokenLogprob>>,
+    /// Batch index of the logits its next token is sampled from.
+    logits_index: i32,
+    done: bool,
+}
+
+impl<'s> Decoding<'s> {
+    fn new(
+        seq: i32,
+        sampler: LlamaSampler,
+        stream: Option<&'s tmpsc::UnboundedSender<String>>,
+        request: &ChatRequest,
+    ) -> Self {
+        let max_tokens = request.params.max_tokens as usize;
+        Decoding {
+            seq,
+            sampler,
+            stream,
+            max_tokens,
+            bytes: Vec::new(),
+            emitted: 0,
+            generated: 0,
+            finish: FinishReason::Length,
+            cut_at: None,
+            logprobs: request.params.logprobs.then(Vec::new),
+            logits_index: 0,
+            done: max_tokens == 0,
+        }
+    }
+
+    /// Samples this sequence's next token. Returns it when it must be decoded (the
+    /// sequence goes on), `None` when the sequence has ended with it.
+    fn next(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        vocab: &llama_cpp_2::vocab::LlamaVocab<'_>,
+        stop: &[String],
+        hold_back: usize,
+    ) -> Option<LlamaToken> {
+        // `sample` also feeds the token to every sampler in the chain (the grammar
+        // advances); it must not be accepted a second time.
+        let token = self.sampler.sample(ctx, self.logits_index);
+        if vocab.is_eog(token) {
+            self.finish = FinishReason::Stop;
+            self.done = true;
+            return None;
+        }
+        self.generated += 1;
+        let piece = vocab.token_to_piece(token, false, None);
+        if let Some(lp) = self.logprobs.as_mut() {
+            lp.push(TokenLogprob {
+                token: String::from_utf8_lossy(&piece).into_owned(),
+                logprob: log_softmax_at(ctx.get_logits_ith(self.logits_index), token),
+            });
+        }
+        self.bytes.extend(piece);
+        let text = valid_utf8_prefix(&self.bytes);
+        if let Some(at) = first_stop(text, stop) {
+            self.cut_at = Some(at);
+            self.finish = FinishReason::Stop;
+            self.done = true;
+            return None;
+        }
+        if let Some(tx) = self.stream {
+            let safe = floor_boundary(text, text.len().saturating_sub(hold_back));
+            if safe > self.emitted {
+                let _ = tx.send(text[self.emitted..safe].to_string());
+                self.emitted = safe;
+            }
+        }
+        if self.generated == self.max_tokens {
+            self.done = true;
+            return None;
+        }
+        Some(token)
+    }
+
+    /// The finished sample (the rest of a streamed text is sent).
+    fn finish(self) -> Sample {
+        let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
+        if let Some(at) = self.cut_at {
+            text.truncate(at);
+        }
+        if let Some(tx) = self.stream
+            && text.len() > self.emitted
+        {
+            let _ = tx.send(text[self.emitted..].to_string());
+        }
+        Sample {
+            text,
+            finish: self.finish,
+            logprobs: self.logprobs,
+        }
+    }
 }
 
 /// `log softmax(logits)[token]`, over the whole vocabulary: the model's own probability

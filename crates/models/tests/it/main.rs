@@ -164,6 +164,79 @@ async fn the_local_model_gives_token_logprobs_and_distinct_samples() {
     assert!(texts.len() >= 2, "{texts:?}");
 }
 
+/// The test model's GGUF file (fetched by the shared instance if missing).
+fn test_gguf() -> std::path::PathBuf {
+    local_llm();
+    metarag_models::ModelStore::new(models_dir(), "python3")
+        .gguf_path(LLM)
+        .unwrap()
+}
+
+/// A model instance of its own (its KV cache is what the test reads).
+fn own_local_llm(context_size: u32) -> LocalLlm {
+    LocalLlm::load(LocalLlmConfig::new(LLM, test_gguf()).context_size(context_size)).unwrap()
+}
+
+#[tokio::test]
+async fn samples_decode_side_by_side_and_leave_one_sequence_in_the_cache() {
+    let llm = own_local_llm(1024);
+    let question = over_evidence("Who directed Jaws? Answer with the name only.");
+    // Greedy samples decoded in one batch see the same prompt cells and the same tokens:
+    // every sequence must write the same text (a sequence reading another's cells, or
+    // logits read at the wrong batch index, would not).
+    let greedy = llm
+        .chat(&question.clone().samples(4, 0.0, 1).logprobs())
+        .await
+        .unwrap();
+    assert_eq!(greedy.samples.len(), 3);
+    for s in &greedy.samples {
+        assert_eq!(s.text, greedy.text);
+        assert_eq!(
+            s.logprobs.as_ref().map(Vec::len),
+            greedy.logprobs.as_ref().map(Vec::len)
+        );
+    }
+    let tokens: usize = greedy.logprobs.as_ref().unwrap().len() * 4;
+    assert_eq!(greedy.usage.completion_tokens as usize, tokens);
+    assert!(greedy.text.contains("Spielberg"), "{:?}", greedy.text);
+    // The other sequences are gone and the bookkeeping follows sequence 0: the same
+    // prompt again reuses every prompt token but the last, and greedy decoding over the
+    // reused cells gives the same answer.
+    let again = llm.chat(&question).await.unwrap();
+    assert_eq!(
+        again.usage.cached_prompt_tokens + 1,
+        again.usage.prompt_tokens,
+        "{:?}",
+        again.usage
+    );
+    assert_eq!(again.text, greedy.text);
+    // Sampled sequences in one batch draw their own tokens.
+    let sampled = llm
+        .chat(
+            &ChatRequest::user("Write one random English word.")
+                .max_tokens(6)
+                .samples(6, 1.2, 7),
+        )
+        .await
+        .unwrap();
+    let texts: std::collections::HashSet<&str> = sampled.texts().collect();
+    assert!(texts.len() >= 2, "{texts:?}");
+}
+
+#[tokio::test]
+async fn samples_that_do_not_fit_the_window_together_are_drawn_one_by_one() {
+    // 4 x 120 completion tokens beside the prompt do not fit in 384: one at a time, each
+    // reusing the prompt.
+    let llm = own_local_llm(384);
+    let request = over_evidence("Describe Steven Spielberg at length.")
+        .max_tokens(120)
+        .samples(4, 0.8, 3);
+    let c = llm.chat(&request).await.unwrap();
+    assert_eq!(c.samples.len(), 3);
+    assert!(c.texts().all(|t| !t.is_empty()));
+    assert!(c.usage.completion_tokens > 4, "{:?}", c.usage);
+}
+
 const EVIDENCE: &str = "Evidence:\n[1] Jaws is a 1975 American thriller film directed by Steven \
 Spielberg, based on the 1974 novel by Peter Benchley.\n[2] Steven Spielberg (born December 18, \
 1946) is an American film director, producer and screenwriter.\n[3] Peter Benchley was an American \
@@ -179,15 +252,8 @@ fn over_evidence(question: &str) -> ChatRequest {
 
 #[tokio::test]
 async fn prefix_reuse_skips_the_shared_prefix_and_keeps_the_distribution() {
-    let path = metarag_models::ModelStore::new(models_dir(), "python3")
-        .gguf_path(LLM)
-        .unwrap_or_else(|_| {
-            local_llm();
-            metarag_models::ModelStore::new(models_dir(), "python3")
-                .gguf_path(LLM)
-                .unwrap()
-        });
-    let with = LocalLlm::load(LocalLlmConfig::new(LLM, &path).context_size(1024)).unwrap();
+    let path = test_gguf();
+    let with = own_local_llm(1024);
     let without = LocalLlm::load(
         LocalLlmConfig::new(LLM, &path)
             .context_size(1024)
