@@ -279,24 +279,32 @@ fn name_like(word: &str) -> bool {
         .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
 }
 
-/// The two options of an "A or B" question ("Who is older, Alice or Bob?"), if any: the
-/// text before " or " back to the last comma/colon or question word, and after it up to
-/// the question mark.
+/// The two options of an "A or B" question ("Who is older, Alice or Bob?", "Between Alice
+/// and Bob, who is older?"), if any. After a comma or colon the left option is the whole
+/// rest up to " or " ("Hot toddy", "Sellers v. Grant"), less leading lowercase words ("the
+/// film"); without one, the trailing capitalised run before " or ". The right option runs
+/// to the question mark or a comma (for a yes/no question, its capitalised run).
 pub fn options(question: &str) -> Option<(String, String)> {
     let q = question.trim().trim_end_matches('?');
+    if let Some(pair) = between_options(q) {
+        return Some(pair);
+    }
     let idx = q.rfind(" or ")?;
     let (left, right) = (&q[..idx], &q[idx + 4..]);
-    let left = left
-        .rsplit([',', ':'])
-        .next()
+    let delimited = left.rfind([',', ':']).map(|i| &left[i + 1..]);
+    let left = delimited
         .unwrap_or(left)
         .split_whitespace()
         .collect::<Vec<_>>();
-    // Keep the trailing capitalised run of the left part ("the film Jaws" -> "Jaws").
-    let start = left
-        .iter()
-        .rposition(|w| !name_like(w))
-        .map_or(0, |i| i + 1);
+    let start = match delimited {
+        // "Which drink, the Hot toddy or ...": from the first name-like word on.
+        Some(_) => left.iter().position(|w| name_like(w)).unwrap_or(0),
+        // Keep the trailing capitalised run of the left part ("the film Jaws" -> "Jaws").
+        None => left
+            .iter()
+            .rposition(|w| !name_like(w))
+            .map_or(0, |i| i + 1),
+    };
     // A question's own first word ("Is X or Y?") is not part of the option.
     let start = if start == 0
         && left.len() > 1
@@ -310,7 +318,8 @@ pub fn options(question: &str) -> Option<(String, String)> {
     let a = left[start..].join(" ");
     // "Is A or B public?": the predicate follows the second option, so it ends with its
     // capitalised run. In "Which ..., A or B?" it runs to the question mark (titles have
-    // lowercase words: "Bedknobs and Broomsticks").
+    // lowercase words: "Bedknobs and Broomsticks") or to a comma ("Which, A or B, is ...").
+    let right = right.split(',').next().unwrap_or(right);
     let right: Vec<&str> = right.split_whitespace().collect();
     let end = if is_yes_no_question(question) {
         right
@@ -321,8 +330,31 @@ pub fn options(question: &str) -> Option<(String, String)> {
     } else {
         right.len()
     };
-    let b = right[..end].join(" ");
+    // "..., the album Blue Sky or the film Red Sea?": "Red Sea", as on the left.
+    let begin = right[..end].iter().position(|w| name_like(w)).unwrap_or(0);
+    let b = right[begin..end].join(" ");
     (!a.is_empty() && !b.is_empty()).then_some((a, b))
+}
+
+/// "Between A and B, which ...?": the two options, when exactly one " and " splits the
+/// part before the comma into two name-like halves.
+fn between_options(q: &str) -> Option<(String, String)> {
+    let rest = q
+        .get(..8)
+        .filter(|p| p.eq_ignore_ascii_case("between "))
+        .map(|_| &q[8..])?;
+    let pair = &rest[..rest.find(',')?];
+    let mut splits = pair.match_indices(" and ").filter(|(i, _)| {
+        let (a, b) = (&pair[..*i], &pair[i + 5..]);
+        a.split_whitespace().next().is_some_and(name_like)
+            && b.split_whitespace().next().is_some_and(name_like)
+    });
+    let (i, _) = splits.next()?;
+    if splits.next().is_some() {
+        return None;
+    }
+    let (a, b) = (pair[..i].trim(), pair[i + 5..].trim());
+    Some((a.to_string(), b.to_string()))
 }
 
 /// Why [`reconcile_short_answer`] replaced a short answer.
@@ -617,6 +649,34 @@ mod tests {
             ))
         );
         assert_eq!(options("Which film came out first?"), None);
+        // Invented names: options with lowercase words, abbreviations and articles.
+        let pair = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
+        assert_eq!(
+            options("Which drink is served warm, Hot toddy or Frozen punch?"),
+            pair("Hot toddy", "Frozen punch")
+        );
+        assert_eq!(
+            options("Which case was decided first, Sellers v. Grant or Holm v. Dyer?"),
+            pair("Sellers v. Grant", "Holm v. Dyer")
+        );
+        assert_eq!(
+            options("Which came first, the album Blue Quarry or the film Red Harbor?"),
+            pair("Blue Quarry", "Red Harbor")
+        );
+        assert_eq!(
+            options("Which, Lake Orvin or Lake Tessaly, is deeper?"),
+            pair("Lake Orvin", "Lake Tessaly")
+        );
+        assert_eq!(
+            options("Between Marta Ilsen and Pavel Drummond, who directed more films?"),
+            pair("Marta Ilsen", "Pavel Drummond")
+        );
+        // Two readings of "and": not guessed.
+        assert_eq!(
+            options("Between Salt and Pepper and Oil and Vinegar, which came first?"),
+            None
+        );
+        assert_eq!(options("Between the two wars, what changed?"), None);
         assert_eq!(
             answer_type("When was the palace founded?"),
             AnswerType::Date

@@ -1,0 +1,365 @@
+//! The markdown report of a run.
+
+use super::*;
+use std::fmt::Write as _;
+
+fn pct(e: &Estimate) -> String {
+    format!(
+        "{:.1} [{:.1}, {:.1}]",
+        e.mean * 100.0,
+        e.lo * 100.0,
+        e.hi * 100.0
+    )
+}
+
+/// The markdown report of a run (and, with `compare`, its differences from another run).
+/// `plots` are the SVG files to embed, relative to where the report is written.
+pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String]) -> String {
+    let c = &record.config;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# {} ({}), {} questions\n",
+        c.dataset,
+        c.protocol.as_str(),
+        c.n
+    );
+    let _ = writeln!(
+        out,
+        "- model: `{}`{}",
+        c.model,
+        c.embedder
+            .as_ref()
+            .map(|e| format!(", embedder `{e}`"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "- sample: {} questions, seed {} (ids sorted, SplitMix64 Fisher-Yates)",
+        c.n, c.seed
+    );
+    let _ = writeln!(
+        out,
+        "- code: `{}`",
+        record.git_commit.as_deref().unwrap_or("unknown")
+    );
+    if !record.earlier_commits.is_empty() {
+        let _ = writeln!(
+            out,
+            "- resumed: earlier parts of this run were written by `{}`",
+            record.earlier_commits.join("`, `")
+        );
+    }
+    let _ = writeln!(out, "- command: `{}`", record.command);
+    let _ = writeln!(
+        out,
+        "- agent: max_rounds {}, max_evidence_chars {}, call cache {}",
+        c.agent.max_rounds,
+        c.agent.max_evidence_chars,
+        if c.cache { "on" } else { "off" }
+    );
+    for (name, settings) in &c.strategy_settings {
+        // The monitor's weights are in the record; the header names where they came from.
+        let mut shown = settings.clone();
+        if let Some(m) = shown.get_mut("monitor").and_then(|m| m.as_object_mut()) {
+            m.remove("weights");
+        }
+        if shown.as_object().is_some_and(|o| !o.is_empty()) {
+            let _ = writeln!(out, "- `{name}`: `{shown}`");
+        }
+    }
+    out.push('\n');
+    out.push_str("## Answers\n\nMeans with bootstrap 95% intervals (1,000 resamples), in percent. Failed questions count as zero. Seconds per question count each call replayed from the call cache at the time it took when computed (n given where some replayed calls predate that record).\n\n");
+    let open = record.summary.iter().any(|s| s.support_recall.is_some());
+    out.push_str("| strategy | EM | F1 | precision | recall | Sub-EM |");
+    if open {
+        out.push_str(" support recall |");
+    }
+    out.push_str(
+        " s/question (p50 / p95) | LLM calls | from cache | tokens | overhead | errors |\n|---|---|---|---|---|---|---|",
+    );
+    if open {
+        out.push_str("---|");
+    }
+    out.push_str("---|---|---|---|---|\n");
+    for s in &record.summary {
+        let _ = write!(
+            out,
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} |",
+            s.strategy,
+            pct(&s.em),
+            pct(&s.f1),
+            s.precision.mean * 100.0,
+            s.recall.mean * 100.0,
+            s.sub_em.mean * 100.0
+        );
+        if open {
+            let _ = write!(
+                out,
+                " {} |",
+                s.support_recall.as_ref().map_or("-".into(), pct)
+            );
+        }
+        let latency = match s.timed {
+            0 => "- (all replayed)".to_string(),
+            t if t == s.questions => format!("{:.1} / {:.1}", s.latency_p50_s, s.latency_p95_s),
+            t => format!("{:.1} / {:.1} (n={t})", s.latency_p50_s, s.latency_p95_s),
+        };
+        // Orchestration overhead: wall time outside model calls and searches.
+        let overhead = if s.timed > 0 {
+            format!("{:.2}%", s.overhead_share * 100.0)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            " {latency} | {:.1} | {:.0}% | {:.0} | {overhead} | {} |",
+            s.llm_calls,
+            s.cache_hit_rate * 100.0,
+            s.tokens,
+            s.errors
+        );
+    }
+    let base = baselines(&c.dataset);
+    if !base.is_empty() {
+        out.push_str("\n## Beside the published numbers\n\nThe paper rows are 500 questions with GPT-3.5-turbo (MetaRAG paper) and DeepSeek V3.2 (seed `000`), gold context; ours are this run's sample and model, so compare the ordering of methods more than the absolute numbers.\n\n| method | EM | F1 | precision | recall |\n|---|---|---|---|---|\n");
+        for b in base {
+            let _ = writeln!(
+                out,
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                b.method, b.scores[0], b.scores[1], b.scores[2], b.scores[3]
+            );
+        }
+        for s in &record.summary {
+            let _ = writeln!(
+                out,
+                "| **ours: {}** ({}) | {:.1} | {:.1} | {:.1} | {:.1} |",
+                s.strategy,
+                c.model,
+                s.em.mean * 100.0,
+                s.f1.mean * 100.0,
+                s.precision.mean * 100.0,
+                s.recall.mean * 100.0
+            );
+        }
+    }
+    // Per type.
+    let types: Vec<String> = {
+        let mut t: Vec<String> = record
+            .summary
+            .iter()
+            .flat_map(|s| s.by_type.keys().cloned())
+            .collect();
+        t.sort();
+        t.dedup();
+        t
+    };
+    if !types.is_empty() {
+        out.push_str("\n## By question type (F1 / EM)\n\n| type | n |");
+        for s in &record.summary {
+            let _ = write!(out, " {} |", s.strategy);
+        }
+        out.push_str("\n|---|---|");
+        for _ in &record.summary {
+            out.push_str("---|");
+        }
+        out.push('\n');
+        for t in &types {
+            let n = record
+                .summary
+                .iter()
+                .filter_map(|s| s.by_type.get(t))
+                .map(|g| g.n)
+                .max()
+                .unwrap_or(0);
+            let _ = write!(out, "| {t} | {n} |");
+            for s in &record.summary {
+                match s.by_type.get(t) {
+                    Some(g) => {
+                        let _ = write!(out, " {:.1} / {:.1} |", g.f1 * 100.0, g.em * 100.0);
+                    }
+                    None => out.push_str(" - |"),
+                }
+            }
+            out.push('\n');
+        }
+    }
+    // Paired comparisons against each earlier strategy.
+    let strategies = &c.strategies;
+    if strategies.len() > 1 {
+        out.push_str("\n## Question by question\n\n| comparison | n | F1 difference [95% CI] | EM difference | wins / ties / losses |\n|---|---|---|---|---|\n");
+        for (i, a) in strategies.iter().enumerate() {
+            for b in &strategies[..i] {
+                let p = paired(&record.results, a, b);
+                let _ = writeln!(
+                    out,
+                    "| {} vs {} | {} | {:+.1} [{:+.1}, {:+.1}] | {:+.1} | {} / {} / {} |",
+                    a,
+                    b,
+                    p.n,
+                    p.f1_delta.mean * 100.0,
+                    p.f1_delta.lo * 100.0,
+                    p.f1_delta.hi * 100.0,
+                    p.em_delta * 100.0,
+                    p.wins,
+                    p.ties,
+                    p.losses
+                );
+            }
+        }
+    }
+    // The monitor as a classifier of first answers (AUROC per signal and of the gate).
+    let monitor = crate::monitor::markdown(record);
+    if !monitor.is_empty() {
+        out.push('\n');
+        out.push_str(&monitor);
+    }
+    // The metacognitive loop, of every strategy whose answers went through a gate.
+    for s in record.summary.iter().filter(|s| gated(record, &s.strategy)) {
+        let n = s.questions.max(1) as f64;
+        let r = &s.rounds;
+        let _ = writeln!(out, "\n## The metacognitive loop ({})\n", s.strategy);
+        let _ = writeln!(out, "| | questions |\n|---|---|");
+        let _ = writeln!(
+            out,
+            "| first answer passed the gate | {:.0} ({:.1}%) |",
+            s.passed_first * n,
+            s.passed_first * 100.0
+        );
+        let _ = writeln!(
+            out,
+            "| no remediation (round 0) | {} ({:.1}%) |",
+            r.none,
+            r.none as f64 / n * 100.0
+        );
+        let _ = writeln!(
+            out,
+            "| stopped early (0 < rounds < {}) | {} ({:.1}%) |",
+            c.agent.max_rounds,
+            r.early,
+            r.early as f64 / n * 100.0
+        );
+        let _ = writeln!(
+            out,
+            "| hit max rounds ({}) | {} ({:.1}%) |",
+            c.agent.max_rounds,
+            r.hit_max,
+            r.hit_max as f64 / n * 100.0
+        );
+        let _ = writeln!(out, "| stopped by the budget | {} |", r.budget);
+        let _ = writeln!(out, "| average remediation rounds | {:.2} |", s.avg_rounds);
+        if s.timed > 0 {
+            let _ = writeln!(
+                out,
+                "| orchestration overhead | {:.3}% of wall time |",
+                s.overhead_share * 100.0
+            );
+        }
+        if !s.by_category.is_empty() {
+            let standard: HashMap<&str, f64> = record
+                .results
+                .iter()
+                .filter(|q| q.strategy == BASELINE)
+                .map(|q| (q.id.as_str(), q.scores.f1))
+                .collect();
+            out.push_str("\nFirst diagnosis of the questions whose first answer failed the gate, with metarag's F1 on them and, when it ran, standard RAG's on the same questions and metarag's wins / ties / losses against it by F1:\n\n| category | questions | metarag F1 | standard F1 | wins / ties / losses |\n|---|---|---|---|---|\n");
+            for (cat, g) in &s.by_category {
+                let ids: Vec<&QuestionResult> = record
+                    .results
+                    .iter()
+                    .filter(|q| q.strategy == s.strategy.as_str())
+                    .filter(|q| {
+                        q.trace
+                            .as_ref()
+                            .and_then(|t| t.categories().first().map(|c| c.as_str() == cat))
+                            .unwrap_or(false)
+                    })
+                    .collect();
+                let pairs: Vec<(f64, f64)> = ids
+                    .iter()
+                    .filter_map(|q| {
+                        standard
+                            .get(q.id.as_str())
+                            .map(|&std_f1| (q.scores.f1, std_f1))
+                    })
+                    .collect();
+                let (std_col, wtl) = if pairs.is_empty() {
+                    ("-".to_string(), "-".to_string())
+                } else {
+                    let mean = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
+                    let wins = pairs.iter().filter(|(m, s)| m > s).count();
+                    let losses = pairs.iter().filter(|(m, s)| m < s).count();
+                    (
+                        format!("{:.1}", mean * 100.0),
+                        format!("{wins} / {} / {losses}", pairs.len() - wins - losses),
+                    )
+                };
+                let _ = writeln!(
+                    out,
+                    "| {cat} | {} | {:.1} | {std_col} | {wtl} |",
+                    g.n,
+                    g.f1 * 100.0
+                );
+            }
+        }
+        if !s.node_latency_s.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nSeconds per question in each node (p50 / p95, over the {} timed questions):\n\n| node | p50 | p95 |\n|---|---|---|",
+                s.timed
+            );
+            for (node, (p50, p95)) in &s.node_latency_s {
+                let _ = writeln!(out, "| {node} | {p50:.2} | {p95:.2} |");
+            }
+        }
+    }
+    if let Some(other) = compare {
+        let _ = writeln!(
+            out,
+            "\n## Compared with `{}`\n",
+            other.git_commit.as_deref().unwrap_or("the other run")
+        );
+        out.push_str(
+            "| strategy | EM (this / other) | F1 (this / other) | F1 change |\n|---|---|---|---|\n",
+        );
+        for s in &record.summary {
+            if let Some(o) = other.summary.iter().find(|o| o.strategy == s.strategy) {
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.1} / {:.1} | {:.1} / {:.1} | {:+.1} |",
+                    s.strategy,
+                    s.em.mean * 100.0,
+                    o.em.mean * 100.0,
+                    s.f1.mean * 100.0,
+                    o.f1.mean * 100.0,
+                    (s.f1.mean - o.f1.mean) * 100.0
+                );
+            }
+        }
+    }
+    // Answers no short-answer EM can match.
+    let long_gold = record
+        .results
+        .iter()
+        .filter(|r| r.strategy == c.strategies[0])
+        .filter(|r| {
+            r.answers
+                .first()
+                .is_some_and(|a| a.split_whitespace().count() > 6)
+        })
+        .count();
+    if long_gold > 0 {
+        let _ = writeln!(
+            out,
+            "\nNote: {long_gold} of the sampled questions {} a whole sentence as the gold answer (an artefact of the sample's source); EM is out of reach there and F1 is capped.",
+            if long_gold == 1 { "has" } else { "have" }
+        );
+    }
+    if !plots.is_empty() {
+        out.push_str("\n## Plots\n\n");
+        for p in plots {
+            let _ = writeln!(out, "![{p}]({p})\n");
+        }
+    }
+    out
+}
