@@ -225,9 +225,11 @@ pub async fn run_all(
             None => {}
         }
     };
-    // Strategy-major order: with concurrency 1 a strategy's results come in together.
-    for strategy in strategies {
-        for record in records {
+    // Question-major order: every strategy answers a question before the next question
+    // starts, so a run stopped part-way is still a paired comparison over the questions it
+    // finished (and a question's later strategies find its shared calls in the cache).
+    for record in records {
+        for strategy in strategies {
             if done.contains(&(record.id.clone(), strategy.clone())) {
                 continue;
             }
@@ -390,6 +392,28 @@ mod tests {
             );
             assert_eq!(r.scores.f1, 0.0);
         }
+        // One at a time, question-major: a run stopped part-way is a paired comparison.
+        let mut order = Vec::new();
+        run_all(
+            &agent,
+            &records,
+            &strategies,
+            Protocol::Gold,
+            1,
+            &HashSet::new(),
+            |r| order.push((r.id, r.strategy.to_string())),
+        )
+        .await;
+        let pair = |id: &str, s: &str| (id.to_string(), s.to_string());
+        assert_eq!(
+            order,
+            [
+                pair("1", "standard"),
+                pair("1", "direct"),
+                pair("2", "standard"),
+                pair("2", "direct")
+            ]
+        );
     }
 
     #[tokio::test]
