@@ -166,6 +166,21 @@ impl MonitorModel {
         sigmoid(self.logit(s))
     }
 
+    /// The confidence `s` is sure of whatever value in [0, 1] the missing feature `name`
+    /// turns out to have (its least favourable end): when even that passes the gate, the
+    /// probe that would measure it cannot change the decision.
+    pub fn confidence_at_worst(&self, s: &Signals, name: &str) -> f64 {
+        let own = s
+            .feature(name)
+            .zip(self.weights.get(name))
+            .map_or(0.0, |(x, w)| w.weight * (x - w.mean) / w.scale);
+        let worst = self.weights.get(name).map_or(0.0, |w| {
+            let end = |x: f64| w.weight * (x - w.mean) / w.scale;
+            end(0.0).min(end(1.0))
+        });
+        sigmoid(self.logit(s) - own + worst)
+    }
+
     fn logit(&self, s: &Signals) -> f64 {
         self.bias
             + self

@@ -3,7 +3,8 @@
 //!
 //! plan -> retrieve -> read -> write -> **assess** (the monitor: the answer's token
 //! probabilities, agreement of short answers sampled over the same sources, the
-//! closed-book probe, entity and answer grounding, answer form; combined into a
+//! closed-book probe (asked only when its answer could change the decision or a weak
+//! answer is to be diagnosed), entity and answer grounding, answer form; combined into a
 //! confidence by [`MonitorModel`]). A confident answer stops there: one write plus the
 //! monitor. Otherwise **diagnose** (the seed's four knowledge categories and three error
 //! types, decided in code from the signals) and **remediate** with the remedy aimed at the
@@ -47,6 +48,12 @@ pub struct MetaragConfig {
     /// Ask the closed-book probe (one short call without sources) for the agreement
     /// signal and the internal-knowledge diagnosis.
     pub closed_book: bool,
+    /// Ask it for every answer. Off (the default), it is asked only when its answer could
+    /// change the gate's decision or a weak answer is to be diagnosed: an answer that
+    /// passes even if the probe disagreed stops without it (the same decisions, one call
+    /// fewer for most answers). On, every assessment records it, as fitting the monitor
+    /// (`bench monitor --fit`) wants.
+    pub closed_book_every_answer: bool,
     /// A later round replaces the kept answer only when its confidence is higher by this.
     pub margin: f64,
     /// The monitor's weights and threshold.
@@ -59,6 +66,7 @@ impl Default for MetaragConfig {
             samples: 4,
             sample_temperature: 0.7,
             closed_book: true,
+            closed_book_every_answer: false,
             margin: 0.1,
             monitor: MonitorModel::default(),
         }
@@ -238,29 +246,42 @@ async fn closed_book(s: &mut S) -> Result<Option<String>, crate::graph::NodeErro
     Ok(cb)
 }
 
-async fn assess(s: &mut S) -> NodeResult {
-    // Samples first: they share the evidence prefix with the write call just made; the
-    // closed-book probe (no sources) would evict it.
-    let samples = samples(s).await?;
-    let cb = closed_book(s).await?;
-    let index = s.rounds.len() - 1;
-    let round = &s.rounds[index];
+/// The monitor's signals of the current round's answer.
+fn measure(s: &S, samples: &[String], closed_book: Option<&str>) -> monitor::Signals {
+    let round = &s.rounds[s.rounds.len() - 1];
     let lp = round.logprobs;
-    let signals = monitor::measure(MeasureInput {
+    monitor::measure(MeasureInput {
         question: &s.question,
         answer: &round.answer,
         short_answer: &round.short_answer,
         sources: &s.sources,
         short_logprob: lp.and_then(|l| l.short_answer),
         answer_logprob: lp.and_then(|l| l.answer),
-        samples: &samples,
-        closed_book: cb.as_deref(),
-    });
+        samples,
+        closed_book,
+    })
+}
+
+async fn assess(s: &mut S) -> NodeResult {
+    // Samples first: they share the evidence prefix with the write call just made; the
+    // closed-book probe (no sources) would evict it.
+    let samples = samples(s).await?;
+    let mut signals = measure(s, &samples, None);
+    let mut cb = None;
+    let model = &s.ext.config.monitor;
+    // The probe is asked when its answer could change the gate's decision (or the answer
+    // is weak and will be diagnosed with it), once per question.
+    let decisive = model.confidence_at_worst(&signals, "closed_book_agreement") < model.threshold;
+    if s.ext.closed_book.is_some() || decisive || s.ext.config.closed_book_every_answer {
+        cb = closed_book(s).await?;
+        signals = measure(s, &samples, cb.as_deref());
+    }
+    let index = s.rounds.len() - 1;
     let model = &s.ext.config.monitor;
     let confidence = model.confidence(&signals);
     let passed = confidence >= model.threshold;
     let threshold = model.threshold;
-    let short = round.short_answer.clone();
+    let short = s.rounds[index].short_answer.clone();
     let round = &mut s.rounds[index];
     round.assessment = Some(Assessment {
         signals,

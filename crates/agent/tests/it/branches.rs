@@ -50,29 +50,40 @@ fn nodes(t: &Trace) -> Vec<&str> {
 /// A monitor that reads only the agreement of the samples and the answer's form, so a
 /// test scripts confidence through the samples it returns.
 fn metarag_registry() -> Registry {
+    registry_with(serde_json::json!({"samples": 4, "monitor": samples_monitor()}))
+}
+
+/// The monitor of [`metarag_registry`].
+fn samples_monitor() -> serde_json::Value {
+    serde_json::json!({
+        "bias": 0.0,
+        "threshold": 0.5,
+        "weights": {
+            "sample_agreement": {"weight": 4.0, "mean": 0.6, "scale": 0.3},
+            "type_match": {"weight": 1.0, "mean": 0.5, "scale": 0.5}
+        }
+    })
+}
+
+fn registry_with(metarag: serde_json::Value) -> Registry {
     let mut sections = StrategySections::new();
-    sections.insert(
-        "metarag".into(),
-        serde_json::json!({
-            "samples": 4,
-            "monitor": {
-                "bias": 0.0,
-                "threshold": 0.5,
-                "weights": {
-                    "sample_agreement": {"weight": 4.0, "mean": 0.6, "scale": 0.3},
-                    "type_match": {"weight": 1.0, "mean": 0.5, "scale": 0.5}
-                }
-            }
-        }),
-    );
+    sections.insert("metarag".into(), metarag);
     Registry::builtin_with(&sections).unwrap()
 }
 
 fn metarag_agent(llm: ScriptedLlm, max_rounds: usize) -> (Agent, Arc<ScriptedLlm>) {
+    metarag_agent_with(llm, max_rounds, metarag_registry())
+}
+
+fn metarag_agent_with(
+    llm: ScriptedLlm,
+    max_rounds: usize,
+    registry: Registry,
+) -> (Agent, Arc<ScriptedLlm>) {
     let llm = Arc::new(llm);
     let dynllm: Arc<dyn DynLlm> = llm.clone();
     let agent = Agent::builder(dynllm)
-        .registry(metarag_registry())
+        .registry(registry)
         .config(AgentConfig {
             max_rounds,
             ..AgentConfig::default()
@@ -105,19 +116,71 @@ async fn a_confident_first_answer_stops_after_one_write_and_the_monitor() {
     let a = t.rounds[0].assessment.as_ref().unwrap();
     assert!(a.passed && a.confidence >= 0.5, "{a:?}");
     assert_eq!(a.signals.sample_agreement, Some(1.0));
-    assert_eq!(a.signals.closed_book_agreement, Some(1.0));
     assert_eq!(a.samples.len(), 4);
     // The write asked for log-probabilities; the short answer's are in the signals.
     assert!(t.rounds[0].logprobs.unwrap().short_answer.is_some());
     assert!(a.signals.short_logprob.is_some());
     // Gold context: the plan uses rules; write + four samples (one by one: the fake draws
-    // one sample per call) + the closed-book probe.
+    // one sample per call). This monitor gives the closed-book probe no weight, so it
+    // could not change the decision and is not asked.
     assert_eq!(t.plan.as_ref().unwrap().method, "rules");
     assert_eq!(t.retrievals[0].reason, RetrievalReason::Context);
-    assert_eq!(llm.call_count(), 6);
+    assert_eq!(llm.call_count(), 5);
     assert_eq!(llm.hits(&[SAMPLE]), 4);
+    assert_eq!(llm.hits(&[CLOSED]), 0);
+    assert_eq!(a.signals.closed_book_agreement, None);
+    assert_eq!(a.closed_book, None);
     assert!(t.rounds[0].diagnosis.is_none());
     assert_eq!(t.final_round, Some(0));
+}
+
+/// A monitor where the closed-book probe decides: agreeing samples alone sit just under
+/// the threshold, and the probe's agreement lifts the answer over it.
+fn probe_decides() -> Registry {
+    registry_with(serde_json::json!({
+        "samples": 4,
+        "monitor": {
+            "bias": -0.5,
+            "threshold": 0.5,
+            "weights": {
+                "sample_agreement": {"weight": 1.0, "mean": 0.5, "scale": 1.0},
+                "closed_book_agreement": {"weight": 1.0, "mean": 0.5, "scale": 1.0}
+            }
+        }
+    }))
+}
+
+#[tokio::test]
+async fn the_closed_book_probe_is_asked_when_it_can_change_the_decision_or_always_if_set() {
+    let script = || {
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("United States"))
+            .on(&[WRITE], GOOD)
+            .on(&[CLOSED], "United States")
+    };
+    // The samples agree, and the answer passes only if the probe agrees too: it is asked.
+    let (agent, llm) = metarag_agent_with(script(), 2, probe_decides());
+    let t = agent.ask(&gold(true)).await.unwrap();
+    let a = t.rounds[0].assessment.as_ref().unwrap();
+    assert_eq!(llm.hits(&[CLOSED]), 1);
+    assert_eq!(a.signals.closed_book_agreement, Some(1.0));
+    assert_eq!(a.closed_book.as_deref(), Some("United States"));
+    assert!(a.passed, "{a:?}");
+    // A monitor that passes the answer whatever the probe says skips it, unless every
+    // answer is to record it (for fitting the monitor).
+    let (agent, llm) = metarag_agent(script(), 2);
+    agent.ask(&gold(true)).await.unwrap();
+    assert_eq!(llm.hits(&[CLOSED]), 0);
+    let always = serde_json::json!({
+        "samples": 4,
+        "closed_book_every_answer": true,
+        "monitor": samples_monitor()
+    });
+    let (agent, llm) = metarag_agent_with(script(), 2, registry_with(always));
+    let t = agent.ask(&gold(true)).await.unwrap();
+    assert_eq!(llm.hits(&[CLOSED]), 1);
+    let a = t.rounds[0].assessment.as_ref().unwrap();
+    assert_eq!(a.signals.closed_book_agreement, Some(1.0));
 }
 
 #[tokio::test]

@@ -35,8 +35,18 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
     );
     let _ = writeln!(
         out,
-        "- sample: {} questions, seed {} (ids sorted, SplitMix64 Fisher-Yates)",
-        c.n, c.seed
+        "- sample: {} questions, seed {} (ids sorted, SplitMix64 Fisher-Yates){}",
+        c.n,
+        c.seed,
+        c.split.map_or(String::new(), |s| format!(
+            ", {} half only (FNV-1a hash of the id, {})",
+            s.as_str(),
+            if s == crate::monitor::Split::Tune {
+                "even"
+            } else {
+                "odd"
+            }
+        ))
     );
     let _ = writeln!(
         out,
