@@ -283,7 +283,8 @@ fn name_like(word: &str) -> bool {
 /// and Bob, who is older?"), if any. After a comma or colon the left option is the whole
 /// rest up to " or " ("Hot toddy", "Sellers v. Grant"), less leading lowercase words ("the
 /// film"); without one, the trailing capitalised run before " or ". The right option runs
-/// to the question mark or a comma (for a yes/no question, its capitalised run).
+/// to the question mark, commas included ("Now, Voyager"; for a yes/no question, its
+/// capitalised run).
 pub fn options(question: &str) -> Option<(String, String)> {
     let q = question.trim().trim_end_matches('?');
     if let Some(pair) = between_options(q) {
@@ -317,9 +318,8 @@ pub fn options(question: &str) -> Option<(String, String)> {
     };
     let a = left[start..].join(" ");
     // "Is A or B public?": the predicate follows the second option, so it ends with its
-    // capitalised run. In "Which ..., A or B?" it runs to the question mark (titles have
-    // lowercase words: "Bedknobs and Broomsticks") or to a comma ("Which, A or B, is ...").
-    let right = right.split(',').next().unwrap_or(right);
+    // capitalised run. In "Which ..., A or B?" it runs to the question mark: titles have
+    // lowercase words ("Bedknobs and Broomsticks") and commas ("Now, Voyager").
     let right: Vec<&str> = right.split_whitespace().collect();
     let end = if is_yes_no_question(question) {
         right
@@ -664,8 +664,8 @@ mod tests {
             pair("Blue Quarry", "Red Harbor")
         );
         assert_eq!(
-            options("Which, Lake Orvin or Lake Tessaly, is deeper?"),
-            pair("Lake Orvin", "Lake Tessaly")
+            options("Which came out first, Blue Quarry or Hello, Mariner?"),
+            pair("Blue Quarry", "Hello, Mariner")
         );
         assert_eq!(
             options("Between Marta Ilsen and Pavel Drummond, who directed more films?"),
