@@ -368,17 +368,25 @@ mod tests {
         let agent = Agent::builder(Arc::new(Panicking)).build().unwrap();
         let records = vec![record("1"), record("2")];
         let strategies = vec![StrategyId::new("standard"), StrategyId::new("direct")];
-        let mut results = Vec::new();
-        run_all(
-            &agent,
-            &records,
-            &strategies,
-            Protocol::Gold,
-            2,
-            &HashSet::new(),
-            |r| results.push(r),
-        )
-        .await;
+        let run = |concurrency| {
+            let (agent, records, strategies) = (&agent, &records, &strategies);
+            async move {
+                let mut results = Vec::new();
+                let none = HashSet::new();
+                run_all(
+                    agent,
+                    records,
+                    strategies,
+                    Protocol::Gold,
+                    concurrency,
+                    &none,
+                    |r| results.push(r),
+                )
+                .await;
+                results
+            }
+        };
+        let results = run(2).await;
         assert_eq!(
             results.len(),
             4,
@@ -393,17 +401,11 @@ mod tests {
             assert_eq!(r.scores.f1, 0.0);
         }
         // One at a time, question-major: a run stopped part-way is a paired comparison.
-        let mut order = Vec::new();
-        run_all(
-            &agent,
-            &records,
-            &strategies,
-            Protocol::Gold,
-            1,
-            &HashSet::new(),
-            |r| order.push((r.id, r.strategy.to_string())),
-        )
-        .await;
+        let order: Vec<(String, String)> = run(1)
+            .await
+            .into_iter()
+            .map(|r| (r.id, r.strategy.to_string()))
+            .collect();
         let pair = |id: &str, s: &str| (id.to_string(), s.to_string());
         assert_eq!(
             order,
