@@ -343,7 +343,6 @@ fn worker(
         model_id: config.model_id.clone(),
         prefix_reuse: config.prefix_reuse,
         batch_size: config.batch_size as usize,
-        max_sequences: metarag_core::MAX_SAMPLES as usize,
         yes_no: None,
     };
     if ready.send(Ok(info)).is_err() {
@@ -393,8 +392,6 @@ struct Engine<'m> {
     model_id: String,
     prefix_reuse: bool,
     batch_size: usize,
-    /// Sequences the context was created for: the most samples decoded side by side.
-    max_sequences: usize,
     yes_no: Option<(Vec<LlamaToken>, Vec<LlamaToken>)>,
 }
 
@@ -554,7 +551,8 @@ impl Engine<'_> {
             });
         }
         let n = request.params.n.max(1) as usize;
-        let width = if tokens.len() + n * max_tokens <= n_ctx && n <= self.max_sequences {
+        // `n` is at most MAX_SAMPLES (validated), the sequences the context was made for.
+        let width = if tokens.len() + n * max_tokens <= n_ctx {
             n
         } else {
             1

@@ -266,16 +266,18 @@ async fn assess(s: &mut S) -> NodeResult {
     // Samples first: they share the evidence prefix with the write call just made; the
     // closed-book probe (no sources) would evict it.
     let samples = samples(s).await?;
-    let mut signals = measure(s, &samples, None);
-    let mut cb = None;
+    let without = measure(s, &samples, None);
     let model = &s.ext.config.monitor;
     // The probe is asked when its answer could change the gate's decision (or the answer
     // is weak and will be diagnosed with it), once per question.
-    let decisive = model.confidence_at_worst(&signals, "closed_book_agreement") < model.threshold;
-    if s.ext.closed_book.is_some() || decisive || s.ext.config.closed_book_every_answer {
-        cb = closed_book(s).await?;
-        signals = measure(s, &samples, cb.as_deref());
-    }
+    let decisive = model.confidence_at_worst(&without, "closed_book_agreement") < model.threshold;
+    let (signals, cb) =
+        if s.ext.closed_book.is_some() || decisive || s.ext.config.closed_book_every_answer {
+            let cb = closed_book(s).await?;
+            (measure(s, &samples, cb.as_deref()), cb)
+        } else {
+            (without, None)
+        };
     let index = s.rounds.len() - 1;
     let model = &s.ext.config.monitor;
     let confidence = model.confidence(&signals);
