@@ -4,7 +4,6 @@
 use crate::Budget;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// How complex a query is, as the plan node classifies it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -40,11 +39,18 @@ pub struct RouteConfig {
     pub hops: usize,
 }
 
-/// Thresholds and limits of the agent.
+/// Thresholds and limits of the agent, deserialised directly from the `[agent]` section of
+/// `metarag.toml` (every field has a default; unknown fields are refused). Defaults follow
+/// seed `000`'s parameter table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct AgentConfig {
-    /// Routes for simple / complex / multi-hop queries (seed: 5/no/1, 10/yes/1, 10/yes/3).
-    pub routes: [RouteConfig; 3],
+    /// Route of simple queries (seed: 5 chunks, no rerank, 1 hop).
+    pub simple: RouteConfig,
+    /// Route of complex queries (seed: 10 chunks, rerank, 1 hop).
+    pub complex: RouteConfig,
+    /// Route of multi-hop queries (seed: 10 chunks, rerank, 3 hops).
+    pub multi_hop: RouteConfig,
     /// Whether the plan node asks the LLM to classify (else rules only).
     pub plan_with_llm: bool,
     /// A further hop is taken while evidence coverage of the query terms is under this.
@@ -55,69 +61,45 @@ pub struct AgentConfig {
     pub near_duplicate_threshold: f64,
     /// Most characters of evidence put in front of the model (the read node trims to it).
     pub max_evidence_chars: usize,
-    /// Monitoring gate: faithfulness at least this.
-    pub faithfulness_threshold: f64,
-    /// Monitoring gate: completeness at least this.
-    pub completeness_threshold: f64,
-    /// Monitoring gate: citation precision at least this.
-    pub citation_precision_threshold: f64,
     /// A claim counts as supported when this share of its content terms is in its source.
     pub support_threshold: f64,
-    /// Optional fast path: skip diagnosis when the judge's confidence is at least this and
-    /// every metric is within 0.15 of its threshold. Off (None) by default.
-    pub fast_path_threshold: Option<f64>,
-    /// The judge's confidence must reach this before it can tip a decision.
-    pub evaluator_confidence_threshold: f64,
     /// Most metacognitive (remediation) rounds.
     pub max_rounds: usize,
-    /// Consecutive answers with token-set Jaccard at or above this have converged.
-    pub convergence_threshold: f64,
     /// Weight of the LLM judge's own scores in faithfulness and completeness (the rest is
     /// measured in code).
     pub judge_weight: f64,
-    /// Time allowed for the evaluator-critic before the heuristic decides.
-    pub critic_timeout: Duration,
     /// Most tokens a written answer may take.
     pub answer_max_tokens: u32,
-    /// Limits on the whole run.
+    /// Limits on the whole run (`[agent.budget]`).
     pub budget: Budget,
 }
 
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
-            routes: [
-                RouteConfig {
-                    top_k: 5,
-                    rerank: false,
-                    hops: 1,
-                },
-                RouteConfig {
-                    top_k: 10,
-                    rerank: true,
-                    hops: 1,
-                },
-                RouteConfig {
-                    top_k: 10,
-                    rerank: true,
-                    hops: 3,
-                },
-            ],
+            simple: RouteConfig {
+                top_k: 5,
+                rerank: false,
+                hops: 1,
+            },
+            complex: RouteConfig {
+                top_k: 10,
+                rerank: true,
+                hops: 1,
+            },
+            multi_hop: RouteConfig {
+                top_k: 10,
+                rerank: true,
+                hops: 3,
+            },
             plan_with_llm: true,
             evidence_coverage_threshold: 0.45,
             min_retrieval_diversity: 0.25,
             near_duplicate_threshold: 0.9,
             max_evidence_chars: 6000,
-            faithfulness_threshold: 0.70,
-            completeness_threshold: 0.60,
-            citation_precision_threshold: 0.40,
             support_threshold: 0.6,
-            fast_path_threshold: None,
-            evaluator_confidence_threshold: 0.4,
             max_rounds: 3,
-            convergence_threshold: 0.85,
             judge_weight: 0.25,
-            critic_timeout: Duration::from_secs(120),
             answer_max_tokens: 256,
             budget: Budget::default(),
         }
@@ -128,13 +110,24 @@ impl AgentConfig {
     /// The route for a complexity level.
     pub fn route(&self, c: Complexity) -> RouteConfig {
         match c {
-            Complexity::Simple => self.routes[0],
-            Complexity::Complex => self.routes[1],
-            Complexity::MultiHop => self.routes[2],
+            Complexity::Simple => self.simple,
+            Complexity::Complex => self.complex,
+            Complexity::MultiHop => self.multi_hop,
         }
     }
 
-    /// Checks every field, naming the first that is out of range.
+    /// The same route for every complexity level (tests, and runs that fix retrieval).
+    pub fn with_route(self, route: RouteConfig) -> Self {
+        AgentConfig {
+            simple: route,
+            complex: route,
+            multi_hop: route,
+            ..self
+        }
+    }
+
+    /// Checks every field, naming the first that is out of range by its path in the
+    /// `[agent]` section (`multi_hop.top_k`, `budget.max_steps`).
     pub fn validate(&self) -> Result<()> {
         let unit = [
             (
@@ -143,18 +136,7 @@ impl AgentConfig {
             ),
             ("min_retrieval_diversity", self.min_retrieval_diversity),
             ("near_duplicate_threshold", self.near_duplicate_threshold),
-            ("faithfulness_threshold", self.faithfulness_threshold),
-            ("completeness_threshold", self.completeness_threshold),
-            (
-                "citation_precision_threshold",
-                self.citation_precision_threshold,
-            ),
             ("support_threshold", self.support_threshold),
-            (
-                "evaluator_confidence_threshold",
-                self.evaluator_confidence_threshold,
-            ),
-            ("convergence_threshold", self.convergence_threshold),
             ("judge_weight", self.judge_weight),
         ];
         for (name, v) in unit {
@@ -162,20 +144,16 @@ impl AgentConfig {
                 return Err(Error::config(name, format!("{v} is not in [0, 1]")));
             }
         }
-        if let Some(v) = self.fast_path_threshold
-            && !(0.0..=1.0).contains(&v)
-        {
-            return Err(Error::config(
-                "fast_path_threshold",
-                format!("{v} is not in [0, 1]"),
-            ));
-        }
-        for (name, r) in ["simple", "complex", "multi_hop"].iter().zip(&self.routes) {
-            if r.top_k == 0 || r.hops == 0 {
-                return Err(Error::config(
-                    format!("routes.{name}"),
-                    "top_k and hops must be at least 1",
-                ));
+        for (name, r) in [
+            ("simple", &self.simple),
+            ("complex", &self.complex),
+            ("multi_hop", &self.multi_hop),
+        ] {
+            if r.top_k == 0 {
+                return Err(Error::config(format!("{name}.top_k"), "must be at least 1"));
+            }
+            if r.hops == 0 {
+                return Err(Error::config(format!("{name}.hops"), "must be at least 1"));
             }
         }
         if self.max_evidence_chars < 200 {
@@ -187,6 +165,17 @@ impl AgentConfig {
         if self.answer_max_tokens == 0 {
             return Err(Error::config("answer_max_tokens", "must be at least 1"));
         }
+        let b = &self.budget;
+        for (name, v) in [
+            ("budget.max_steps", b.max_steps as u64),
+            ("budget.max_llm_calls", b.max_llm_calls),
+            ("budget.max_tokens", b.max_tokens),
+            ("budget.deadline_secs", b.deadline.as_secs()),
+        ] {
+            if v == 0 {
+                return Err(Error::config(name, "must be at least 1"));
+            }
+        }
         Ok(())
     }
 }
@@ -194,6 +183,7 @@ impl AgentConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn defaults_follow_the_seed_table_and_validate() {
@@ -203,14 +193,45 @@ mod tests {
         assert!(!c.route(Complexity::Simple).rerank);
         assert_eq!(c.route(Complexity::MultiHop).hops, 3);
         let bad = AgentConfig {
-            faithfulness_threshold: 1.5,
+            support_threshold: 1.5,
             ..AgentConfig::default()
         };
         assert!(
             bad.validate()
                 .unwrap_err()
                 .to_string()
-                .contains("faithfulness_threshold")
+                .contains("`support_threshold`")
         );
+        let mut bad = AgentConfig::default();
+        bad.multi_hop.hops = 0;
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("`multi_hop.hops`"), "{e}");
+        bad = AgentConfig::default();
+        bad.budget.deadline = Duration::ZERO;
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("`budget.deadline_secs`"), "{e}");
+    }
+
+    #[test]
+    fn the_toml_section_deserialises_directly_with_defaults_and_refuses_unknown_fields() {
+        let c: AgentConfig = toml::from_str(
+            "max_rounds = 1\nmulti_hop = { top_k = 4, rerank = false, hops = 2 }\n\
+             [budget]\nmax_llm_calls = 7\ndeadline_secs = 30\n",
+        )
+        .unwrap();
+        assert_eq!(c.max_rounds, 1);
+        assert_eq!(c.multi_hop.top_k, 4);
+        assert_eq!(c.simple, AgentConfig::default().simple);
+        assert_eq!(c.budget.max_llm_calls, 7);
+        assert_eq!(c.budget.deadline, Duration::from_secs(30));
+        assert_eq!(c.budget.max_steps, Budget::default().max_steps);
+        let e = toml::from_str::<AgentConfig>("faithfulness_threshold = 0.7\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("faithfulness_threshold"), "{e}");
+        let e = toml::from_str::<AgentConfig>("[budget]\ndeadline = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("deadline"), "{e}");
     }
 }

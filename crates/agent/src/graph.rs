@@ -169,8 +169,10 @@ impl From<&str> for NodeError {
 /// What a node returns.
 pub type NodeResult = Result<Transition, NodeError>;
 
-/// Limits on one run. Every loop in a strategy is bounded by these.
+/// Limits on one run. Every loop in a strategy is bounded by these. In `metarag.toml` this
+/// is `[agent.budget]`, the deadline in whole seconds (`deadline_secs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Budget {
     /// Most node visits.
     pub max_steps: usize,
@@ -179,7 +181,23 @@ pub struct Budget {
     /// Most prompt plus completion tokens.
     pub max_tokens: u64,
     /// Wall-clock limit.
+    #[serde(rename = "deadline_secs", with = "whole_seconds")]
+    #[schemars(rename = "deadline_secs", with = "u64")]
     pub deadline: Duration,
+}
+
+/// A duration as whole seconds: what a user writes in a config file.
+mod whole_seconds {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_secs)
+    }
 }
 
 impl Budget {

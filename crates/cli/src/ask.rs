@@ -147,7 +147,7 @@ impl App {
         let registry = self.registry()?;
         let needs_evidence = registry.get(&args.strategy)?.needs_evidence();
         let context = args.context.as_deref().map(load_context).transpose()?;
-        let mut config = self.config.raw.agent.to_config();
+        let mut config = self.config.raw.agent.clone();
         if let Some(r) = args.max_rounds {
             config.max_rounds = r;
         }

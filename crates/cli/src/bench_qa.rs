@@ -263,7 +263,7 @@ impl App {
             ModeArg::Gold => Protocol::Gold,
             ModeArg::Open => Protocol::Open,
         };
-        let mut agent_config = self.config.raw.agent.to_config();
+        let mut agent_config = self.config.raw.agent.clone();
         if let Some(r) = args.max_rounds {
             agent_config.max_rounds = r;
         }

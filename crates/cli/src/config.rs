@@ -43,8 +43,9 @@ pub struct RawConfig {
     /// The LLM call cache (`[llm_cache]`; not `[cache]`, whose variable METARAG_CACHE the
     /// scripts use for the build and model cache directory).
     pub llm_cache: RawCache,
-    /// The agent's thresholds and limits (seed `000`'s parameter table).
-    pub agent: RawAgent,
+    /// The agent's thresholds, routes and budget (seed `000`'s parameter table), read
+    /// straight into the library's type: its field names are the file's keys.
+    pub agent: metarag_agent::AgentConfig,
     /// The reranker the agent's complex and multi-hop routes use.
     pub rerank: RawRerank,
     /// Per-strategy sections (`[strategies.ircot]`, `[strategies.flare]`, ...), each read
@@ -105,120 +106,6 @@ impl RawServer {
             running_asks: self.running_asks,
             waiting_asks: self.waiting_asks,
             mcp_allowed_hosts: None,
-        }
-    }
-}
-
-/// `[agent]`: thresholds and limits of the strategies. Defaults follow seed `000`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RawAgent {
-    /// Most metacognitive (remediation) rounds.
-    pub max_rounds: usize,
-    /// Jaccard similarity of consecutive answers at which the loop stops.
-    pub convergence_threshold: f64,
-    /// Monitoring gate: minimum faithfulness.
-    pub faithfulness_threshold: f64,
-    /// Monitoring gate: minimum completeness.
-    pub completeness_threshold: f64,
-    /// Monitoring gate: minimum citation precision.
-    pub citation_precision_threshold: f64,
-    /// Further retrieval hops while query coverage is under this.
-    pub evidence_coverage_threshold: f64,
-    /// Document diversity under this is a retrieval warning.
-    pub min_retrieval_diversity: f64,
-    /// The judge's confidence needed before it can tip a decision.
-    pub evaluator_confidence_threshold: f64,
-    /// Confidence fast path past the gate (unset: off).
-    pub fast_path_threshold: Option<f64>,
-    /// Share of a claim's terms its sources must hold for it to count as supported.
-    pub support_threshold: f64,
-    /// Weight of the LLM judge's scores in faithfulness and completeness.
-    pub judge_weight: f64,
-    /// Word-trigram Jaccard at which a chunk is a near-duplicate.
-    pub near_duplicate_threshold: f64,
-    /// Most characters of evidence put before the model.
-    pub max_evidence_chars: usize,
-    /// Most tokens of a written answer.
-    pub answer_max_tokens: u32,
-    /// Classify queries with the LLM (else rules only).
-    pub plan_with_llm: bool,
-    /// Seconds the evaluator-critic may take before the heuristic decides.
-    pub critic_timeout_secs: u64,
-    /// Route of simple queries.
-    pub simple: metarag_agent::RouteConfig,
-    /// Route of complex queries.
-    pub complex: metarag_agent::RouteConfig,
-    /// Route of multi-hop queries.
-    pub multi_hop: metarag_agent::RouteConfig,
-    /// Budget: most node visits per run.
-    pub max_steps: usize,
-    /// Budget: most LLM calls per run.
-    pub max_llm_calls: u64,
-    /// Budget: most tokens per run.
-    pub max_tokens: u64,
-    /// Budget: seconds per run.
-    pub deadline_secs: u64,
-}
-
-impl Default for RawAgent {
-    fn default() -> Self {
-        let d = metarag_agent::AgentConfig::default();
-        RawAgent {
-            max_rounds: d.max_rounds,
-            convergence_threshold: d.convergence_threshold,
-            faithfulness_threshold: d.faithfulness_threshold,
-            completeness_threshold: d.completeness_threshold,
-            citation_precision_threshold: d.citation_precision_threshold,
-            evidence_coverage_threshold: d.evidence_coverage_threshold,
-            min_retrieval_diversity: d.min_retrieval_diversity,
-            evaluator_confidence_threshold: d.evaluator_confidence_threshold,
-            fast_path_threshold: d.fast_path_threshold,
-            support_threshold: d.support_threshold,
-            judge_weight: d.judge_weight,
-            near_duplicate_threshold: d.near_duplicate_threshold,
-            max_evidence_chars: d.max_evidence_chars,
-            answer_max_tokens: d.answer_max_tokens,
-            plan_with_llm: d.plan_with_llm,
-            critic_timeout_secs: d.critic_timeout.as_secs(),
-            simple: d.routes[0],
-            complex: d.routes[1],
-            multi_hop: d.routes[2],
-            max_steps: d.budget.max_steps,
-            max_llm_calls: d.budget.max_llm_calls,
-            max_tokens: d.budget.max_tokens,
-            deadline_secs: d.budget.deadline.as_secs(),
-        }
-    }
-}
-
-impl RawAgent {
-    /// The typed agent configuration.
-    pub fn to_config(&self) -> metarag_agent::AgentConfig {
-        metarag_agent::AgentConfig {
-            routes: [self.simple, self.complex, self.multi_hop],
-            plan_with_llm: self.plan_with_llm,
-            evidence_coverage_threshold: self.evidence_coverage_threshold,
-            min_retrieval_diversity: self.min_retrieval_diversity,
-            near_duplicate_threshold: self.near_duplicate_threshold,
-            max_evidence_chars: self.max_evidence_chars,
-            faithfulness_threshold: self.faithfulness_threshold,
-            completeness_threshold: self.completeness_threshold,
-            citation_precision_threshold: self.citation_precision_threshold,
-            support_threshold: self.support_threshold,
-            fast_path_threshold: self.fast_path_threshold,
-            evaluator_confidence_threshold: self.evaluator_confidence_threshold,
-            max_rounds: self.max_rounds,
-            convergence_threshold: self.convergence_threshold,
-            judge_weight: self.judge_weight,
-            critic_timeout: std::time::Duration::from_secs(self.critic_timeout_secs),
-            answer_max_tokens: self.answer_max_tokens,
-            budget: metarag_agent::Budget {
-                max_steps: self.max_steps,
-                max_llm_calls: self.max_llm_calls,
-                max_tokens: self.max_tokens,
-                deadline: std::time::Duration::from_secs(self.deadline_secs),
-            },
         }
     }
 }
@@ -450,7 +337,7 @@ pub enum ConfigError {
     #[error("configuration field `{field}`: {reason}")]
     Invalid {
         /// Dotted field name.
-        field: &'static str,
+        field: String,
         /// Why.
         reason: String,
     },
@@ -513,8 +400,8 @@ impl Config {
     }
 
     fn validate(raw: RawConfig) -> Result<Self, ConfigError> {
-        let invalid = |field, reason: &str| ConfigError::Invalid {
-            field,
+        let invalid = |field: &str, reason: &str| ConfigError::Invalid {
+            field: field.to_string(),
             reason: reason.to_string(),
         };
         if raw.embedder.model.trim().is_empty() {
@@ -592,8 +479,14 @@ impl Config {
                 "must start with http:// or https://",
             ));
         }
-        if let Err(e) = raw.agent.to_config().validate() {
-            return Err(ConfigError::Parse(format!("[agent] {e}")));
+        if let Err(e) = raw.agent.validate() {
+            return Err(match e {
+                metarag_agent::Error::Config { field, reason } => ConfigError::Invalid {
+                    field: format!("agent.{field}"),
+                    reason,
+                },
+                other => ConfigError::Parse(format!("[agent] {other}")),
+            });
         }
         if raw.rerank.backend == RerankBackend::CrossEncoder && raw.rerank.path.is_none() {
             return Err(invalid(
@@ -740,6 +633,56 @@ mod tests {
             assert_eq!(c.home, PathBuf::from("/tmp/metarag-test-home"));
             assert_eq!(c.raw.retrieval.rrf_k, 30.0);
             assert_eq!(c.raw.retrieval.k, 7);
+            Ok(())
+        });
+    }
+
+    /// Every TOML block of the README is a configuration this version accepts: the file a
+    /// user copies from it must load.
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn the_readme_config_examples_load() {
+        let readme = include_str!("../../../README.md");
+        let blocks: Vec<&str> = readme
+            .split("```toml\n")
+            .skip(1)
+            .map(|b| b.split("```").next().unwrap_or_default())
+            .collect();
+        assert!(blocks.len() >= 2, "the README's config examples moved");
+        for block in blocks {
+            figment::Jail::expect_with(|jail| {
+                jail.set_env("METARAG_HOME", "/tmp/metarag-test-home");
+                jail.create_file("metarag.toml", block)?;
+                Config::load(None).map_err(|e| format!("{e}\n{block}"))?;
+                Ok(())
+            });
+        }
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn the_agent_section_is_the_library_config_and_its_errors_name_the_field() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("METARAG_HOME", "/tmp/metarag-test-home");
+            jail.set_env("METARAG_AGENT__BUDGET__MAX_LLM_CALLS", "9");
+            jail.create_file(
+                "metarag.toml",
+                "[agent]\nmax_rounds = 1\nmulti_hop = { top_k = 4, rerank = false, hops = 2 }\n",
+            )?;
+            let c = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(c.raw.agent.max_rounds, 1);
+            assert_eq!(c.raw.agent.multi_hop.top_k, 4);
+            assert_eq!(c.raw.agent.budget.max_llm_calls, 9);
+            assert_eq!(
+                c.raw.agent.budget.deadline,
+                metarag_agent::Budget::default().deadline
+            );
+            jail.create_file("metarag.toml", "[agent.complex]\ntop_k = 0\n")?;
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(e.contains("`agent.complex.top_k`"), "{e}");
+            jail.create_file("metarag.toml", "[agent]\nconvergence_threshold = 0.9\n")?;
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(e.contains("convergence_threshold"), "{e}");
             Ok(())
         });
     }

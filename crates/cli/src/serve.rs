@@ -139,7 +139,7 @@ impl App {
             self.config.retrieval(),
         ));
         let mut builder = Agent::builder(handle.llm.clone())
-            .config(self.config.raw.agent.to_config())
+            .config(self.config.raw.agent.clone())
             .registry(self.registry()?)
             .retriever(retriever);
         if let Some(r) = self.reranker(handle.local.as_ref())? {

@@ -54,7 +54,8 @@ pub struct RunConfig {
     pub model: String,
     /// The embedding model (open protocol).
     pub embedder: Option<String>,
-    /// The agent's settings.
+    /// The agent's settings (records of any version: see [`agent_config_of_any_record`]).
+    #[serde(deserialize_with = "agent_config_of_any_record")]
     pub agent: AgentConfig,
     /// Whether the LLM call cache was on.
     pub cache: bool,
@@ -63,6 +64,53 @@ pub struct RunConfig {
     /// they were recorded.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub strategy_settings: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// Fields of the first gate (faithfulness / completeness / citation thresholds, an LLM
+/// critic) that records written before the monitor replaced it still carry. They never
+/// affect a run of today's code, so they are dropped on reading.
+const RETIRED_AGENT_FIELDS: [&str; 7] = [
+    "faithfulness_threshold",
+    "completeness_threshold",
+    "citation_precision_threshold",
+    "fast_path_threshold",
+    "evaluator_confidence_threshold",
+    "convergence_threshold",
+    "critic_timeout",
+];
+
+/// Reads the agent settings of a record of any version: today's shape (the `[agent]`
+/// section of `metarag.toml`), or the shape written until the config was deserialised
+/// directly (`routes` as an array of three, the budget's deadline as `{secs, nanos}`, the
+/// retired gate fields), so old records can still be reported and resumed.
+fn agent_config_of_any_record<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<AgentConfig, D::Error> {
+    use serde::de::Error as _;
+    let mut v = serde_json::Value::deserialize(d)?;
+    if let Some(o) = v.as_object_mut() {
+        for f in RETIRED_AGENT_FIELDS {
+            o.remove(f);
+        }
+        if let Some(serde_json::Value::Array(routes)) = o.remove("routes") {
+            if routes.len() != 3 {
+                return Err(D::Error::custom("agent.routes: expected three routes"));
+            }
+            for (name, r) in ["simple", "complex", "multi_hop"].into_iter().zip(routes) {
+                o.insert(name.to_string(), r);
+            }
+        }
+        if let Some(b) = o.get_mut("budget").and_then(|b| b.as_object_mut())
+            && let Some(deadline) = b.remove("deadline")
+        {
+            let secs = deadline
+                .get("secs")
+                .cloned()
+                .ok_or_else(|| D::Error::custom("agent.budget.deadline: expected {secs, nanos}"))?;
+            b.insert("deadline_secs".into(), secs);
+        }
+    }
+    serde_json::from_value(v).map_err(D::Error::custom)
 }
 
 impl RunConfig {
@@ -290,6 +338,30 @@ pub fn sample_split(
 mod tests {
     use super::*;
     use crate::QaContext;
+
+    /// The agent section of a record written before the config was deserialised directly
+    /// (the header of the MuSiQue run in docs/results/qa/in-progress, verbatim).
+    const LEGACY_AGENT: &str = r#"{"routes":[{"top_k":5,"rerank":false,"hops":1},{"top_k":10,"rerank":true,"hops":1},{"top_k":10,"rerank":true,"hops":3}],"plan_with_llm":true,"evidence_coverage_threshold":0.45,"min_retrieval_diversity":0.25,"near_duplicate_threshold":0.9,"max_evidence_chars":6000,"faithfulness_threshold":0.7,"completeness_threshold":0.6,"citation_precision_threshold":0.4,"support_threshold":0.6,"fast_path_threshold":null,"evaluator_confidence_threshold":0.4,"max_rounds":3,"convergence_threshold":0.85,"judge_weight":0.25,"critic_timeout":{"secs":120,"nanos":0},"answer_max_tokens":256,"budget":{"max_steps":64,"max_llm_calls":40,"max_tokens":200000,"deadline":{"secs":600,"nanos":0}}}"#;
+
+    fn config_with_agent(agent: &str) -> String {
+        format!(
+            r#"{{"dataset":"musique","dataset_path":"x.jsonl","protocol":"open","n":100,"seed":42,"strategies":["standard"],"model":"m","embedder":null,"agent":{agent},"cache":true}}"#
+        )
+    }
+
+    #[test]
+    fn records_of_the_old_agent_shape_read_as_todays_config_and_still_resume() {
+        let old: RunConfig = serde_json::from_str(&config_with_agent(LEGACY_AGENT)).unwrap();
+        assert_eq!(old.agent, AgentConfig::default());
+        let today = serde_json::to_string(&AgentConfig::default()).unwrap();
+        let new: RunConfig = serde_json::from_str(&config_with_agent(&today)).unwrap();
+        assert!(old.same_experiment(&new));
+        // A changed setting in an old record is kept, not defaulted.
+        let changed = LEGACY_AGENT.replace(r#""max_rounds":3"#, r#""max_rounds":1"#);
+        let old: RunConfig = serde_json::from_str(&config_with_agent(&changed)).unwrap();
+        assert_eq!(old.agent.max_rounds, 1);
+        assert!(!old.same_experiment(&new));
+    }
 
     fn record(id: &str) -> QaRecord {
         QaRecord {

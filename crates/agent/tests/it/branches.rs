@@ -378,14 +378,11 @@ async fn missing_knowledge_re_retrieves_the_uncovered_hop_and_writes_again_only_
     let agent = Agent::builder(dynllm)
         .retriever(retriever)
         .registry(metarag_registry())
-        .config(AgentConfig {
-            routes: [RouteConfig {
-                top_k: 2,
-                rerank: false,
-                hops: 1,
-            }; 3],
-            ..AgentConfig::default()
-        })
+        .config(AgentConfig::default().with_route(RouteConfig {
+            top_k: 2,
+            rerank: false,
+            hops: 1,
+        }))
         .build()
         .unwrap();
     let t = agent.ask(&Ask::new(q, "metarag")).await.unwrap();
