@@ -34,8 +34,8 @@ pub struct RawConfig {
     pub ingest: RawIngest,
     /// The embedded index.
     pub index: RawIndex,
-    /// Retrieval.
-    pub retrieval: RawRetrieval,
+    /// Retrieval (the library's type: its field names are the file's keys).
+    pub retrieval: metarag_retrieve::RetrievalConfig,
     /// Model fetching.
     pub models: RawModels,
     /// The chat model.
@@ -250,22 +250,6 @@ pub struct RawIndex {
     pub bm25_title_boost: f32,
 }
 
-/// `[retrieval]`
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RawRetrieval {
-    /// RRF constant.
-    pub rrf_k: f32,
-    /// BM25 weight in fusion.
-    pub bm25_weight: f32,
-    /// Dense weight in fusion.
-    pub dense_weight: f32,
-    /// Per-retriever depth before fusion.
-    pub candidates: usize,
-    /// Default number of hits.
-    pub k: usize,
-}
-
 /// `[models]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -302,19 +286,6 @@ impl Default for RawIndex {
             hnsw_ef_construction: 128,
             hnsw_ef_search: 128,
             bm25_title_boost: 1.0,
-        }
-    }
-}
-
-impl Default for RawRetrieval {
-    fn default() -> Self {
-        let d = metarag_retrieve::RetrievalConfig::default();
-        RawRetrieval {
-            rrf_k: d.rrf_k,
-            bm25_weight: d.bm25_weight,
-            dense_weight: d.dense_weight,
-            candidates: d.candidates,
-            k: 10,
         }
     }
 }
@@ -589,13 +560,7 @@ impl Config {
 
     /// Retrieval settings for the builder.
     pub fn retrieval(&self) -> metarag_retrieve::RetrievalConfig {
-        let r = &self.raw.retrieval;
-        metarag_retrieve::RetrievalConfig {
-            rrf_k: r.rrf_k,
-            bm25_weight: r.bm25_weight,
-            dense_weight: r.dense_weight,
-            candidates: r.candidates,
-        }
+        self.raw.retrieval.clone()
     }
 
     /// Index settings for an embedder.

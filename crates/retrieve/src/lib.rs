@@ -16,8 +16,10 @@ use metarag_core::{
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
-/// Settings of hybrid retrieval.
-#[derive(Debug, Clone, PartialEq)]
+/// Settings of hybrid retrieval: the `[retrieval]` section of `metarag.toml`, deserialised
+/// directly (every field has a default; unknown fields are refused).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RetrievalConfig {
     /// The RRF constant `k` (60 in the original paper and most systems).
     pub rrf_k: f32,
@@ -27,6 +29,8 @@ pub struct RetrievalConfig {
     pub dense_weight: f32,
     /// How deep each retriever ranks before fusion (at least the requested `k`).
     pub candidates: usize,
+    /// Hits a search returns when its caller does not say (`metarag search` without `-k`).
+    pub k: usize,
 }
 
 impl Default for RetrievalConfig {
@@ -36,6 +40,7 @@ impl Default for RetrievalConfig {
             bm25_weight: 1.0,
             dense_weight: 1.0,
             candidates: 50,
+            k: 10,
         }
     }
 }
