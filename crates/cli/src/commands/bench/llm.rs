@@ -119,7 +119,8 @@ struct Prediction {
     seconds: f64,
 }
 
-pub async fn llm(app: &App, args: LlmArgs) -> Result<ExitCode> {
+/// Measures the local chat model on gold QA.
+pub async fn run(app: &App, args: LlmArgs) -> Result<ExitCode> {
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
     questions.truncate(args.n);
     let models = if args.models.is_empty() {
@@ -296,6 +297,7 @@ fn ranking_metrics(titles: &[String], gold: &[String], ks: &[usize]) -> (Vec<f64
     (recall, if ideal > 0.0 { dcg / ideal } else { 0.0 })
 }
 
+/// Measures the local chat model as a reranker.
 pub async fn rerank(app: &App, args: RerankArgs) -> Result<ExitCode> {
     let embedder = app.embedder()?;
     let (dir, _) = crate::bench::corpus_index(app, &args.corpus, None, &embedder).await?;

@@ -198,7 +198,8 @@ fn percentiles(ms: &[f64]) -> Value {
     json!({"p50_ms": at(50.0), "p95_ms": at(95.0), "p99_ms": at(99.0), "mean_ms": ms.iter().sum::<f64>() / ms.len() as f64})
 }
 
-pub async fn scale(app: &App, args: ScaleArgs) -> Result<ExitCode> {
+/// Builds and measures the index at the requested scale.
+pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
     if args.chunks == 0 || args.batch == 0 || args.queries == 0 {
         bail!("--chunks, --batch and --queries must be positive");
     }

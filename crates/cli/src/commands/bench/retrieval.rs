@@ -2,8 +2,9 @@
 //! it) and report recall@k, MRR and latency for BM25, dense and hybrid retrieval.
 
 use crate::app::App;
+use crate::commands::ingest::FormatArg;
+use crate::commands::search::ModeArg;
 use crate::output::{print_json, write_json};
-use crate::{FormatArg, ModeArg};
 use anyhow::Result;
 use clap::Args;
 use metarag_core::Embedder;
@@ -72,7 +73,8 @@ pub async fn corpus_index(
     Ok((dir, report))
 }
 
-pub async fn retrieval(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
+/// Measures retrieval quality and latency per mode.
+pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
     let embedder = app.embedder()?;
     let (dir, ingest) = corpus_index(app, &args.corpus, args.index.clone(), &embedder).await?;
     let mut questions = metarag_eval::load_dataset(&args.questions)?;

@@ -1,28 +1,23 @@
-//! `metarag ask` and `metarag graph`: answer a question with a strategy, show progress per
-//! node, print the answer with its numbered sources, or the whole trace.
+//! `metarag ask`: answer a question with a strategy, show progress per node, print the
+//! answer with its numbered sources, or the whole trace.
 
 use crate::app::{App, UserError};
-use crate::config::RerankBackend;
 use crate::output::{print_json, truncate};
-use anyhow::{Context, Result};
-use clap::Args;
+use anyhow::Result;
+use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use metarag_agent::verify::citations;
-use metarag_agent::{Agent, Ask, Passage, Progress, Registry, Trace};
-use metarag_core::{DynReranker, DynRetriever, StoreRead};
+use metarag_agent::{Agent, Ask, Passage, Progress, Trace};
 use metarag_eval::runs::Surface;
-use metarag_models::{CrossEncoder, LlmReranker};
-use metarag_retrieve::HybridRetriever;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// `metarag ask`
-#[derive(Args, Debug)]
-pub struct AskArgs {
+#[derive(ClapArgs, Debug)]
+pub struct Args {
     /// The question.
     pub question: String,
     /// A registered strategy (`metarag strategies` lists them).
@@ -46,171 +41,74 @@ pub struct AskArgs {
     pub max_rounds: Option<usize>,
 }
 
-/// `metarag graph`
-#[derive(Args, Debug)]
-pub struct GraphArgs {
-    /// The strategy whose graph to print.
-    #[arg(long, default_value = "metarag")]
-    pub strategy: String,
-}
-
-/// `metarag strategies`
-#[derive(Args, Debug)]
-pub struct StrategiesArgs {}
-
-impl App {
-    /// The registered strategies, configured from the `[strategies.*]` sections.
-    pub fn registry(&self) -> Result<Registry> {
-        Ok(Registry::builtin_with(&self.config.raw.strategies)?)
+/// `metarag ask`
+pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
+    let registry = app.registry()?;
+    let needs_evidence = registry.get(&args.strategy)?.needs_evidence();
+    let context = args.context.as_deref().map(load_context).transpose()?;
+    let mut config = app.config.raw.agent.clone();
+    if let Some(r) = args.max_rounds {
+        config.max_rounds = r;
     }
-
-    /// `metarag graph`: the strategy's graph as Mermaid.
-    pub fn graph(&self, args: GraphArgs) -> Result<ExitCode> {
-        print!("{}", self.registry()?.get(&args.strategy)?.mermaid());
-        Ok(ExitCode::SUCCESS)
-    }
-
-    /// `metarag strategies`: every registered strategy with what it does (`--json`: with
-    /// its configuration).
-    pub fn strategies(&self, _args: StrategiesArgs) -> Result<ExitCode> {
-        let registry = self.registry()?;
-        if self.json {
-            let list: Vec<Value> = registry
-                .iter()
-                .map(|s| {
-                    serde_json::json!({
-                        "name": s.name(),
-                        "description": s.description(),
-                        "needs_evidence": s.needs_evidence(),
-                        "config": s.config_json(),
-                    })
-                })
-                .collect();
-            print_json(&list)?;
-        } else {
-            let width = registry.names().iter().map(|n| n.len()).max().unwrap_or(0);
-            for s in registry.iter() {
-                println!("{:width$}  {}", s.name(), s.description());
-            }
+    // The index is checked before the model loads: an empty one is the user's to fix,
+    // and says so at once.
+    let retriever = if context.is_none() && needs_evidence {
+        Some(app.retriever().await?)
+    } else {
+        None
+    };
+    let handle = app.llm(args.cache, args.model.as_deref()).await?;
+    let mut builder = Agent::builder(handle.llm.clone())
+        .config(config)
+        .registry(registry);
+    if let Some(retriever) = retriever {
+        builder = builder.retriever(retriever);
+        if let Some(r) = app.reranker(handle.local.as_ref())? {
+            builder = builder.reranker(r);
         }
-        Ok(ExitCode::SUCCESS)
     }
-
-    /// The reranker `[rerank]` configures, if any.
-    pub fn reranker(
-        &self,
-        local: Option<&Arc<metarag_models::LocalLlm>>,
-    ) -> Result<Option<Arc<dyn DynReranker>>> {
-        let r = &self.config.raw.rerank;
-        Ok(match r.backend {
-            RerankBackend::None => None,
-            RerankBackend::CrossEncoder => {
-                let dir = r.path.as_deref().context("rerank.path is not set")?;
-                let name = dir.file_name().map_or_else(
-                    || "cross-encoder".into(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
-                Some(Arc::new(CrossEncoder::load(dir, &name)?))
-            }
-            RerankBackend::Llm => {
-                let local = local.ok_or_else(|| {
-                    UserError("rerank.backend = \"llm\" needs the local LLM backend".into())
-                })?;
-                Some(Arc::new(LlmReranker::new(
-                    local.clone(),
-                    r.max_chars.unwrap_or(600),
-                )))
+    let agent = builder.build()?;
+    let mut ask = Ask::new(args.question, args.strategy.as_str());
+    if let Some(c) = context {
+        ask = ask.with_context(c);
+    }
+    let spinner = ProgressBar::new_spinner();
+    spinner.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    spinner.enable_steady_tick(Duration::from_millis(120));
+    let trace = agent
+        .ask_observed(&ask, &|p| {
+            if let Progress::NodeStarted(node) = p {
+                spinner.set_message(node.to_string())
             }
         })
+        .await?;
+    spinner.finish_and_clear();
+    // The run log is a record, not the answer: failing to write it is a warning.
+    match app
+        .run_log()
+        .and_then(|log| Ok(log.record(&trace, Surface::Cli, 0.0, app.config.price())?))
+    {
+        Ok(id) => tracing::info!(run = %id, "run recorded"),
+        Err(e) => eprintln!("warning: the run was not recorded: {e:#}"),
     }
-
-    /// The retriever over the default index; an error naming the fix when it is empty.
-    pub async fn retriever(&self) -> Result<Arc<dyn DynRetriever>> {
-        let embedder = self.embedder()?;
-        let index = self.open_index_for_reading(&self.config.index_dir(), &embedder)?;
-        if StoreRead::stats(&index).await?.documents == 0 {
-            return Err(UserError(format!(
-                "the index at {} is empty: ingest documents first (`metarag ingest PATH`) or pass --context FILE",
-                self.config.index_dir().display()
-            ))
-            .into());
+    if app.json {
+        print_json(&trace)?;
+    } else {
+        print_answer(&trace);
+        if args.trace {
+            print_trace(&trace);
         }
-        Ok(Arc::new(HybridRetriever::new(
-            embedder,
-            index,
-            self.config.retrieval(),
-        )))
     }
-
-    /// `metarag ask`
-    pub async fn ask(&self, args: AskArgs) -> Result<ExitCode> {
-        let registry = self.registry()?;
-        let needs_evidence = registry.get(&args.strategy)?.needs_evidence();
-        let context = args.context.as_deref().map(load_context).transpose()?;
-        let mut config = self.config.raw.agent.clone();
-        if let Some(r) = args.max_rounds {
-            config.max_rounds = r;
+    Ok(match trace.stop {
+        metarag_agent::StopReason::Failed(_) => {
+            eprintln!("error: the run failed: {:?}", trace.stop);
+            ExitCode::from(1)
         }
-        // The index is checked before the model loads: an empty one is the user's to fix,
-        // and says so at once.
-        let retriever = if context.is_none() && needs_evidence {
-            Some(self.retriever().await?)
-        } else {
-            None
-        };
-        let handle = self.llm(args.cache, args.model.as_deref()).await?;
-        let mut builder = Agent::builder(handle.llm.clone())
-            .config(config)
-            .registry(registry);
-        if let Some(retriever) = retriever {
-            builder = builder.retriever(retriever);
-            if let Some(r) = self.reranker(handle.local.as_ref())? {
-                builder = builder.reranker(r);
-            }
-        }
-        let agent = builder.build()?;
-        let mut ask = Ask::new(args.question, args.strategy.as_str());
-        if let Some(c) = context {
-            ask = ask.with_context(c);
-        }
-        let spinner = ProgressBar::new_spinner();
-        spinner.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        spinner.enable_steady_tick(Duration::from_millis(120));
-        let trace = agent
-            .ask_observed(&ask, &|p| {
-                if let Progress::NodeStarted(node) = p {
-                    spinner.set_message(node.to_string())
-                }
-            })
-            .await?;
-        spinner.finish_and_clear();
-        // The run log is a record, not the answer: failing to write it is a warning.
-        match self
-            .run_log()
-            .and_then(|log| Ok(log.record(&trace, Surface::Cli, 0.0, self.config.price())?))
-        {
-            Ok(id) => tracing::info!(run = %id, "run recorded"),
-            Err(e) => eprintln!("warning: the run was not recorded: {e:#}"),
-        }
-        if self.json {
-            print_json(&trace)?;
-        } else {
-            print_answer(&trace);
-            if args.trace {
-                print_trace(&trace);
-            }
-        }
-        Ok(match trace.stop {
-            metarag_agent::StopReason::Failed(_) => {
-                eprintln!("error: the run failed: {:?}", trace.stop);
-                ExitCode::from(1)
-            }
-            _ => ExitCode::SUCCESS,
-        })
-    }
+        _ => ExitCode::SUCCESS,
+    })
 }
 
 /// Reads gold context paragraphs: JSONL or a JSON array of `{title, text}` (or `sentences`,
@@ -292,6 +190,7 @@ pub fn load_context(path: &Path) -> Result<Vec<Passage>> {
     Ok(passages)
 }
 
+/// Prints the answer and its numbered sources.
 pub fn print_answer(t: &Trace) {
     if t.answer.is_empty() {
         println!("(no answer)");
@@ -348,6 +247,7 @@ pub fn print_answer(t: &Trace) {
     );
 }
 
+/// Prints the trace in readable form: nodes, rounds, diagnosis, stop reason.
 pub fn print_trace(t: &Trace) {
     println!("\nTrace");
     if let Some(p) = &t.plan {

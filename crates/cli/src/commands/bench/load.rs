@@ -181,104 +181,101 @@ fn markdown(r: &LoadReport) -> String {
     out
 }
 
-impl App {
-    /// `metarag bench load`
-    pub async fn bench_load(&self, args: LoadArgs) -> Result<ExitCode> {
-        let questions: Vec<String> = match &args.questions {
-            Some(p) => std::fs::read_to_string(p)
-                .map_err(|e| UserError(format!("{}: {e}", p.display())))?
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(str::to_string)
-                .collect(),
-            None => DEFAULT_QUESTIONS.iter().map(|q| q.to_string()).collect(),
-        };
-        if questions.is_empty() {
-            return Err(UserError("--questions has no questions".into()).into());
-        }
-        let engine = self.engine(args.model.as_deref(), false).await?;
-        let stats = StoreRead::stats(&engine.index).await?;
-        if stats.documents == 0 {
-            return Err(UserError(
-                "the index is empty: ingest documents first (`metarag ingest examples/docs`)"
-                    .into(),
-            )
-            .into());
-        }
-        let model = engine.agent.model_id().to_string();
-        let mut limits = self.config.raw.server.limits();
-        // The load is the point: the queue must hold every concurrent ask.
-        limits.waiting_asks = limits.waiting_asks.max(args.ask_concurrency);
-        let router = metarag_server::router(engine, limits, None);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base = format!("http://{}", listener.local_addr()?);
-        let server = tokio::spawn(metarag_server::serve(
-            listener,
-            router,
-            std::future::pending(),
-        ));
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(args.search_concurrency.max(args.ask_concurrency))
-            .build()
-            .context("HTTP client")?;
-        let deadline = Duration::from_secs(args.deadline_secs);
-        eprintln!(
-            "{} searches ({} at once) and {} asks ({} at once) against {base}",
-            args.searches, args.search_concurrency, args.asks, args.ask_concurrency
-        );
-        let search_url = format!("{base}/v1/search");
-        let ask_url = format!("{base}/v1/ask");
-        let (searches, asks) = tokio::join!(
-            fire(args.searches, args.search_concurrency, deadline, |i| {
-                http.post(&search_url).json(&serde_json::json!({
-                    "query": questions[i % questions.len()], "k": 10
-                }))
-            }),
-            fire(args.asks, args.ask_concurrency, deadline, |i| {
-                http.post(&ask_url).json(&serde_json::json!({
-                    "question": questions[i % questions.len()], "strategy": args.strategy
-                }))
-            }),
-        );
-        server.abort();
-        let report = LoadReport {
-            command: std::env::args().collect::<Vec<_>>().join(" "),
-            model,
-            strategy: args.strategy.clone(),
-            documents: stats.documents,
-            chunks: stats.chunks,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            endpoints: vec![
-                summarize(
-                    "/v1/search",
-                    args.search_concurrency,
-                    &searches.0,
-                    searches.1,
-                ),
-                summarize("/v1/ask", args.ask_concurrency, &asks.0, asks.1),
-            ],
-        };
-        let text = markdown(&report);
-        if let Some(out) = &args.out {
-            std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
-            let json = out.with_extension("json");
-            std::fs::write(&json, serde_json::to_string_pretty(&report)?)
-                .with_context(|| format!("writing {}", json.display()))?;
-        }
-        if self.json {
-            print_json(&report)?;
-        } else {
-            print!("{text}");
-        }
-        let failed = report
-            .endpoints
-            .iter()
-            .any(|e| e.hung > 0 || e.statuses.keys().any(|s| s != "200"));
-        Ok(if failed {
-            ExitCode::from(3)
-        } else {
-            ExitCode::SUCCESS
-        })
+/// `metarag bench load`
+pub async fn run(app: &App, args: LoadArgs) -> Result<ExitCode> {
+    let questions: Vec<String> = match &args.questions {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| UserError(format!("{}: {e}", p.display())))?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+        None => DEFAULT_QUESTIONS.iter().map(|q| q.to_string()).collect(),
+    };
+    if questions.is_empty() {
+        return Err(UserError("--questions has no questions".into()).into());
     }
+    let engine = app.engine(args.model.as_deref(), false).await?;
+    let stats = StoreRead::stats(&engine.index).await?;
+    if stats.documents == 0 {
+        return Err(UserError(
+            "the index is empty: ingest documents first (`metarag ingest examples/docs`)".into(),
+        )
+        .into());
+    }
+    let model = engine.agent.model_id().to_string();
+    let mut limits = app.config.raw.server.limits();
+    // The load is the point: the queue must hold every concurrent ask.
+    limits.waiting_asks = limits.waiting_asks.max(args.ask_concurrency);
+    let router = metarag_server::router(engine, limits, None);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let server = tokio::spawn(metarag_server::serve(
+        listener,
+        router,
+        std::future::pending(),
+    ));
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.search_concurrency.max(args.ask_concurrency))
+        .build()
+        .context("HTTP client")?;
+    let deadline = Duration::from_secs(args.deadline_secs);
+    eprintln!(
+        "{} searches ({} at once) and {} asks ({} at once) against {base}",
+        args.searches, args.search_concurrency, args.asks, args.ask_concurrency
+    );
+    let search_url = format!("{base}/v1/search");
+    let ask_url = format!("{base}/v1/ask");
+    let (searches, asks) = tokio::join!(
+        fire(args.searches, args.search_concurrency, deadline, |i| {
+            http.post(&search_url).json(&serde_json::json!({
+                "query": questions[i % questions.len()], "k": 10
+            }))
+        }),
+        fire(args.asks, args.ask_concurrency, deadline, |i| {
+            http.post(&ask_url).json(&serde_json::json!({
+                "question": questions[i % questions.len()], "strategy": args.strategy
+            }))
+        }),
+    );
+    server.abort();
+    let report = LoadReport {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        model,
+        strategy: args.strategy.clone(),
+        documents: stats.documents,
+        chunks: stats.chunks,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        endpoints: vec![
+            summarize(
+                "/v1/search",
+                args.search_concurrency,
+                &searches.0,
+                searches.1,
+            ),
+            summarize("/v1/ask", args.ask_concurrency, &asks.0, asks.1),
+        ],
+    };
+    let text = markdown(&report);
+    if let Some(out) = &args.out {
+        std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+        let json = out.with_extension("json");
+        std::fs::write(&json, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", json.display()))?;
+    }
+    if app.json {
+        print_json(&report)?;
+    } else {
+        print!("{text}");
+    }
+    let failed = report
+        .endpoints
+        .iter()
+        .any(|e| e.hung > 0 || e.statuses.keys().any(|s| s != "200"));
+    Ok(if failed {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

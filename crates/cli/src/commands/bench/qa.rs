@@ -1,0 +1,693 @@
+//! `metarag bench --dataset ...` (the QA benchmark) and `metarag bench report`.
+
+use crate::app::{App, UserError};
+use crate::output::print_json;
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use metarag_agent::{Agent, StrategyId};
+use metarag_core::Embedder;
+use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample_split};
+use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, plots, summarize};
+use metarag_eval::runs::Surface;
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The evidence protocol.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// The question's supporting paragraphs are the only sources.
+    Gold,
+    /// The data set's corpus is indexed; strategies retrieve from it.
+    Open,
+}
+
+/// `metarag bench --dataset ...`
+#[derive(Args, Debug)]
+pub struct QaArgs {
+    /// hotpotqa, 2wikimultihopqa, musique (looked up in --data-dir), or a file: the
+    /// normalised JSONL or the official HotpotQA / 2Wiki / MuSiQue dev files.
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// gold or open.
+    #[arg(long, value_enum, default_value = "gold")]
+    pub mode: ModeArg,
+    /// Questions to sample.
+    #[arg(long, default_value_t = 100)]
+    pub n: usize,
+    /// Sampling seed.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Draw the n questions from one half of the data only (`reporting`: the half no
+    /// weight or threshold was fitted on; `tuning`: where they are fitted). The same
+    /// questions, in the same order, as that half of a run over both.
+    #[arg(long, value_enum)]
+    pub split: Option<SplitArg>,
+    /// Questions answered at the same time.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Strategies, comma-separated (direct, standard, metarag).
+    #[arg(long, value_delimiter = ',', default_value = "metarag")]
+    pub strategy: Vec<String>,
+    /// Where results files and run records go.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Where the data set names are looked up (default: ./data/qa, then ../shared/data/qa).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Open mode: the corpus (`{doc_id, title, text}` lines; default: the data set's
+    /// `-corpus.jsonl` beside it).
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+    /// Run every call (the call cache is on by default, which also makes an interrupted
+    /// run's repeats free).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Start over instead of continuing the results file of the same experiment.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Chat model: an installed name or a .gguf file (default: `llm.model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Most remediation rounds (default: `agent.max_rounds`).
+    #[arg(long)]
+    pub max_rounds: Option<usize>,
+}
+
+/// `metarag bench report`
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A run record (`runs/....json`).
+    pub record: PathBuf,
+    /// Another run record to compare with.
+    #[arg(long)]
+    pub compare: Option<PathBuf>,
+    /// Directory for the markdown and SVG files (default: beside the record).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Report only one half of the questions (`tuning` or `reporting`: the FNV-1a hash of
+    /// the id, even or odd), e.g. the half no weight or threshold was fitted on.
+    #[arg(long, value_enum)]
+    pub split: Option<SplitArg>,
+}
+
+/// A half of the dev questions.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SplitArg {
+    /// Where weights and thresholds are fitted.
+    Tuning,
+    /// Where results are reported.
+    Reporting,
+}
+
+impl SplitArg {
+    fn split(self) -> metarag_eval::monitor::Split {
+        match self {
+            SplitArg::Tuning => metarag_eval::monitor::Split::Tune,
+            SplitArg::Reporting => metarag_eval::monitor::Split::Report,
+        }
+    }
+}
+
+/// `metarag bench monitor`.
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// Run records (`runs/....json`) whose traces the monitor assessed, or the results
+    /// file of a run in progress (`runs/....jsonl`).
+    #[arg(required = true)]
+    pub records: Vec<PathBuf>,
+    /// The strategy whose first answers to read.
+    #[arg(long, default_value = "metarag")]
+    pub strategy: String,
+    /// Fit the monitor's weights and threshold on the tuning half and report them on the
+    /// reporting half.
+    #[arg(long)]
+    pub fit: bool,
+    /// Features the fit may use (default: every signal).
+    #[arg(long, value_delimiter = ',')]
+    pub features: Vec<String>,
+    /// Write the fitted model here as a `[strategies.metarag.monitor]` TOML section.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
+    let as_path = PathBuf::from(name);
+    if as_path.is_file() {
+        return Ok(as_path);
+    }
+    let known = ["hotpotqa", "2wikimultihopqa", "musique"];
+    if !known.contains(&name) {
+        return Err(UserError(format!(
+            "--dataset {name}: no such file, and not one of {}",
+            known.join(", ")
+        ))
+        .into());
+    }
+    let dirs: Vec<PathBuf> = match data_dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => vec!["data/qa".into(), "../shared/data/qa".into()],
+    };
+    for d in &dirs {
+        let f = d.join(format!("{name}-dev.jsonl"));
+        if f.is_file() {
+            return Ok(f);
+        }
+    }
+    Err(UserError(format!(
+        "--dataset {name}: no {name}-dev.jsonl in {}; pass --data-dir or a file",
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    ))
+    .into())
+}
+
+/// The commit the binary was built from (`build.rs` embeds it, with `-dirty` when tracked
+/// files differed from it), so a record names the code that produced it wherever the binary
+/// runs; `None` for a build outside a git checkout.
+fn git_commit() -> Option<String> {
+    option_env!("METARAG_GIT_COMMIT")
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The header line of a results file.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Header {
+    config: RunConfig,
+    started_at: u64,
+    /// The code that wrote the results so far (older files lack it).
+    #[serde(default)]
+    git_commit: Option<String>,
+}
+
+/// Reads a results file: its header and every complete result line (a line cut short by
+/// an interruption is ignored, and that question runs again).
+fn read_results(path: &Path) -> Result<(Header, Vec<QuestionResult>)> {
+    let file = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    let mut lines = std::io::BufReader::new(file).lines();
+    let header: Header = match lines.next() {
+        Some(l) => serde_json::from_str(&l?)
+            .map_err(|e| UserError(format!("{}: not a results file: {e}", path.display())))?,
+        None => return Err(UserError(format!("{}: empty results file", path.display())).into()),
+    };
+    let mut results = Vec::new();
+    for line in lines {
+        let line = line?;
+        if let Ok(r) = serde_json::from_str::<QuestionResult>(&line) {
+            results.push(r);
+        }
+    }
+    Ok((header, results))
+}
+
+/// A run record, or the results file of a run still in progress (`.jsonl`: its header
+/// and the results so far, without a summary).
+fn record_or_results(path: &Path) -> Result<RunRecord> {
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        let (header, results) = read_results(path)?;
+        return Ok(RunRecord {
+            version: RECORD_VERSION,
+            config: header.config,
+            command: String::new(),
+            git_commit: header.git_commit,
+            earlier_commits: Vec::new(),
+            started_at: header.started_at,
+            finished_at: header.started_at,
+            summary: Vec::new(),
+            results,
+        });
+    }
+    Ok(RunRecord::load(path)?)
+}
+
+/// `metarag bench --dataset ...`
+pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
+    let name = args.dataset.as_deref().ok_or_else(|| {
+        UserError(
+            "bench: give --dataset NAME|FILE, or a subcommand (retrieval, llm, rerank, report)"
+                .into(),
+        )
+    })?;
+    let path = resolve_dataset(name, args.data_dir.as_deref())?;
+    let records = metarag_eval::load_dataset(&path)?;
+    if records.is_empty() {
+        return Err(UserError(format!("{}: no questions", path.display())).into());
+    }
+    let dataset = records
+        .iter()
+        .map(|r| r.dataset.clone())
+        .find(|d| !d.is_empty())
+        .unwrap_or_else(|| {
+            path.file_stem()
+                .map_or_else(|| "dataset".into(), |s| s.to_string_lossy().into_owned())
+        });
+    let split = args.split.map(SplitArg::split);
+    let questions = sample_split(records, args.n, args.seed, split);
+    let registry = app.registry()?;
+    let strategies: Vec<StrategyId> =
+        registry.parse_list(args.strategy.iter().map(String::as_str))?;
+    let protocol = match args.mode {
+        ModeArg::Gold => Protocol::Gold,
+        ModeArg::Open => Protocol::Open,
+    };
+    let mut agent_config = app.config.raw.agent.clone();
+    if let Some(r) = args.max_rounds {
+        agent_config.max_rounds = r;
+    }
+    let handle = app.llm(!args.no_cache, args.model.as_deref()).await?;
+    let model = metarag_core::Llm::model_id(&handle.llm).to_string();
+    let mut builder = Agent::builder(handle.llm.clone())
+        .config(agent_config.clone())
+        .registry(registry);
+    let mut embedder_id = None;
+    if protocol == Protocol::Open {
+        let corpus = match &args.corpus {
+            Some(c) => c.clone(),
+            None => {
+                let c = path.with_file_name(format!("{dataset}-corpus.jsonl"));
+                if !c.is_file() {
+                    return Err(UserError(format!(
+                        "open mode needs the corpus: no {} (pass --corpus FILE)",
+                        c.display()
+                    ))
+                    .into());
+                }
+                c
+            }
+        };
+        let embedder = app.embedder()?;
+        embedder_id = Some(embedder.model_id().to_string());
+        eprintln!(
+            "indexing {} (only new or changed documents are embedded)...",
+            corpus.display()
+        );
+        let (dir, ingest) = crate::bench::corpus_index(app, &corpus, None, &embedder).await?;
+        eprintln!(
+            "index {}: {}",
+            dir.display(),
+            crate::commands::ingest::ingest_summary(&ingest)
+        );
+        let index = app.open_index(&dir, &embedder)?;
+        builder = builder.retriever(Arc::new(metarag_retrieve::HybridRetriever::new(
+            embedder,
+            index,
+            app.config.retrieval(),
+        )));
+        if let Some(r) = app.reranker(handle.local.as_ref())? {
+            builder = builder.reranker(r);
+        }
+    }
+    let agent = builder.build()?;
+    let config = RunConfig {
+        dataset: dataset.clone(),
+        dataset_path: path.display().to_string(),
+        protocol,
+        n: questions.len(),
+        seed: args.seed,
+        split,
+        strategies: strategies.clone(),
+        model: model.clone(),
+        embedder: embedder_id,
+        agent: agent_config,
+        cache: !args.no_cache,
+        strategy_settings: strategies
+            .iter()
+            .filter_map(|s| agent.registry().get(s.as_str()).ok())
+            .map(|s| (s.name().to_string(), s.config_json()))
+            .collect(),
+    };
+
+    // The results file of this experiment: continued unless --fresh.
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let stem: String = format!(
+        "{dataset}-{}-{}-{model}-n{}-s{}{}",
+        protocol.as_str(),
+        strategies
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("+"),
+        questions.len(),
+        args.seed,
+        split.map_or(String::new(), |s| format!("-{}", s.as_str()))
+    )
+    .chars()
+    .map(|c| {
+        if c.is_alphanumeric() || "-+._".contains(c) {
+            c
+        } else {
+            '_'
+        }
+    })
+    .collect();
+    let results_path = args.out.join(format!("{stem}.jsonl"));
+    let mut earlier_commits = Vec::new();
+    let record_path = args.out.join(format!("{stem}.json"));
+    let (started_at, mut results) = if results_path.is_file() && !args.fresh {
+        let (header, results) = read_results(&results_path)?;
+        if !header.config.same_experiment(&config) {
+            return Err(UserError(format!(
+                "{} holds a run with other settings; pass --fresh to start over or --out another directory",
+                results_path.display()
+            ))
+            .into());
+        }
+        let now_commit = git_commit();
+        if header.git_commit != now_commit {
+            let before = header
+                .git_commit
+                .clone()
+                .unwrap_or_else(|| "unknown".into());
+            eprintln!(
+                "warning: the results so far were written by commit {before}, this is {}; the record lists both",
+                now_commit.as_deref().unwrap_or("unknown")
+            );
+            earlier_commits.push(before);
+        }
+        (header.started_at, results)
+    } else {
+        let header = Header {
+            config: config.clone(),
+            started_at: now(),
+            git_commit: git_commit(),
+        };
+        std::fs::write(
+            &results_path,
+            format!("{}\n", serde_json::to_string(&header)?),
+        )
+        .with_context(|| format!("writing {}", results_path.display()))?;
+        (header.started_at, Vec::new())
+    };
+    let wanted: HashSet<(String, StrategyId)> = questions
+        .iter()
+        .flat_map(|q| strategies.iter().map(move |s| (q.id.clone(), s.clone())))
+        .collect();
+    results.retain(|r| wanted.contains(&r.key()));
+    let done: HashSet<(String, StrategyId)> = results.iter().map(QuestionResult::key).collect();
+    let total = (questions.len() * strategies.len()) as u64;
+    if !done.is_empty() {
+        eprintln!(
+            "continuing {}: {} of {total} done",
+            results_path.display(),
+            done.len()
+        );
+    }
+
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} eta {eta} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_position(done.len() as u64);
+    let mut running: BTreeMap<String, (f64, f64, usize)> = BTreeMap::new();
+    for r in &results {
+        let e = running.entry(r.strategy.to_string()).or_default();
+        e.0 += r.scores.em;
+        e.1 += r.scores.f1;
+        e.2 += 1;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&results_path)
+        .with_context(|| format!("opening {}", results_path.display()))?;
+    let mut write_error = None;
+    let run_log = match app.run_log() {
+        Ok(log) => Some(log),
+        Err(e) => {
+            eprintln!("warning: benchmark runs will not be in the run log: {e:#}");
+            None
+        }
+    };
+    let price = app.config.price();
+    let mut log_error: Option<metarag_eval::Error> = None;
+    run_all(
+        &agent,
+        &questions,
+        &strategies,
+        protocol,
+        args.concurrency,
+        &done,
+        |r| {
+            // The run log gets every benchmark answer too (`metarag runs --surface
+            // bench`); it is a record beside the results file, so a failure to write
+            // it is reported once and the benchmark goes on.
+            if let (Some(log), Some(trace)) = (&run_log, &r.trace)
+                && let Err(e) = log.record(trace, Surface::Bench, 0.0, price)
+            {
+                log_error.get_or_insert(e);
+            }
+            let line = serde_json::to_string(&r).unwrap_or_default();
+            if let Err(e) = writeln!(file, "{line}").and_then(|_| file.flush()) {
+                write_error.get_or_insert(e);
+            }
+            let e = running.entry(r.strategy.to_string()).or_default();
+            e.0 += r.scores.em;
+            e.1 += r.scores.f1;
+            e.2 += 1;
+            bar.set_message(
+                running
+                    .iter()
+                    .map(|(s, (em, f1, n))| {
+                        format!(
+                            "{s} EM {:.1} F1 {:.1}",
+                            em / *n as f64 * 100.0,
+                            f1 / *n as f64 * 100.0
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            );
+            bar.inc(1);
+            results.push(r);
+        },
+    )
+    .await;
+    bar.finish_and_clear();
+    if let Some(e) = log_error {
+        eprintln!("warning: some benchmark runs are not in the run log: {e}");
+    }
+    if let Some(e) = write_error {
+        return Err(anyhow::anyhow!("writing {}: {e}", results_path.display()));
+    }
+
+    // Report order: strategy, then sample order.
+    let order: BTreeMap<&str, usize> = questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| (q.id.as_str(), i))
+        .collect();
+    let sidx = |s: &StrategyId| strategies.iter().position(|x| x == s).unwrap_or(0);
+    results.sort_by_key(|r| {
+        (
+            sidx(&r.strategy),
+            order.get(r.id.as_str()).copied().unwrap_or(0),
+        )
+    });
+    let summary = summarize(&strategies, &results, config.agent.max_rounds);
+    let record = RunRecord {
+        version: RECORD_VERSION,
+        config,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        git_commit: git_commit(),
+        earlier_commits,
+        started_at,
+        finished_at: now(),
+        summary,
+        results,
+    };
+    std::fs::write(&record_path, serde_json::to_string(&record)?)
+        .with_context(|| format!("writing {}", record_path.display()))?;
+    if app.json {
+        print_json(&serde_json::json!({"record": record_path, "summary": record.summary}))?;
+    } else {
+        let md = markdown(&record, None, &[]);
+        // The answers table, and where the full report comes from.
+        if let Some(table) = md
+            .split("## Answers")
+            .nth(1)
+            .and_then(|t| t.split("\n## ").next())
+        {
+            println!("{}", table.trim());
+        }
+        println!("\nrun record: {}", record_path.display());
+        println!("report:     metarag bench report {}", record_path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `metarag bench report`
+pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
+    use metarag_eval::monitor;
+    let records = args
+        .records
+        .iter()
+        .map(|p| record_or_results(p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut tables = Vec::new();
+    for r in &records {
+        for t in monitor::tables(r, &args.strategy) {
+            tables.push((
+                format!("{} {}", r.config.dataset, r.config.protocol.as_str()),
+                t,
+            ));
+        }
+    }
+    if tables.is_empty() {
+        return Err(UserError(format!(
+            "no first answer of `{}` in these records was assessed by a monitor or gate",
+            args.strategy
+        ))
+        .into());
+    }
+    let fit = if args.fit {
+        let known = metarag_agent::monitor::FEATURES;
+        for f in &args.features {
+            if !known.contains(&f.as_str()) {
+                return Err(UserError(format!(
+                    "--features {f}: unknown (known: {})",
+                    known.join(", ")
+                ))
+                .into());
+            }
+        }
+        let features: Vec<&str> = if args.features.is_empty() {
+            known.to_vec()
+        } else {
+            args.features.iter().map(String::as_str).collect()
+        };
+        Some(monitor::fit(&records, &args.strategy, &features))
+    } else {
+        None
+    };
+    if let (Some(fit), Some(out)) = (&fit, &args.out) {
+        let section = serde_json::json!({"strategies": {"metarag": {"monitor": fit.model}}});
+        let text = toml::to_string_pretty(&section).context("the fitted model as TOML")?;
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+    }
+    if app.json {
+        print_json(&serde_json::json!({
+            "tables": tables.iter().map(|(run, t)| serde_json::json!({"run": run, "table": t})).collect::<Vec<_>>(),
+            "fit": fit.as_ref().map(|f| serde_json::json!({
+                "model": f.model, "tune_n": f.tune_n, "report_n": f.report_n,
+                "tune_auroc": f.tune_auroc, "report_auroc": f.report_auroc,
+                "report_accuracy": f.report_accuracy,
+            })),
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+    println!("| run | half | n | right | gate AUROC | gate accuracy | passed |");
+    println!("|---|---|---|---|---|---|---|");
+    for (run, t) in &tables {
+        println!(
+            "| {run} | {} | {} | {:.0}% | {} | {} | {} |",
+            t.split.as_str(),
+            t.n,
+            t.right_rate * 100.0,
+            f(t.combined),
+            f(t.gate_accuracy),
+            f(t.pass_rate)
+        );
+    }
+    println!("\n| run | half | signal | AUROC |\n|---|---|---|---|");
+    for (run, t) in &tables {
+        for (name, a) in &t.signals {
+            println!("| {run} | {} | {name} | {} |", t.split.as_str(), f(*a));
+        }
+    }
+    if let Some(fit) = &fit {
+        println!(
+            "\nfitted on {} tuning answers (AUROC there {}), threshold {:.3}; on {} reporting answers: AUROC {}, gate accuracy {}",
+            fit.tune_n,
+            f(fit.tune_auroc),
+            fit.model.threshold,
+            fit.report_n,
+            f(fit.report_auroc),
+            f(fit.report_accuracy)
+        );
+        println!("bias {:.4}", fit.model.bias);
+        for (name, w) in &fit.model.weights {
+            println!(
+                "  {name}: weight {:.4}, mean {:.4}, scale {:.4}",
+                w.weight, w.mean, w.scale
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Turns a run record (or a results file) into its markdown report and plots.
+pub fn report(app: &App, args: ReportArgs) -> Result<ExitCode> {
+    // The summaries are recomputed from the per-question results, so a report made
+    // with newer code shows the newer statistics of the same answers.
+    let split = args.split.map(SplitArg::split);
+    let resummarize = |mut r: RunRecord| {
+        if let Some(split) = split {
+            r.results
+                .retain(|q| metarag_eval::monitor::split_of(&q.id) == split);
+        }
+        r.summary = summarize(&r.config.strategies, &r.results, r.config.agent.max_rounds);
+        r
+    };
+    let record = resummarize(RunRecord::load(&args.record)?);
+    let compare = args
+        .compare
+        .as_deref()
+        .map(RunRecord::load)
+        .transpose()?
+        .map(resummarize);
+    let dir = args.out.clone().unwrap_or_else(|| {
+        args.record
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    });
+    let stem = args
+        .record
+        .file_stem()
+        .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+    let stem = match split {
+        Some(s) => format!("{stem}-{}", s.as_str()),
+        None => stem,
+    };
+    let svgs = plots(&record, &dir, &stem)?;
+    let names: Vec<String> = svgs
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let mut md = markdown(&record, compare.as_ref(), &names);
+    if let Some(split) = split {
+        let at = md.find('\n').map_or(0, |i| i + 1);
+        md.insert_str(
+            at,
+            &format!(
+                "\n> The {} half of the questions only ({} of them; halves by the FNV-1a hash of the question id).\n",
+                split.as_str(),
+                record.results.len() / record.config.strategies.len().max(1)
+            ),
+        );
+    }
+    let md_path = dir.join(format!("{stem}.md"));
+    std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
+    if app.json {
+        print_json(&serde_json::json!({"report": md_path, "plots": svgs}))?;
+    } else {
+        println!("{}", md_path.display());
+        for p in &svgs {
+            println!("{}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
