@@ -57,6 +57,20 @@ pub fn citations(text: &str) -> Vec<(std::ops::Range<usize>, Vec<usize>)> {
 /// Removes citations to sources that do not exist (`[0]`, or above `sources`), keeping
 /// the valid numbers of a mixed group. Returns the cleaned text and how many were removed.
 pub fn strip_invalid_citations(text: &str, sources: usize) -> (String, usize) {
+    // A removal can join what surrounded it into a new marker ("[[9]5]" -> "[5]"), so
+    // passes repeat until one removes nothing; each pass removes at least one number.
+    let (mut text, mut removed) = strip_pass(text, sources);
+    loop {
+        let (next, more) = strip_pass(&text, sources);
+        if more == 0 {
+            return (text, removed);
+        }
+        text = next;
+        removed += more;
+    }
+}
+
+fn strip_pass(text: &str, sources: usize) -> (String, usize) {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     let mut removed = 0;
@@ -533,6 +547,44 @@ pub(crate) mod tests {
         );
         assert_eq!(without_citations("A [1] b [2, 3]."), "A b.");
         assert!(citations("an [array] of [1a]").is_empty());
+        // A removal that joins its surroundings into a new invalid marker removes that too.
+        assert_eq!(
+            strip_invalid_citations("x [[9]5] y", 2),
+            ("x y".to_string(), 2)
+        );
+        assert_eq!(
+            strip_invalid_citations("x [[9]2] y", 2),
+            ("x [2] y".to_string(), 1)
+        );
+    }
+
+    /// The citation fuzz target's seeds and kept crashers (`fuzz/*/citations`), replayed
+    /// with its invariants: markers inside the text, in order, and none naming a source
+    /// that does not exist once cleaned.
+    #[test]
+    fn fuzz_inputs_of_the_citation_parser_keep_its_invariants() {
+        let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let mut replayed = 0;
+        for kind in ["seeds", "regressions"] {
+            let Ok(dir) = std::fs::read_dir(fuzz.join(kind).join("citations")) else {
+                continue;
+            };
+            for entry in dir {
+                let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+                let text = String::from_utf8_lossy(&bytes);
+                let mut end = 0;
+                for (range, nums) in citations(&text) {
+                    assert!(end <= range.start && range.end <= text.len() && !nums.is_empty());
+                    end = range.end;
+                }
+                let (clean, _) = strip_invalid_citations(&text, 3);
+                for (_, nums) in citations(&clean) {
+                    assert!(nums.iter().all(|n| (1..=3).contains(n)), "{clean:?}");
+                }
+                replayed += 1;
+            }
+        }
+        assert!(replayed >= 1, "the citation fuzz seeds moved");
     }
 
     #[test]

@@ -123,7 +123,42 @@ pub fn parse_file_within(
     }
 }
 
-fn parse_now(
+/// One format's parser on `bytes`, in this thread, with neither the time limit nor the
+/// panic guard of [`parse_file`]: what the fuzz targets (`fuzz/`) and their regression
+/// tests call, so that a panic or a runaway parse shows as what it is. Ingest never calls
+/// this.
+pub fn parse_unguarded(
+    format: DocFormat,
+    bytes: &[u8],
+) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+    // JSON Lines are told from one JSON value by the file's extension.
+    let path = Path::new(match format {
+        DocFormat::CorpusLine => "fuzz-input.jsonl",
+        _ => "fuzz-input",
+    });
+    let id = DocId::new("fuzz-input")?;
+    parse_formats(path, &id, bytes, format, CorpusMode::Auto)
+}
+
+/// Panics unless `doc`'s sections are in order, do not overlap, and lie inside its text on
+/// character boundaries: what chunking relies on. The fuzz targets and the parsers' tests
+/// call it on every parsed document.
+pub fn check_sections(doc: &ParsedDocument) {
+    let mut end = 0;
+    for s in &doc.sections {
+        assert!(
+            end <= s.range.start && s.range.start <= s.range.end && s.range.end <= doc.text.len(),
+            "section {:?} of {} after {end} in a text of {} bytes",
+            s.range,
+            doc.id,
+            doc.text.len()
+        );
+        assert!(doc.text.is_char_boundary(s.range.start) && doc.text.is_char_boundary(s.range.end));
+        end = s.range.end;
+    }
+}
+
+fn parse_formats(
     path: &Path,
     id: &DocId,
     bytes: &[u8],
@@ -131,15 +166,25 @@ fn parse_now(
     corpus: CorpusMode,
 ) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
     let one = |doc: Result<ParsedDocument>| doc.map(|d| (vec![d], Vec::new()));
-    // Third-party parsers can panic on hostile input; one bad file must not stop a run.
-    let result = std::panic::catch_unwind(|| match format {
+    match format {
         DocFormat::Pdf => one(pdf::parse(path, id, bytes)),
         DocFormat::Docx => one(docx::parse(path, id, bytes)),
         DocFormat::Html => one(html::parse(path, id, bytes)),
         DocFormat::Markdown => one(markdown::parse(path, id, bytes)),
         DocFormat::Text => one(text(path, id, bytes)),
         DocFormat::Json | DocFormat::CorpusLine => json::parse(path, id, bytes, corpus),
-    });
+    }
+}
+
+fn parse_now(
+    path: &Path,
+    id: &DocId,
+    bytes: &[u8],
+    format: DocFormat,
+    corpus: CorpusMode,
+) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+    // Third-party parsers can panic on hostile input; one bad file must not stop a run.
+    let result = std::panic::catch_unwind(|| parse_formats(path, id, bytes, format, corpus));
     result.unwrap_or_else(|_| {
         Err(Error::Parse {
             path: path.to_path_buf(),

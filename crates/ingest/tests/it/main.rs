@@ -411,3 +411,60 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
         .unwrap();
     assert_eq!(stored.text.as_deref(), Some(latin));
 }
+
+/// Every input under `fuzz/seeds/parse_*` and `fuzz/regressions/parse_*` (inputs that
+/// once crashed a parser, kept when fixed) goes through its parser unguarded, with the
+/// section invariant checked, and through chunking; a panic fails the test.
+#[test]
+fn fuzz_seeds_and_regressions_parse_without_panicking() {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let chunker = chunker(64, 8);
+    let mut replayed = 0;
+    for kind in ["seeds", "regressions"] {
+        for (target, format) in [
+            ("parse_pdf", DocFormat::Pdf),
+            ("parse_docx", DocFormat::Docx),
+            ("parse_html", DocFormat::Html),
+            ("parse_markdown", DocFormat::Markdown),
+            ("parse_text", DocFormat::Text),
+            ("parse_json", DocFormat::Json),
+            ("chunk", DocFormat::Markdown),
+        ] {
+            let Ok(dir) = std::fs::read_dir(fuzz.join(kind).join(target)) else {
+                continue;
+            };
+            for entry in dir {
+                let path = entry.unwrap().path();
+                let bytes = std::fs::read(&path).unwrap();
+                let formats = match format {
+                    DocFormat::Json => vec![DocFormat::Json, DocFormat::CorpusLine],
+                    f => vec![f],
+                };
+                let parsed: Vec<_> = formats
+                    .into_iter()
+                    .map(|f| parse::parse_unguarded(f, &bytes))
+                    .collect();
+                if kind == "seeds" {
+                    assert!(
+                        parsed
+                            .iter()
+                            .any(|p| p.as_ref().is_ok_and(|(d, _)| !d.is_empty())),
+                        "{}: {parsed:?}",
+                        path.display()
+                    );
+                }
+                for doc in parsed
+                    .into_iter()
+                    .flat_map(|p| p.map(|(d, _)| d).unwrap_or_default())
+                {
+                    parse::check_sections(&doc);
+                    if let Ok(chunks) = chunker.chunk(&doc) {
+                        assert!(chunks.iter().all(|c| c.token_count <= 64));
+                    }
+                }
+                replayed += 1;
+            }
+        }
+    }
+    assert!(replayed >= 8, "the fuzz seeds moved: {replayed} replayed");
+}
