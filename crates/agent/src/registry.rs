@@ -200,6 +200,7 @@ impl Registry {
         r.register::<React>(sections)?;
         r.register::<Flare>(sections)?;
         r.register::<Reflexion>(sections)?;
+        r.register::<Critic>(sections)?;
         if let Some(unknown) = sections
             .keys()
             .find(|k| !r.strategies.contains_key(k.as_str()))

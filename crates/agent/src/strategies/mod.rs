@@ -2,6 +2,7 @@
 //! the strategy's type, its configuration section, its state extension, its graph and
 //! the nodes only it uses.
 
+pub mod critic;
 mod direct;
 mod flare;
 mod ircot;
@@ -11,6 +12,7 @@ mod reflexion;
 mod self_ask;
 mod standard;
 
+pub use critic::{Critic, CriticConfig};
 pub use direct::Direct;
 pub use flare::{Flare, FlareConfig};
 pub use ircot::{Ircot, IrcotConfig};

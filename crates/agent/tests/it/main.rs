@@ -3,6 +3,7 @@
 
 mod baselines;
 mod branches;
+mod critic;
 mod real;
 
 use metarag_agent::Passage;
