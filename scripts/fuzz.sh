@@ -20,7 +20,7 @@ shift || true
 tools="$METARAG_CACHE/tools"
 export PATH="$tools/bin:$PATH"
 if ! command -v cargo-fuzz >/dev/null; then
-  cargo install cargo-fuzz --locked --version 0.13.1 --root "$tools"
+  cargo install cargo-fuzz --locked --version 0.13.2 --root "$tools"
 fi
 if ! rustup toolchain list | grep -q '^nightly'; then
   rustup toolchain install nightly --profile minimal
