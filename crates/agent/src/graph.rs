@@ -259,6 +259,9 @@ pub trait GraphState: Send {
 pub enum Progress<'a> {
     /// A node is about to run.
     NodeStarted(&'a str),
+    /// What the node that just started is doing, in a sentence for a person watching
+    /// ("Expanding the search terms..."), for nodes that say.
+    Doing(&'a str),
     /// A node finished: its timings, note, and the next node or the stop reason.
     NodeFinished(&'a TraceEvent),
 }
@@ -307,7 +310,13 @@ struct NodeSpec<S> {
     run: NodeFn<S>,
     /// Declared successors with a label (the condition, for the printed graph).
     edges: Vec<(NodeId, &'static str)>,
+    /// What the node is doing, in a sentence for a person watching, from the state it
+    /// starts with ("Grading 10 passages...").
+    doing: Option<DoingFn<S>>,
 }
+
+/// Describes a node's work from the state it starts with.
+type DoingFn<S> = Box<dyn Fn(&S) -> String + Send + Sync>;
 
 /// A typed state graph.
 pub struct Graph<S> {
@@ -337,8 +346,23 @@ impl<S: GraphState> Graph<S> {
             NodeSpec {
                 run: Box::new(run),
                 edges: edges.to_vec(),
+                doing: None,
             },
         );
+        self
+    }
+
+    /// Gives `name` a sentence for a person watching the run ("Grading 10 passages..."),
+    /// told to the observer as [`Progress::Doing`] when the node starts. `name` must be a
+    /// node already added.
+    pub fn doing(
+        mut self,
+        name: NodeId,
+        describe: impl Fn(&S) -> String + Send + Sync + 'static,
+    ) -> Self {
+        if let Some(spec) = self.nodes.get_mut(&name) {
+            spec.doing = Some(Box::new(describe));
+        }
         self
     }
 
@@ -400,6 +424,9 @@ impl<S: GraphState> Graph<S> {
                 break StopReason::Failed(format!("no node `{current}`"));
             };
             observer(Progress::NodeStarted(current.as_str()));
+            if let Some(describe) = &spec.doing {
+                observer(Progress::Doing(&describe(state)));
+            }
             let node_started = Instant::now();
             let span = tracing::info_span!("node", name = current.as_str());
             let outcome = tracing::Instrument::instrument((spec.run)(state), span).await;

@@ -54,6 +54,8 @@ pub struct Run<E> {
     pub rounds: Vec<Round>,
     /// Reasoning steps of iterative strategies.
     pub steps: Vec<Step>,
+    /// The strategy's own counters, copied into [`Trace::metrics`].
+    pub metrics: std::collections::BTreeMap<String, f64>,
     /// What the node that is running did, in one line (taken into its trace event).
     pub note: Option<String>,
     /// The round a strategy chose as its answer; unset, the best round by the gate's
@@ -108,6 +110,7 @@ impl<E> Run<E> {
             notes: None,
             rounds: Vec::new(),
             steps: Vec::new(),
+            metrics: Default::default(),
             note: None,
             chosen: None,
             ext,
@@ -198,6 +201,7 @@ impl<E> Run<E> {
             sources: self.sources,
             rounds: self.rounds,
             steps: self.steps,
+            metrics: self.metrics,
             answer,
             short_answer,
             final_round: best,

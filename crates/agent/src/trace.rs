@@ -288,6 +288,10 @@ pub struct Trace {
     /// Reasoning steps of iterative strategies, in order (empty for the others).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
+    /// A strategy's own counters (`agentic`: rewrites, retries, graded passages...);
+    /// `bench report` averages each per strategy.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics: std::collections::BTreeMap<String, f64>,
     /// The final answer (the best round's).
     pub answer: String,
     /// The final short answer.

@@ -893,6 +893,12 @@ pub enum StreamEvent {
         /// The node.
         node: String,
     },
+    /// What the node that started is doing, in a sentence for the person waiting
+    /// ("Grading 10 passages..."), from strategies whose nodes say.
+    Doing {
+        /// The sentence.
+        text: String,
+    },
     /// A node finished.
     NodeEnd {
         /// The node.
@@ -936,6 +942,7 @@ impl StreamEvent {
             StreamEvent::Queued { .. } => "queued",
             StreamEvent::Started { .. } => "started",
             StreamEvent::NodeStart { .. } => "node_start",
+            StreamEvent::Doing { .. } => "doing",
             StreamEvent::NodeEnd { .. } => "node_end",
             StreamEvent::Token { .. } => "token",
             StreamEvent::Done { .. } => "done",
@@ -1007,6 +1014,9 @@ async fn ask_stream(
             let observer = |p: Progress<'_>| match p {
                 Progress::NodeStarted(node) => send(StreamEvent::NodeStart {
                     node: node.to_string(),
+                }),
+                Progress::Doing(sentence) => send(StreamEvent::Doing {
+                    text: sentence.to_string(),
                 }),
                 Progress::NodeFinished(e) => send(StreamEvent::NodeEnd {
                     node: e.node.clone(),

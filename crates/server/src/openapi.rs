@@ -200,7 +200,7 @@ pub fn document() -> Value {
     paths.insert(
         "/v1/ask/stream".into(),
         json!({ "post": operation(
-            "Answer a question, streaming progress as server-sent events: `queued`, `started`, `node_start`, `node_end`, `token` (the answer as it is written), then `done` with the trace, or `error`",
+            "Answer a question, streaming progress as server-sent events: `queued`, `started`, `node_start`, `doing` (what the node is doing, in a sentence, where the strategy says), `node_end`, `token` (the answer as it is written), then `done` with the trace, or `error`",
             Some(ask_req),
             with_ok(json!({ "description": "An event stream; each event's data is one StreamEvent", "content": { "text/event-stream": { "itemSchema": event } } }), stream_e),
             vec![],

@@ -365,6 +365,19 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             if long_gold == 1 { "has" } else { "have" }
         );
     }
+    let counted: Vec<_> = record
+        .summary
+        .iter()
+        .filter(|s| !s.metrics.is_empty())
+        .collect();
+    if !counted.is_empty() {
+        out.push_str("\n## Strategy counters\n\nEach strategy's own counters from its traces, averaged per question (a rate where the counter is 0 or 1).\n\n| strategy | counter | mean |\n|---|---|---|\n");
+        for s in counted {
+            for (k, v) in &s.metrics {
+                let _ = writeln!(out, "| {} | {k} | {v:.2} |", s.strategy);
+            }
+        }
+    }
     if !plots.is_empty() {
         out.push_str("\n## Plots\n\n");
         for p in plots {

@@ -137,6 +137,10 @@ pub struct StrategySummary {
     pub node_latency_s: BTreeMap<String, (f64, f64)>,
     /// Mean orchestration overhead as a share of wall time.
     pub overhead_share: f64,
+    /// The strategy's own counters ([`metarag_agent::Trace::metrics`]), each averaged over
+    /// the questions whose traces have it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// The strategy the metacognitive section compares with: the papers' standard RAG row.
@@ -212,6 +216,7 @@ fn summarize_one(
         (0usize, 0usize, 0u64, 0u64, 0u64);
     let mut node_times: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut overhead = Vec::new();
+    let mut metrics: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in rs {
         by_type
             .entry(r.kind.clone().unwrap_or_else(|| "all".into()))
@@ -237,6 +242,9 @@ fn summarize_one(
                 .entry(c.as_str().to_string())
                 .or_default()
                 .push(r);
+        }
+        for (k, v) in &t.metrics {
+            metrics.entry(k.clone()).or_default().push(*v);
         }
         calls += t.usage.llm_calls;
         tokens += t.usage.prompt_tokens + t.usage.completion_tokens;
@@ -300,6 +308,10 @@ fn summarize_one(
         } else {
             overhead.iter().sum::<f64>() / overhead.len() as f64
         },
+        metrics: metrics
+            .into_iter()
+            .map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64))
+            .collect(),
     }
 }
 
