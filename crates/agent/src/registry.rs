@@ -201,6 +201,7 @@ impl Registry {
         r.register::<Flare>(sections)?;
         r.register::<Reflexion>(sections)?;
         r.register::<Critic>(sections)?;
+        r.register::<Agentic>(sections)?;
         if let Some(unknown) = sections
             .keys()
             .find(|k| !r.strategies.contains_key(k.as_str()))

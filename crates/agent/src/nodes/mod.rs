@@ -10,7 +10,7 @@ mod retrieve;
 mod write;
 
 pub use plan::{classify, plan};
-pub use retrieve::{gather, retrieve};
+pub use retrieve::{gather, gather_fused, retrieve, same_passage};
 pub use write::{read, write};
 
 use crate::graph::NodeId;

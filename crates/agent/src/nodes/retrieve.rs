@@ -169,6 +169,101 @@ pub async fn gather<E: Send>(
     Ok(rank_pool(&s.pool, query, k))
 }
 
+/// Multi-query retrieval: every query searched (under `filter`, and again without it when
+/// the filter leaves fewer than `k` hits: a question's year or title may not be the
+/// documents' metadata), the lists fused by retrieval's RRF, guarded and merged into the
+/// pool as one recorded retrieval (its query the queries joined by " | "). Returns the
+/// fused top `k`, new to the pool or not. Over given context each query ranks the given
+/// paragraphs instead.
+pub async fn gather_fused<E: Send>(
+    s: &mut Run<E>,
+    queries: &[String],
+    k: usize,
+    filter: &metarag_core::Filter,
+    reason: RetrievalReason,
+) -> Result<Vec<Passage>, NodeError> {
+    let queries: Vec<&String> = queries.iter().filter(|q| !q.trim().is_empty()).collect();
+    let mut union: Vec<Passage> = Vec::new();
+    let mut orders: Vec<Vec<usize>> = Vec::new();
+    let position =
+        |p: Passage, union: &mut Vec<Passage>| match union.iter().position(|u| same_passage(u, &p))
+        {
+            Some(i) => i,
+            None => {
+                union.push(p);
+                union.len() - 1
+            }
+        };
+    let search_ms = s.gw.usage.search_ms;
+    let mut hits_total = 0;
+    let mut filter_note = String::new();
+    for q in &queries {
+        let found: Vec<Passage> = if s.mode == EvidenceMode::Retrieval {
+            let depth = k + s.pool.len();
+            let mut request = SearchRequest::new(q.as_str(), depth);
+            request.filter = filter.clone();
+            let mut hits = s.gw.search(DEFAULT_RETRIEVER, &request).await?;
+            if *filter != metarag_core::Filter::default() && hits.len() < k {
+                filter_note = format!("; the filter left {} hits, unfiltered added", hits.len());
+                let unfiltered =
+                    s.gw.search(DEFAULT_RETRIEVER, &SearchRequest::new(q.as_str(), depth))
+                        .await?;
+                // The filtered hits keep their lead; the rest follow in their own order.
+                let seen: std::collections::HashSet<_> = hits.iter().map(|h| h.chunk.id).collect();
+                hits.extend(
+                    unfiltered
+                        .into_iter()
+                        .filter(|h| !seen.contains(&h.chunk.id)),
+                );
+            }
+            hits_total += hits.len();
+            hits.iter().map(Passage::from_hit).collect()
+        } else {
+            rank_pool(&s.context.clone().unwrap_or_default(), q, k)
+        };
+        let order = found.into_iter().map(|p| position(p, &mut union)).collect();
+        orders.push(order);
+        if !s.queries.iter().any(|x| x == *q) {
+            s.queries.push((*q).clone());
+        }
+    }
+    let fused: Vec<Passage> = metarag_retrieve::fuse_orders(union.len(), &orders, RERANK_RRF_K)
+        .into_iter()
+        .map(|i| union[i].clone())
+        .collect();
+    let ranked: Vec<Passage> = fused.iter().take(k).cloned().collect();
+    let threshold = s.cfg().near_duplicate_threshold;
+    let fresh = evidence::fresh(&s.pool, fused);
+    let (mut kept, guardrails) = evidence::guard(fresh, &s.pool, threshold);
+    kept.truncate(k);
+    let added = evidence::merge(&mut s.pool, kept);
+    let ms = s.gw.usage.search_ms - search_ms;
+    s.retrievals.push(RetrievalRecord {
+        reason,
+        query: queries
+            .iter()
+            .map(|q| q.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        k,
+        hits: hits_total,
+        added,
+        guardrails,
+        rerank: format!("no: {} lists fused by RRF{filter_note}", orders.len()),
+        diagnostics: evidence::diagnose_pool(&s.question, &s.pool),
+        ms,
+    });
+    Ok(ranked)
+}
+
+/// The same passage: the same chunk, or for given paragraphs the same title and text.
+pub fn same_passage(a: &Passage, b: &Passage) -> bool {
+    match (&a.chunk_id, &b.chunk_id) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.title == b.title && a.text == b.text,
+    }
+}
+
 /// The `k` passages of the pool sharing most content terms with `query` (title terms
 /// count double: they name the passage's subject), in pool order among equals.
 fn rank_pool(pool: &[Passage], query: &str, k: usize) -> Vec<Passage> {

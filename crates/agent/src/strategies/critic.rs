@@ -341,14 +341,6 @@ async fn map(s: &mut Run<CriticState>) -> NodeResult {
     Ok(Transition::Goto(REDUCE))
 }
 
-/// The same passage, whether it came from a search or from given paragraphs.
-fn same(a: &Passage, b: &Passage) -> bool {
-    match (&a.chunk_id, &b.chunk_id) {
-        (Some(x), Some(y)) => x == y,
-        _ => a.title == b.title && a.text == b.text,
-    }
-}
-
 async fn reduce(s: &mut Run<CriticState>) -> NodeResult {
     // Queries decide which sentences of each passage are read: the sub-questions'.
     for sq in &s.ext.subquestions {
@@ -369,7 +361,7 @@ async fn reduce(s: &mut Run<CriticState>) -> NodeResult {
         let cited: Vec<String> = s
             .sources
             .iter()
-            .filter(|src| found.iter().any(|p| same(p, &src.passage)))
+            .filter(|src| found.iter().any(|p| nodes::same_passage(p, &src.passage)))
             .map(|src| format!("[{}]", src.n))
             .collect();
         let cited = if cited.is_empty() {

@@ -2,6 +2,7 @@
 //! the strategy's type, its configuration section, its state extension, its graph and
 //! the nodes only it uses.
 
+pub mod agentic;
 pub mod critic;
 mod direct;
 mod flare;
@@ -12,6 +13,7 @@ mod reflexion;
 mod self_ask;
 mod standard;
 
+pub use agentic::{Agentic, AgenticConfig};
 pub use critic::{Critic, CriticConfig};
 pub use direct::Direct;
 pub use flare::{Flare, FlareConfig};

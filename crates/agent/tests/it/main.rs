@@ -1,6 +1,7 @@
 //! Integration tests of the agent: every branch of the metacognitive loop on the scripted
 //! fake LLM, snapshots of the prompts and of a trace, and runs on the real local models.
 
+mod agentic;
 mod baselines;
 mod branches;
 mod critic;
@@ -17,6 +18,16 @@ use std::sync::Arc;
 /// Indexes passages (title, text) with the real embedder into `dir` and returns a hybrid
 /// retriever over them.
 pub async fn index(dir: &Path, passages: &[(String, String)]) -> Arc<dyn DynRetriever> {
+    let records: Vec<serde_json::Value> = passages
+        .iter()
+        .map(|(t, x)| serde_json::json!({"doc_id": t, "title": t, "text": x}))
+        .collect();
+    index_records(dir, &records).await
+}
+
+/// Indexes corpus records (`{doc_id, title, text}`, optionally `date` in Unix seconds)
+/// with the real embedder and returns a hybrid retriever over them.
+pub async fn index_records(dir: &Path, records: &[serde_json::Value]) -> Arc<dyn DynRetriever> {
     let embedder = metarag_testkit::embedder();
     let index = EmbeddedIndex::open(
         dir.join("index"),
@@ -32,10 +43,7 @@ pub async fn index(dir: &Path, passages: &[(String, String)]) -> Arc<dyn DynRetr
     )
     .unwrap();
     let corpus = dir.join("corpus.jsonl");
-    let lines: Vec<String> = passages
-        .iter()
-        .map(|(t, x)| serde_json::json!({"doc_id": t, "title": t, "text": x}).to_string())
-        .collect();
+    let lines: Vec<String> = records.iter().map(|r| r.to_string()).collect();
     std::fs::write(&corpus, lines.join("\n")).unwrap();
     let options = IngestOptions {
         corpus: CorpusMode::Corpus,

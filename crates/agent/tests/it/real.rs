@@ -251,3 +251,61 @@ async fn the_critic_answers_over_an_index_with_the_local_model() {
     assert!(decomposed || judged, "{json}");
     assert!(t.retrievals.len() <= 2, "one rewrite at most: {json}");
 }
+
+/// Thoth's agentic retrieval (seed 003) over an index of real HotpotQA paragraphs with the
+/// local model: the route, expansion, grading and grounding replies parse, and the run
+/// ends in a written answer with its counters recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn agentic_retrieval_answers_over_an_index_with_the_local_model() {
+    let text =
+        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .take(3)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut passages = Vec::new();
+    for r in &records {
+        for c in r["contexts"].as_array().unwrap() {
+            let title = c["title"].as_str().unwrap().to_string();
+            if !passages.iter().any(|(t, _): &(String, String)| *t == title) {
+                passages.push((title, c["text"].as_str().unwrap().to_string()));
+            }
+        }
+    }
+    let question = records[1]["question"].as_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let retriever = index(tmp.path(), &passages).await;
+    let mut sections = metarag_agent::StrategySections::new();
+    sections.insert(
+        "agentic".into(),
+        serde_json::json!({"max_retries": 1, "k": 4}),
+    );
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let agent = Agent::builder(llm)
+        .retriever(retriever)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .config(AgentConfig {
+            max_evidence_chars: 3000,
+            budget: Budget {
+                deadline: std::time::Duration::from_secs(3600),
+                ..Budget::default()
+            },
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    let t = agent.ask(&Ask::new(question, "agentic")).await.unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(matches!(t.stop, StopReason::Done(_)), "{json}");
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    assert!(!t.answer.trim().is_empty(), "{json}");
+    let nodes: Vec<&str> = t.graph.events.iter().map(|e| e.node.as_str()).collect();
+    assert_eq!(nodes[0], "classify");
+    // "Which country ... located in?" over "the X in the Y": the rules route it to the loop.
+    assert_eq!(nodes[1], "expand", "{json}");
+    assert_eq!(nodes.last(), Some(&"check"));
+    for counter in ["expanded", "rewrites", "retries", "retrieval_rounds"] {
+        assert!(t.metrics.contains_key(counter), "{counter}: {json}");
+    }
+}

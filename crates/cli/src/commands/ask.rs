@@ -79,12 +79,10 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     );
     spinner.enable_steady_tick(Duration::from_millis(120));
     let trace = agent
-        .ask_observed(&ask, &|p| {
-            match p {
-                Progress::NodeStarted(node) => spinner.set_message(node.to_string()),
-                Progress::Doing(sentence) => spinner.set_message(sentence.to_string()),
-                Progress::NodeFinished(_) => {}
-            }
+        .ask_observed(&ask, &|p| match p {
+            Progress::NodeStarted(node) => spinner.set_message(node.to_string()),
+            Progress::Doing(sentence) => spinner.set_message(sentence.to_string()),
+            Progress::NodeFinished(_) => {}
         })
         .await?;
     spinner.finish_and_clear();
