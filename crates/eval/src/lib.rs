@@ -14,6 +14,7 @@ mod error;
 mod metrics;
 pub mod monitor;
 pub mod qa;
+pub mod ragas;
 pub mod report;
 mod retrieval;
 pub mod runs;

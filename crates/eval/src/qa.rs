@@ -152,6 +152,9 @@ pub struct QuestionResult {
     /// The agent's trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<Trace>,
+    /// RAGAS-style scores, when asked for (`bench --ragas`, `bench report --ragas`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ragas: Option<crate::ragas::RagasScores>,
 }
 
 impl QuestionResult {
@@ -176,6 +179,7 @@ impl QuestionResult {
             latency_ms: 0.0,
             error: Some(error),
             trace: None,
+            ragas: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The markdown report of a run.
 
 use super::*;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 fn pct(e: &Estimate) -> String {
@@ -364,6 +365,37 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             "\nNote: {long_gold} of the sampled questions {} a whole sentence as the gold answer (an artefact of the sample's source); EM is out of reach there and F1 is capped.",
             if long_gold == 1 { "has" } else { "have" }
         );
+    }
+    let judged: Vec<_> = record
+        .summary
+        .iter()
+        .filter(|s| !s.ragas.is_empty())
+        .collect();
+    if !judged.is_empty() {
+        let judge = judged
+            .iter()
+            .find_map(|s| s.ragas_judge.clone())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\n## RAGAS metrics\n\nJudged by `{judge}` (Es et al. 2024 definitions; a 1.5B judge is a rough one: compare strategies under the same judge, not with published RAGAS numbers). Context recall is the share of supporting titles among the sources where the data set names them. In percent; n is the questions scored.\n\n| strategy | n | faithfulness | answer relevancy | context precision | context recall |\n|---|---|---|---|---|---|"
+        );
+        let cell = |m: &BTreeMap<String, f64>, k: &str| {
+            m.get(k)
+                .map_or_else(|| "-".to_string(), |v| format!("{:.1}", v * 100.0))
+        };
+        for s in judged {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                s.strategy,
+                s.ragas.get("n").copied().unwrap_or(0.0),
+                cell(&s.ragas, "faithfulness"),
+                cell(&s.ragas, "answer_relevancy"),
+                cell(&s.ragas, "context_precision"),
+                cell(&s.ragas, "context_recall"),
+            );
+        }
     }
     let counted: Vec<_> = record
         .summary

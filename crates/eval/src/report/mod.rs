@@ -141,6 +141,13 @@ pub struct StrategySummary {
     /// the questions whose traces have it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, f64>,
+    /// RAGAS-style means (`faithfulness`, `answer_relevancy`, `context_precision`,
+    /// `context_recall`) over the questions scored, with how many (`n`), when scored.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ragas: BTreeMap<String, f64>,
+    /// The judge of those scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ragas_judge: Option<String>,
 }
 
 /// The strategy the metacognitive section compares with: the papers' standard RAG row.
@@ -312,7 +319,37 @@ fn summarize_one(
             .into_iter()
             .map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64))
             .collect(),
+        ragas: ragas_means(rs),
+        ragas_judge: rs
+            .iter()
+            .find_map(|r| r.ragas.as_ref().map(|g| g.judge.clone())),
     }
+}
+
+/// Each RAGAS metric's mean over the questions where it was scored, and `n`, the
+/// questions scored at all.
+fn ragas_means(rs: &[&QuestionResult]) -> BTreeMap<String, f64> {
+    let scored: Vec<&crate::ragas::RagasScores> =
+        rs.iter().filter_map(|r| r.ragas.as_ref()).collect();
+    let mut out = BTreeMap::new();
+    if scored.is_empty() {
+        return out;
+    }
+    out.insert("n".to_string(), scored.len() as f64);
+    type Get = fn(&crate::ragas::RagasScores) -> Option<f64>;
+    let metrics: [(&str, Get); 4] = [
+        ("faithfulness", |g| g.faithfulness),
+        ("answer_relevancy", |g| g.answer_relevancy),
+        ("context_precision", |g| g.context_precision),
+        ("context_recall", |g| g.context_recall),
+    ];
+    for (name, get) in metrics {
+        let v: Vec<f64> = scored.iter().filter_map(|g| get(g)).collect();
+        if !v.is_empty() {
+            out.insert(name.to_string(), v.iter().sum::<f64>() / v.len() as f64);
+        }
+    }
+    out
 }
 
 /// Paired comparison of two strategies on the questions both answered: mean F1 difference

@@ -338,3 +338,82 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
         "no baselines for musique: {md}"
     );
 }
+
+/// RAGAS-style scores of a standard answer, judged by a scripted model with the real
+/// embedder: each metric from its own judge reply, the judge named, the report's section.
+#[tokio::test]
+async fn ragas_scores_an_answer_with_a_judge_and_the_report_shows_them() {
+    use metarag_eval::ragas::{Judge, score};
+    let llm: Arc<dyn DynLlm> = Arc::new(llm());
+    let agent = Agent::builder(llm).build().unwrap();
+    let a = record("a", "bridge", "Iran");
+    let result =
+        metarag_eval::qa::run_question(&agent, &a, &StrategyId::new("standard"), Protocol::Gold)
+            .await;
+    assert_eq!(result.prediction, "Iran");
+    let judge_llm = ScriptedLlm::new()
+        .on(
+            &["Split the answer into its factual claims"],
+            r#"{"claims": [{"claim": "School a is in Iran", "supported": true}, {"claim": "It is old", "supported": false}]}"#,
+        )
+        .on(
+            &["Write three different questions"],
+            r#"{"questions": ["Which country is the school a in?"]}"#,
+        )
+        // The first source is the useful one: precision 1 at its rank.
+        .on(&["Which sources were useful"], r#"{"useful": [1]}"#)
+        .on(&["Can the correct answer be attributed"], r#"{"attributed": true}"#);
+    let judge = Judge {
+        llm: Arc::new(judge_llm),
+        embedder: Some(Arc::new(metarag_testkit::embedder())),
+    };
+    let scores = score(&judge, &result).await.unwrap();
+    assert_eq!(scores.faithfulness, Some(0.5));
+    // The generated question is the question itself: similarity 1.
+    assert!(
+        (scores.answer_relevancy.unwrap() - 1.0).abs() < 1e-3,
+        "{scores:?}"
+    );
+    assert_eq!(scores.context_precision, Some(1.0));
+    // Gold protocol: no support recall, so the judge attributes the gold answer.
+    assert_eq!(scores.context_recall, Some(1.0));
+    assert!(
+        scores.judge.starts_with("scripted-fake + "),
+        "{}",
+        scores.judge
+    );
+
+    let mut scored = result.clone();
+    scored.ragas = Some(scores);
+    let strategies = [StrategyId::new("standard")];
+    let summary = summarize(&strategies, &[scored.clone()], 3);
+    assert_eq!(summary[0].ragas["faithfulness"], 0.5);
+    assert_eq!(summary[0].ragas["n"], 1.0);
+    let config: RunConfig = serde_json::from_value(serde_json::json!({
+        "dataset": "hotpotqa", "dataset_path": "x.jsonl", "protocol": "gold", "n": 1, "seed": 42,
+        "strategies": ["standard"], "model": "m", "embedder": null,
+        "agent": serde_json::to_value(metarag_agent::AgentConfig::default()).unwrap(),
+        "cache": true
+    }))
+    .unwrap();
+    let record = RunRecord {
+        version: RECORD_VERSION,
+        config,
+        command: "test".into(),
+        git_commit: None,
+        earlier_commits: Vec::new(),
+        started_at: 0,
+        finished_at: 0,
+        summary,
+        results: vec![scored],
+    };
+    let md = markdown(&record, None, &[]);
+    assert!(md.contains("## RAGAS metrics"), "{md}");
+    assert!(
+        md.contains("| standard | 1 | 50.0 | 100.0 | 100.0 | 100.0 |"),
+        "{md}"
+    );
+    // A question that failed before answering gets no scores.
+    let failed = QuestionResult::failed(&a, &StrategyId::new("standard"), "boom".into());
+    assert!(score(&judge, &failed).await.is_none());
+}

@@ -61,7 +61,7 @@ pub enum Command {
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     match args.command {
         None => qa::run(app, args.qa).await,
-        Some(Command::Report(a)) => qa::report(app, a),
+        Some(Command::Report(a)) => qa::report(app, a).await,
         Some(Command::Monitor(a)) => qa::monitor(app, a),
         Some(Command::Retrieval(a)) => retrieval::run(app, a).await,
         Some(Command::Embed(a)) => embed::run(app, a).await,

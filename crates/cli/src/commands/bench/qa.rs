@@ -75,6 +75,11 @@ pub struct QaArgs {
     /// Most remediation rounds (default: `agent.max_rounds`).
     #[arg(long)]
     pub max_rounds: Option<usize>,
+    /// Also score every answer with RAGAS-style metrics (faithfulness, answer relevancy,
+    /// context precision and recall), judged by the chat model: about four more calls per
+    /// answer.
+    #[arg(long)]
+    pub ragas: bool,
 }
 
 /// `metarag bench report`
@@ -92,6 +97,13 @@ pub struct ReportArgs {
     /// the id, even or odd), e.g. the half no weight or threshold was fitted on.
     #[arg(long, value_enum)]
     pub split: Option<SplitArg>,
+    /// Score the answers not scored yet with RAGAS-style metrics and keep the scores in
+    /// the record (about four judge calls per answer, through the call cache).
+    #[arg(long)]
+    pub ragas: bool,
+    /// The judge of `--ragas`: an installed name or a .gguf file (default: `llm.model`).
+    #[arg(long)]
+    pub judge_model: Option<String>,
 }
 
 /// A half of the dev questions.
@@ -496,6 +508,14 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
             order.get(r.id.as_str()).copied().unwrap_or(0),
         )
     });
+    if args.ragas {
+        let judge = metarag_eval::ragas::Judge {
+            llm: handle.llm.clone(),
+            embedder: Some(Arc::new(app.embedder()?)),
+        };
+        let scored = add_ragas(&judge, &mut results).await;
+        eprintln!("RAGAS: {scored} answers scored by {}", judge.llm.model_id());
+    }
     let summary = summarize(&strategies, &results, config.agent.max_rounds);
     let record = RunRecord {
         version: RECORD_VERSION,
@@ -629,8 +649,49 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Scores the results not scored yet with the RAGAS-style metrics of `judge`; returns
+/// how many were scored.
+async fn add_ragas(judge: &metarag_eval::ragas::Judge, results: &mut [QuestionResult]) -> usize {
+    let todo: Vec<usize> = (0..results.len())
+        .filter(|&i| results[i].ragas.is_none() && results[i].trace.is_some())
+        .collect();
+    let bar = ProgressBar::new(todo.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("RAGAS {bar:30} {pos}/{len} {elapsed} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut scored = 0;
+    for i in todo {
+        results[i].ragas = metarag_eval::ragas::score(judge, &results[i]).await;
+        scored += usize::from(results[i].ragas.is_some());
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    scored
+}
+
+/// The RAGAS judge: the configured chat model (or `model`) behind the call cache, and the
+/// configured embedder for answer relevancy.
+async fn ragas_judge(app: &App, model: Option<&str>) -> Result<metarag_eval::ragas::Judge> {
+    let handle = app.llm(true, model).await?;
+    let embedder: Arc<dyn metarag_core::DynEmbedder> = Arc::new(app.embedder()?);
+    Ok(metarag_eval::ragas::Judge {
+        llm: handle.llm,
+        embedder: Some(embedder),
+    })
+}
+
 /// Turns a run record (or a results file) into its markdown report and plots.
-pub fn report(app: &App, args: ReportArgs) -> Result<ExitCode> {
+pub async fn report(app: &App, args: ReportArgs) -> Result<ExitCode> {
+    if args.ragas {
+        let mut record = RunRecord::load(&args.record)?;
+        let judge = ragas_judge(app, args.judge_model.as_deref()).await?;
+        let scored = add_ragas(&judge, &mut record.results).await;
+        // The scores stay in the record: a later report does not pay for them again.
+        std::fs::write(&args.record, serde_json::to_string(&record)?)
+            .with_context(|| format!("writing {}", args.record.display()))?;
+        eprintln!("RAGAS: {scored} answers scored by {}", judge.llm.model_id());
+    }
     // The summaries are recomputed from the per-question results, so a report made
     // with newer code shows the newer statistics of the same answers.
     let split = args.split.map(SplitArg::split);
