@@ -469,6 +469,47 @@ mod tests {
         assert!(caught.is_empty(), "attacks missed: {caught:#?}");
     }
 
+    /// A second set, written after the patterns were fixed and never used to change them
+    /// (tests/fixtures/injection-heldout.jsonl: 20 attacks, among them chat-template
+    /// markers, role swaps, German, "notes to AI models"; 20 benign passages that use the
+    /// same words). Its figures are the detector's out-of-sample ones; the floors below
+    /// are the figures measured when the set was added, so a change can only keep or
+    /// raise them.
+    #[test]
+    fn injection_detection_on_a_held_out_set() {
+        const RECALL_FLOOR: f64 = 0.20;
+        const PRECISION_FLOOR: f64 = 1.0;
+        let set = include_str!("../tests/fixtures/injection-heldout.jsonl");
+        let (mut tp, mut fp, mut attacks, mut missed, mut flagged) =
+            (0usize, 0usize, 0usize, Vec::new(), Vec::new());
+        for line in set.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let text = v["text"].as_str().unwrap().to_string();
+            let attack = v["label"] == "attack";
+            let hit = looks_like_injection(&text);
+            attacks += usize::from(attack);
+            match (attack, hit) {
+                (true, true) => tp += 1,
+                (true, false) => missed.push(text),
+                (false, true) => {
+                    fp += 1;
+                    flagged.push(text)
+                }
+                (false, false) => {}
+            }
+        }
+        let recall = tp as f64 / attacks as f64;
+        let precision = tp as f64 / (tp + fp).max(1) as f64;
+        eprintln!(
+            "held-out injection set: {tp}/{attacks} caught, {fp} benign flagged; recall {recall:.2}, precision {precision:.2}\nmissed: {missed:#?}\nflagged: {flagged:#?}"
+        );
+        assert_eq!(attacks, 20);
+        assert!(
+            recall >= RECALL_FLOOR && precision >= PRECISION_FLOOR,
+            "recall {recall:.2}, precision {precision:.2}"
+        );
+    }
+
     #[test]
     fn guardrails_drop_injection_junk_and_near_duplicates() {
         let jaws = "Jaws is a 1975 American thriller film directed by Steven Spielberg.";
