@@ -11,6 +11,7 @@
 
 mod dataset;
 mod error;
+pub mod judge;
 mod metrics;
 pub mod monitor;
 pub mod qa;

@@ -155,6 +155,9 @@ pub struct QuestionResult {
     /// RAGAS-style scores, when asked for (`bench --ragas`, `bench report --ragas`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ragas: Option<crate::ragas::RagasScores>,
+    /// An LLM judge's verdict on the prediction, when asked for (`bench judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<crate::judge::Verdict>,
 }
 
 impl QuestionResult {
@@ -180,6 +183,7 @@ impl QuestionResult {
             error: Some(error),
             trace: None,
             ragas: None,
+            judge: None,
         }
     }
 }

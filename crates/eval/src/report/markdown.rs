@@ -366,6 +366,30 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             if long_gold == 1 { "has" } else { "have" }
         );
     }
+    let verdicts: Vec<_> = record
+        .summary
+        .iter()
+        .filter(|s| s.judge.is_some())
+        .collect();
+    if let Some((_, model, _)) = verdicts.first().and_then(|s| s.judge.clone()) {
+        let _ = writeln!(
+            out,
+            "\n## LLM judge\n\nShare of answers `{model}` judged to mean the same as a gold answer (`metarag bench judge`), beside EM, Sub-EM and F1 of the same answers. A judge is trusted only as far as its agreement with hand labels goes (`bench judge --labels`).\n\n| strategy | judged | judge | EM | Sub-EM | F1 |\n|---|---|---|---|---|---|"
+        );
+        for s in verdicts {
+            if let Some((acc, _, n)) = &s.judge {
+                let _ = writeln!(
+                    out,
+                    "| {} | {n} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                    s.strategy,
+                    acc * 100.0,
+                    s.em.mean * 100.0,
+                    s.sub_em.mean * 100.0,
+                    s.f1.mean * 100.0
+                );
+            }
+        }
+    }
     let judged: Vec<_> = record
         .summary
         .iter()

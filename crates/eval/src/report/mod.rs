@@ -148,6 +148,10 @@ pub struct StrategySummary {
     /// The judge of those scores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ragas_judge: Option<String>,
+    /// Share of answers an LLM judge found correct, over the judged ones, with the judge
+    /// model and how many it judged (`bench judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<(f64, String, usize)>,
 }
 
 /// The strategy the metacognitive section compares with: the papers' standard RAG row.
@@ -320,6 +324,18 @@ fn summarize_one(
             .map(|(k, v)| (k, v.iter().sum::<f64>() / v.len() as f64))
             .collect(),
         ragas: ragas_means(rs),
+        judge: {
+            let judged: Vec<&crate::judge::Verdict> =
+                rs.iter().filter_map(|r| r.judge.as_ref()).collect();
+            judged.first().map(|v| {
+                let correct = judged.iter().filter(|v| v.correct).count();
+                (
+                    correct as f64 / judged.len() as f64,
+                    v.model.clone(),
+                    judged.len(),
+                )
+            })
+        },
         ragas_judge: rs
             .iter()
             .find_map(|r| r.ragas.as_ref().map(|g| g.judge.clone())),

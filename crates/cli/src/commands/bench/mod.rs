@@ -35,6 +35,9 @@ pub enum Command {
     /// The monitor as a classifier of first answers (AUROC per signal, on each half of
     /// the questions), and `--fit`: its weights fitted on the tuning half.
     Monitor(qa::MonitorArgs),
+    /// An LLM judge of a run's answers (does each mean the same as a gold answer?), kept
+    /// in the record; `--labels` measures its agreement with answers labelled by hand.
+    Judge(qa::JudgeArgs),
     /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
     Retrieval(retrieval::RetrievalArgs),
     /// Corpus embedding throughput (tokens per second and per CPU-second), optionally
@@ -63,6 +66,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         None => qa::run(app, args.qa).await,
         Some(Command::Report(a)) => qa::report(app, a).await,
         Some(Command::Monitor(a)) => qa::monitor(app, a),
+        Some(Command::Judge(a)) => qa::judge(app, a).await,
         Some(Command::Retrieval(a)) => retrieval::run(app, a).await,
         Some(Command::Embed(a)) => embed::run(app, a).await,
         Some(Command::Scale(a)) => scale::run(app, a).await,

@@ -649,6 +649,109 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `metarag bench judge`
+#[derive(Args, Debug)]
+pub struct JudgeArgs {
+    /// A run record (`runs/....json`); the verdicts are kept in it.
+    pub record: PathBuf,
+    /// The judge: an installed name or a .gguf file (default: `llm.model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Answers labelled by hand (JSONL of `{id, strategy, correct, reason}`): report how
+    /// often the judge, EM and F1 >= 0.5 agree with them.
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+}
+
+/// Judges every answer of a record not judged yet by this model, keeps the verdicts in the
+/// record, prints the judged accuracy per strategy and, with labels, the agreement.
+pub async fn judge(app: &App, args: JudgeArgs) -> Result<ExitCode> {
+    let mut record = RunRecord::load(&args.record)?;
+    let labels: Vec<metarag_eval::judge::Label> = match &args.labels {
+        None => Vec::new(),
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l).map_err(|e| {
+                    UserError(format!("{}:{}: not a label: {e}", path.display(), i + 1))
+                })
+            })
+            .collect::<std::result::Result<_, _>>()?,
+    };
+    let handle = app.llm(true, args.model.as_deref()).await?;
+    let model = metarag_core::Llm::model_id(&handle.llm).to_string();
+    let todo: Vec<usize> = (0..record.results.len())
+        .filter(|&i| {
+            record.results[i]
+                .judge
+                .as_ref()
+                .is_none_or(|v| v.model != model)
+        })
+        .collect();
+    let bar = ProgressBar::new(todo.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("judging {bar:30} {pos}/{len} {elapsed} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    for i in todo {
+        record.results[i].judge =
+            metarag_eval::judge::judge(&*handle.llm, &record.results[i]).await;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    std::fs::write(&args.record, serde_json::to_string(&record)?)
+        .with_context(|| format!("writing {}", args.record.display()))?;
+    let summary = summarize(
+        &record.config.strategies,
+        &record.results,
+        record.config.agent.max_rounds,
+    );
+    let agreement =
+        (!labels.is_empty()).then(|| metarag_eval::judge::agreement(&record.results, &labels));
+    if app.json {
+        let per: Vec<_> = summary
+            .iter()
+            .map(|s| serde_json::json!({"strategy": s.strategy, "judge": s.judge, "em": s.em.mean, "f1": s.f1.mean}))
+            .collect();
+        print_json(
+            &serde_json::json!({"model": model, "strategies": per, "agreement": agreement}),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("judge: {model}");
+    for s in &summary {
+        if let Some((acc, _, n)) = &s.judge {
+            println!(
+                "{:<12} judged {n:>4}  correct {:>5.1}%  (EM {:.1}%, F1 {:.1}%)",
+                s.strategy,
+                acc * 100.0,
+                s.em.mean * 100.0,
+                s.f1.mean * 100.0
+            );
+        }
+    }
+    if let Some(a) = agreement {
+        println!(
+            "agreement with {} hand labels: judge {:.1}% (of {} judged), EM {:.1}%, F1 >= 0.5 {:.1}%",
+            a.n,
+            a.judge * 100.0,
+            a.judged,
+            a.em * 100.0,
+            a.f1_half * 100.0
+        );
+        for (id, strategy, label) in &a.judge_misses {
+            println!(
+                "  judge disagrees: {id} {strategy} (labelled {})",
+                if *label { "correct" } else { "wrong" }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Scores the results not scored yet with the RAGAS-style metrics of `judge`; returns
 /// how many were scored.
 async fn add_ragas(judge: &metarag_eval::ragas::Judge, results: &mut [QuestionResult]) -> usize {
