@@ -386,10 +386,15 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
             "self-ask",
             "react",
             "flare",
-            "reflexion"
+            "reflexion",
+            "critic",
+            "agentic"
         ]
     );
     assert_eq!(list[6]["config"]["threshold"], 0.4);
+    let out = env.run(&["graph", "--strategy", "agentic"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("grade -->|too few relevant| rewrite"));
 
     let bad = env.home.path().join("ctx.jsonl");
     std::fs::write(&bad, "{\"title\": \"A\"}\n").unwrap();
