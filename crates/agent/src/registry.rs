@@ -296,7 +296,9 @@ mod tests {
                 "self-ask",
                 "react",
                 "flare",
-                "reflexion"
+                "reflexion",
+                "critic",
+                "agentic"
             ]
         );
         for s in r.iter() {
