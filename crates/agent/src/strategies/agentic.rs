@@ -273,7 +273,7 @@ pub fn route_request(question: &str) -> ChatRequest {
 /// The expansion prompt: phrasings, and sub-questions when asked for.
 pub fn expand_request(question: &str, expansions: usize, decompose: bool) -> ChatRequest {
     let sub = if decompose {
-        " If the question has several parts or needs a chain of facts, also list its \
+        " If the question has several parts or needs a chain of facts, also list at most two \
          independent sub-questions (otherwise none)."
     } else {
         " Give no sub-questions."
@@ -282,12 +282,13 @@ pub fn expand_request(question: &str, expansions: usize, decompose: bool) -> Cha
         Message::system(SYSTEM_CLOSED),
         Message::user(format!(
             "Question: {question}\n\nWrite {expansions} search queries that ask for the same information in \
-             different words (other terms, synonyms, the full names).{sub}\nReply in JSON: \
-             {{\"variations\": [\"...\"], \"subquestions\": [\"...\"]}}"
+             different words (other terms, synonyms, the full names), each under 15 words.{sub}\nReply in \
+             JSON: {{\"variations\": [\"...\"], \"subquestions\": [\"...\"]}}"
         )),
     ])
     .json_schema::<ExpandReply>()
-    .max_tokens(160)
+    // Room for the reply asked for; a reply cut off is not JSON and loses every query.
+    .max_tokens(256)
 }
 
 /// The grading prompt: every candidate numbered, the relevant ones asked for.

@@ -221,7 +221,8 @@ pub fn plan_request(question: &str, max_subquestions: usize) -> ChatRequest {
         )),
     ])
     .json_schema::<QueryPlan>()
-    .max_tokens(200)
+    // Room for four sub-questions with their fields; a plan cut off is not JSON.
+    .max_tokens(320)
 }
 
 /// The critic's prompt: the sources, the question, the analysis asked for.
