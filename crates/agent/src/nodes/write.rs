@@ -58,6 +58,15 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
         });
     let (answer, short, write_fallback) = match parse_json::<WriteReply>(&text) {
         Ok(r) => (r.answer, r.short_answer, None),
+        // A reply cut off inside its JSON (the token limit) still holds its fields.
+        Err(e) if salvage(&text).is_some() => {
+            let (answer, short) = salvage(&text).unwrap_or_default();
+            (
+                answer,
+                short,
+                Some(format!("{e} (fields read from the cut reply)")),
+            )
+        }
         Err(e) => {
             // Use the raw text: an answer in the wrong wrapper is still an answer.
             let raw = text.trim().to_string();
@@ -106,4 +115,60 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
         "round {index}: {short:?}{fixed}; {stripped} invalid citations stripped, {attributed} attributed"
     ));
     Ok(next)
+}
+
+/// The `answer` and `short_answer` strings of a reply that is JSON cut off before its end
+/// (`{"answer": "X [1].", "short_an`): the complete string fields it holds, the answer
+/// standing in for a missing short answer. `None` when it is not such a reply.
+fn salvage(text: &str) -> Option<(String, String)> {
+    let t = text.trim_start();
+    if !t.starts_with('{') {
+        return None;
+    }
+    let field = |name: &str| {
+        let key = format!("\"{name}\"");
+        let rest = &t[t.find(&key)? + key.len()..];
+        let rest = rest
+            .trim_start()
+            .strip_prefix(':')?
+            .trim_start()
+            .strip_prefix('"')?;
+        // The string up to its closing quote, escapes kept whole.
+        let mut out = String::new();
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => return Some(out),
+                '\\' => out.push(chars.next()?),
+                c => out.push(c),
+            }
+        }
+        None
+    };
+    let answer = field("answer")?;
+    let short = field("short_answer").unwrap_or_else(|| without_citations(&answer));
+    Some((answer, short))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_cut_inside_its_json_keeps_its_complete_fields() {
+        assert_eq!(
+            salvage(r#"{"answer": "Adrian Edmondson [2].", "short_an"#),
+            Some(("Adrian Edmondson [2].".into(), "Adrian Edmondson.".into()))
+        );
+        assert_eq!(
+            salvage(r#"{"answer": "He said \"no\" [1].", "short_answer": "no"#),
+            Some((r#"He said "no" [1]."#.into(), r#"He said "no"."#.into()))
+        );
+        assert_eq!(
+            salvage(r#"{"answer": "A [1].", "short_answer": "A", "#),
+            Some(("A [1].".into(), "A".into()))
+        );
+        assert_eq!(salvage(r#"{"answer": "cut in the mid"#), None);
+        assert_eq!(salvage("Plain text answer."), None);
+    }
 }
