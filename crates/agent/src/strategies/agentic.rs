@@ -380,8 +380,14 @@ pub fn extract_filter(question: &str) -> (Filter, Vec<String>) {
         )
         .expect("a valid pattern")
     });
+    // A quoted title is a filter only where the question ties it to its documents ("in the
+    // paper "X"", "according to "X""); elsewhere quotes name the question's subject ("the
+    // host of "The Joe Schmo Show"") and a filter on them hides the answer's document.
     static QUOTED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"["“]([^"”]{3,120})["”]"#).expect("a valid pattern")
+        regex::Regex::new(
+            r#"(?i)(?:\b(?:paper|document|article|report|book|source|file|note|post|study)s?\s+(?:titled|called|named)?\s*|according\s+to\s+(?:the\s+)?)["“]([^"”]{3,120})["”]"#,
+        )
+        .expect("a valid pattern")
     });
     if let Some(c) = DATED.captures(question) {
         let word = c[1].to_lowercase();
@@ -776,7 +782,16 @@ mod tests {
         let (f, t) = extract_filter("Which film released in 1975 was directed by Spielberg?");
         assert_eq!(f, Filter::default());
         assert!(t.is_empty());
-        let (f, t) = extract_filter("What does \"Attention Is All You Need\" propose?");
+        let (f, _) = extract_filter("What is cited according to “Flood defence review”?");
+        assert_eq!(f.title_contains.as_deref(), Some("Flood defence review"));
+        // Quotes naming the question's subject are not a filter (seen on HotpotQA: it hid
+        // the answer's document).
+        let (f, t) = extract_filter(
+            "Which travel parody series featured the host of \"The Joe Schmo Show\"?",
+        );
+        assert_eq!(f, Filter::default());
+        assert!(t.is_empty());
+        let (f, t) = extract_filter("What does the paper \"Attention Is All You Need\" propose?");
         assert_eq!(
             f.title_contains.as_deref(),
             Some("Attention Is All You Need")
