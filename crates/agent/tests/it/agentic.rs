@@ -3,12 +3,12 @@
 //! metadata filter over an index of dated documents, its progress sentences and prompts.
 
 use crate::branches::{GOOD, JAWS, Q, SPIELBERG, WRITE as WRITE_NEEDLE};
-use crate::{index, index_records};
+use crate::{index_records, render};
 use metarag_agent::strategies::agentic as prompts;
 use metarag_agent::{
     Agent, Ask, EvidenceMode, Progress, Registry, StepKind, StopReason, StrategySections, Trace,
 };
-use metarag_core::{DynLlm, DynRetriever, Message};
+use metarag_core::{DynLlm, DynRetriever};
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
 
@@ -26,31 +26,8 @@ fn nodes_of(t: &Trace) -> Vec<&str> {
     t.graph.events.iter().map(|e| e.node.as_str()).collect()
 }
 
-fn render(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .map(|m| format!("--- {} ---\n{}", m.role.as_str(), m.content))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 async fn corpus(dir: &std::path::Path) -> Arc<dyn DynRetriever> {
-    let passages: Vec<(String, String)> = [
-        JAWS,
-        SPIELBERG,
-        (
-            "Roy Scheider",
-            "Roy Scheider was an American actor born in Orange, New Jersey.",
-        ),
-        (
-            "Amity Island",
-            "Amity Island is a fictional island in the film Jaws.",
-        ),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
-    index(dir, &passages).await
+    crate::jaws_index(dir, &[]).await
 }
 
 fn agent_with(

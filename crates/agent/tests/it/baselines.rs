@@ -29,22 +29,6 @@ fn kinds(t: &Trace) -> Vec<StepKind> {
     t.steps.iter().map(|s| s.kind).collect()
 }
 
-/// The last prompt the model received whose text contains `needle`.
-fn last_prompt(llm: &ScriptedLlm, needle: &str) -> String {
-    llm.calls()
-        .iter()
-        .rev()
-        .map(|r| {
-            r.messages
-                .iter()
-                .map(|m| m.content.as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .find(|p| p.contains(needle))
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn ircot_interleaves_reasoning_sentences_with_retrieval_until_the_answer() {
     let (agent, llm) = agent(
@@ -92,7 +76,7 @@ async fn ircot_interleaves_reasoning_sentences_with_retrieval_until_the_answer()
         t.steps[5].text
     );
     // The chain reaches the writer as notes.
-    let write = last_prompt(&llm, WRITE_NEEDLE);
+    let write = crate::last_prompt(&llm, WRITE_NEEDLE);
     assert!(write.contains(NOTES) && write.contains("So the answer is: United States."));
     assert_eq!(t.short_answer, "United States");
     assert_eq!(t.usage.llm_calls, 4);
@@ -167,10 +151,10 @@ async fn self_ask_answers_follow_up_questions_by_retrieval_then_writes() {
     );
     assert_eq!(t.steps[1].text, "Steven Spielberg");
     // Each follow-up is answered from the passages found for it.
-    let second = last_prompt(&llm, "Question: Which country is Steven Spielberg from?");
-    assert!(second.starts_with("You are a careful research assistant"));
+    let second = crate::last_prompt(&llm, "Question: Which country is Steven Spielberg from?");
+    assert!(second.starts_with("--- system ---\nYou are a careful research assistant"));
     assert!(second.contains("[1] Steven Spielberg"), "{second}");
-    let write = last_prompt(&llm, WRITE_NEEDLE);
+    let write = crate::last_prompt(&llm, WRITE_NEEDLE);
     assert!(write.contains("Follow up: Who directed Jaws?\nIntermediate answer: Steven Spielberg"));
     assert!(write.contains("So the final answer is: United States"));
     assert_eq!(
@@ -216,9 +200,10 @@ async fn react_searches_looks_up_and_finishes() {
     assert_eq!(t.steps.last().unwrap().kind, StepKind::Answer);
     // The trajectory, observations included, reaches the step prompts and the writer.
     assert!(
-        last_prompt(&llm, REACT_NEEDLE).contains("Observation 2: Steven Spielberg is an American")
+        crate::last_prompt(&llm, REACT_NEEDLE)
+            .contains("Observation 2: Steven Spielberg is an American")
     );
-    assert!(last_prompt(&llm, WRITE_NEEDLE).contains("Proposed answer: United States"));
+    assert!(crate::last_prompt(&llm, WRITE_NEEDLE).contains("Proposed answer: United States"));
 }
 
 #[tokio::test]
@@ -290,7 +275,7 @@ async fn flare_retrieves_and_rewrites_only_the_unsure_sentence() {
     // Drafts ask for log-probabilities; the rewrite does not need them.
     let calls = llm.calls();
     assert!(calls[0].params.logprobs && !calls[1].params.logprobs);
-    assert!(last_prompt(&llm, WRITE_NEEDLE).contains("He is American [2]."));
+    assert!(crate::last_prompt(&llm, WRITE_NEEDLE).contains("He is American [2]."));
 }
 
 #[tokio::test]
@@ -326,7 +311,7 @@ async fn reflexion_reflects_on_a_failed_attempt_and_retries_with_the_reflection(
     assert!(t.steps[0].text.contains("not supported"));
     assert_eq!(t.steps[1].kind, StepKind::Thought);
     assert_eq!(t.steps[2].text, "attempt 2: passed");
-    let second = last_prompt(&llm, WRITE_NEEDLE);
+    let second = crate::last_prompt(&llm, WRITE_NEEDLE);
     assert!(second.contains(
         "Reflections on your earlier attempts: (1) I named no director from the sources."
     ));

@@ -1,12 +1,12 @@
 //! Every branch of the metacognitive loop, driven by the scripted fake LLM.
 
-use crate::{context, index};
+use crate::{context, render};
 use metarag_agent::trace::{Remediation, RetrievalReason};
 use metarag_agent::{
     Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod, ErrorType,
     Registry, RouteConfig, StopReason, StrategySections, Trace, prompts,
 };
-use metarag_core::{DynLlm, Message};
+use metarag_core::DynLlm;
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
 
@@ -350,22 +350,7 @@ async fn an_answer_of_the_wrong_form_gets_a_form_directive() {
 #[tokio::test]
 async fn missing_knowledge_re_retrieves_the_uncovered_hop_and_writes_again_only_if_covered() {
     let dir = tempfile::tempdir().unwrap();
-    let passages: Vec<(String, String)> = [
-        JAWS,
-        SPIELBERG,
-        (
-            "Roy Scheider",
-            "Roy Scheider was an American actor born in Orange, New Jersey.",
-        ),
-        (
-            "Amity Island",
-            "Amity Island is a fictional island in the film Jaws.",
-        ),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
-    let retriever = index(dir.path(), &passages).await;
+    let retriever = crate::jaws_index(dir.path(), &[]).await;
     let q = "Which country is the director of Jaws, who also made Zorblatt Tide, from?";
     let llm = Arc::new(
         ScriptedLlm::new()
@@ -477,14 +462,6 @@ async fn standard_and_direct_share_the_trace_format() {
     // Retrieval strategies refuse to run with nothing to search.
     let err = agent.ask(&Ask::new(Q, "standard")).await.unwrap_err();
     assert!(err.to_string().contains("needs an index"), "{err}");
-}
-
-fn render(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .map(|m| format!("--- {} ---\n{}", m.role.as_str(), m.content))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

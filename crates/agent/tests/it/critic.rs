@@ -3,13 +3,13 @@
 //! rewrites spent; HyDE; and its prompts.
 
 use crate::branches::{GOOD, JAWS, Q, SPIELBERG, WRITE as WRITE_NEEDLE, agent};
-use crate::{context, index};
+use crate::{context, last_prompt, render};
 use metarag_agent::strategies::CriticConfig;
 use metarag_agent::strategies::critic as critic_prompts;
 use metarag_agent::{
     Agent, AgentConfig, Ask, Registry, StepKind, StopReason, StrategySections, Trace,
 };
-use metarag_core::{DynLlm, Message};
+use metarag_core::DynLlm;
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
 
@@ -21,23 +21,6 @@ const ONE_LOOKUP: &str =
 
 fn nodes_of(t: &Trace) -> Vec<&str> {
     t.graph.events.iter().map(|e| e.node.as_str()).collect()
-}
-
-fn last_prompt(llm: &ScriptedLlm, needle: &str) -> String {
-    llm.calls()
-        .iter()
-        .rev()
-        .map(|r| render(&r.messages))
-        .find(|p| p.contains(needle))
-        .unwrap_or_default()
-}
-
-fn render(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .map(|m| format!("--- {} ---\n{}", m.role.as_str(), m.content))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn with_config(llm: ScriptedLlm, config: serde_json::Value) -> (Agent, Arc<ScriptedLlm>) {
@@ -52,28 +35,16 @@ fn with_config(llm: ScriptedLlm, config: serde_json::Value) -> (Agent, Arc<Scrip
     (agent, llm)
 }
 
-/// Jaws, Spielberg and distractors, indexed with the real embedder.
+/// The Jaws corpus with Cincinnati beside it.
 async fn corpus(dir: &std::path::Path) -> Arc<dyn metarag_core::DynRetriever> {
-    let passages: Vec<(String, String)> = [
-        JAWS,
-        SPIELBERG,
-        (
-            "Roy Scheider",
-            "Roy Scheider was an American actor born in Orange, New Jersey.",
-        ),
-        (
-            "Amity Island",
-            "Amity Island is a fictional island in the film Jaws.",
-        ),
-        (
+    crate::jaws_index(
+        dir,
+        &[(
             "Cincinnati",
             "Cincinnati is a city in Ohio on the Ohio River.",
-        ),
-    ]
-    .iter()
-    .map(|(a, b)| (a.to_string(), b.to_string()))
-    .collect();
-    index(dir, &passages).await
+        )],
+    )
+    .await
 }
 
 #[tokio::test]

@@ -68,3 +68,45 @@ pub fn context(passages: &[(&str, &str)]) -> Vec<Passage> {
         .map(|(t, x)| Passage::paragraph(*t, *x))
         .collect()
 }
+
+/// A request's messages as text, one `--- role ---` header each (prompt snapshots).
+pub fn render(messages: &[metarag_core::Message]) -> String {
+    messages
+        .iter()
+        .map(|m| format!("--- {} ---\n{}", m.role.as_str(), m.content))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The last prompt the scripted model received whose text contains `needle`.
+pub fn last_prompt(llm: &metarag_testkit::ScriptedLlm, needle: &str) -> String {
+    llm.calls()
+        .iter()
+        .rev()
+        .map(|r| render(&r.messages))
+        .find(|p| p.contains(needle))
+        .unwrap_or_default()
+}
+
+/// The Jaws paragraphs of `branches` with two distractors, plus `extra`, indexed with the
+/// real embedder: a small corpus where the second hop must be searched for.
+pub async fn jaws_index(dir: &Path, extra: &[(&str, &str)]) -> Arc<dyn DynRetriever> {
+    let mut passages: Vec<(&str, &str)> = vec![
+        branches::JAWS,
+        branches::SPIELBERG,
+        (
+            "Roy Scheider",
+            "Roy Scheider was an American actor born in Orange, New Jersey.",
+        ),
+        (
+            "Amity Island",
+            "Amity Island is a fictional island in the film Jaws.",
+        ),
+    ];
+    passages.extend_from_slice(extra);
+    let passages: Vec<(String, String)> = passages
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    index(dir, &passages).await
+}

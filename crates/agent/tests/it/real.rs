@@ -195,25 +195,8 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
 /// in a written answer whichever route the model's plan takes.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_critic_answers_over_an_index_with_the_local_model() {
-    let text =
-        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
-    let records: Vec<Value> = text
-        .lines()
-        .take(3)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let mut passages = Vec::new();
-    for r in &records {
-        for c in r["contexts"].as_array().unwrap() {
-            let title = c["title"].as_str().unwrap().to_string();
-            if !passages.iter().any(|(t, _): &(String, String)| *t == title) {
-                passages.push((title, c["text"].as_str().unwrap().to_string()));
-            }
-        }
-    }
-    let question = records[1]["question"].as_str().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let retriever = index(tmp.path(), &passages).await;
+    let (question, tmp) = hotpotqa_question();
+    let retriever = index(tmp.path(), &hotpotqa_paragraphs()).await;
     let mut sections = metarag_agent::StrategySections::new();
     sections.insert("critic".into(), serde_json::json!({"max_rewrites": 1}));
     let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
@@ -230,7 +213,10 @@ async fn the_critic_answers_over_an_index_with_the_local_model() {
         })
         .build()
         .unwrap();
-    let t = agent.ask(&Ask::new(question, "critic")).await.unwrap();
+    let t = agent
+        .ask(&Ask::new(question.as_str(), "critic"))
+        .await
+        .unwrap();
     let json = serde_json::to_string_pretty(&t).unwrap();
     assert!(matches!(t.stop, StopReason::Done(_)), "{json}");
     assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
@@ -257,25 +243,8 @@ async fn the_critic_answers_over_an_index_with_the_local_model() {
 /// ends in a written answer with its counters recorded.
 #[tokio::test(flavor = "multi_thread")]
 async fn agentic_retrieval_answers_over_an_index_with_the_local_model() {
-    let text =
-        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
-    let records: Vec<Value> = text
-        .lines()
-        .take(3)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let mut passages = Vec::new();
-    for r in &records {
-        for c in r["contexts"].as_array().unwrap() {
-            let title = c["title"].as_str().unwrap().to_string();
-            if !passages.iter().any(|(t, _): &(String, String)| *t == title) {
-                passages.push((title, c["text"].as_str().unwrap().to_string()));
-            }
-        }
-    }
-    let question = records[1]["question"].as_str().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let retriever = index(tmp.path(), &passages).await;
+    let (question, tmp) = hotpotqa_question();
+    let retriever = index(tmp.path(), &hotpotqa_paragraphs()).await;
     let mut sections = metarag_agent::StrategySections::new();
     sections.insert(
         "agentic".into(),
@@ -295,7 +264,10 @@ async fn agentic_retrieval_answers_over_an_index_with_the_local_model() {
         })
         .build()
         .unwrap();
-    let t = agent.ask(&Ask::new(question, "agentic")).await.unwrap();
+    let t = agent
+        .ask(&Ask::new(question.as_str(), "agentic"))
+        .await
+        .unwrap();
     let json = serde_json::to_string_pretty(&t).unwrap();
     assert!(matches!(t.stop, StopReason::Done(_)), "{json}");
     assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
@@ -308,4 +280,36 @@ async fn agentic_retrieval_answers_over_an_index_with_the_local_model() {
     for counter in ["expanded", "rewrites", "retries", "retrieval_rounds"] {
         assert!(t.metrics.contains_key(counter), "{counter}: {json}");
     }
+}
+
+/// The paragraphs (deduplicated by title) of the first three HotpotQA dev records.
+fn hotpotqa_paragraphs() -> Vec<(String, String)> {
+    let mut passages: Vec<(String, String)> = Vec::new();
+    for r in hotpotqa_records() {
+        for c in r["contexts"].as_array().unwrap() {
+            let title = c["title"].as_str().unwrap().to_string();
+            if !passages.iter().any(|(t, _)| *t == title) {
+                passages.push((title, c["text"].as_str().unwrap().to_string()));
+            }
+        }
+    }
+    passages
+}
+
+fn hotpotqa_records() -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    text.lines()
+        .take(3)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The second record's question (the Nimavar school one) and a directory for its index.
+fn hotpotqa_question() -> (String, tempfile::TempDir) {
+    let q = hotpotqa_records()[1]["question"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (q, tempfile::tempdir().unwrap())
 }
