@@ -597,8 +597,9 @@ async fn grade(s: &mut Run<AgenticState>) -> NodeResult {
     } else {
         candidates.clone()
     };
+    let passed = relevant.len();
     s.ext.graded += candidates.len();
-    s.ext.passed += relevant.len();
+    s.ext.passed += passed;
     for p in relevant {
         if !s.ext.relevant.iter().any(|r| nodes::same_passage(r, &p)) {
             s.ext.relevant.push(p);
@@ -609,8 +610,7 @@ async fn grade(s: &mut Run<AgenticState>) -> NodeResult {
         GRADE.as_str(),
         StepKind::Thought,
         format!(
-            "{} of {} passages relevant; {} relevant so far",
-            s.ext.passed.min(s.ext.graded),
+            "{passed} of {} passages relevant; {} relevant so far",
             candidates.len(),
             s.ext.relevant.len()
         ),
