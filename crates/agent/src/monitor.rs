@@ -55,6 +55,16 @@ pub struct Signals {
     pub type_match: bool,
     /// The answer declines to answer.
     pub refusal: bool,
+    /// Share of the short answer's content words that are the question's own (a small
+    /// model often answers with an entity the question names); `None` for yes/no and
+    /// "A or B" questions, whose answers are in the question by design. Absent from
+    /// records before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_in_question: Option<f64>,
+    /// How many sources state the short answer (every content word in one source),
+    /// as a share of three; `None` for yes/no answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_support: Option<f64>,
 }
 
 /// The names of the features the model reads, in order. Each maps a [`Signals`] to a
@@ -70,6 +80,8 @@ pub const FEATURES: &[&str] = &[
     "answer_in_sources",
     "type_match",
     "refusal",
+    "answer_in_question",
+    "answer_support",
 ];
 
 impl Signals {
@@ -87,6 +99,8 @@ impl Signals {
             "answer_in_sources" => self.answer_in_sources,
             "type_match" => Some(b(self.type_match)),
             "refusal" => Some(b(self.refusal)),
+            "answer_in_question" => self.answer_in_question,
+            "answer_support" => self.answer_support,
             _ => None,
         }
     }
@@ -610,7 +624,31 @@ pub fn measure(input: MeasureInput<'_>) -> Signals {
             0.0
         }
     });
+    let answer_in_question = (matches!(
+        form,
+        AnswerForm::Free | AnswerForm::Date | AnswerForm::Number
+    ) && !short_terms.is_empty())
+    .then(|| {
+        let asked = content_terms(input.question);
+        short_terms.iter().filter(|t| asked.contains(*t)).count() as f64 / short_terms.len() as f64
+    });
+    let answer_support = answer_in_sources.map(|_| {
+        let stating = input
+            .sources
+            .iter()
+            .filter(|src| {
+                let mut own = content_terms(&src.passage.title);
+                for span in &src.spans {
+                    own.extend(content_terms(span));
+                }
+                short_terms.iter().all(|t| own.contains(t))
+            })
+            .count();
+        stating.min(3) as f64 / 3.0
+    });
     Signals {
+        answer_in_question,
+        answer_support,
         short_logprob: input.short_logprob,
         answer_logprob: input.answer_logprob,
         sample_agreement,
@@ -875,6 +913,39 @@ mod tests {
         assert_eq!(s.sample_agreement, Some(0.5));
         assert_eq!(s.closed_book_agreement, Some(0.0));
         assert!(s.type_match && !s.refusal);
+        // One source states the answer; none of its words are the question's.
+        assert_eq!(s.answer_support, Some(1.0 / 3.0));
+        assert_eq!(s.answer_in_question, Some(0.0));
+        // An answer that names the question's own entity.
+        let echo = measure(MeasureInput {
+            short_answer: "Zorblatt Tide",
+            ..MeasureInput {
+                question: "Who directed Zorblatt Tide?",
+                answer: "Zorblatt Tide [1].",
+                short_answer: "",
+                sources: std::slice::from_ref(&src),
+                short_logprob: None,
+                answer_logprob: None,
+                samples: &[],
+                closed_book: None,
+            }
+        });
+        assert_eq!(echo.answer_in_question, Some(1.0));
+        // Yes/no and "A or B" answers are in the question by design: not measured.
+        let verdict = measure(MeasureInput {
+            question: "Did Anna Veltz direct Zorblatt Tide?",
+            answer: "Yes [1].",
+            short_answer: "yes",
+            sources: std::slice::from_ref(&src),
+            short_logprob: None,
+            answer_logprob: None,
+            samples: &[],
+            closed_book: None,
+        });
+        assert_eq!(
+            (verdict.answer_in_question, verdict.answer_support),
+            (None, None)
+        );
         let d = diagnose(
             "Who directed Zorblatt Tide?",
             "Zorblatt Tide was directed by Anna Veltz [1].",

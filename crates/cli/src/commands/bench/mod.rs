@@ -15,7 +15,7 @@ use anyhow::Result;
 use clap::{Args as ClapArgs, Subcommand};
 use std::process::ExitCode;
 
-pub use retrieval::corpus_index;
+pub use retrieval::{corpus_index, corpus_index_dir};
 
 /// `metarag bench`: the QA benchmark (`--dataset ...`) or one of the other benchmarks.
 #[derive(ClapArgs, Debug)]

@@ -55,22 +55,24 @@ pub async fn corpus_index(
     index: Option<PathBuf>,
     embedder: &SentenceEmbedder,
 ) -> Result<(PathBuf, IngestReport)> {
-    let stem = corpus
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("corpus")
-        .to_string();
-    let dir = index.unwrap_or_else(|| {
-        app.config
-            .home
-            .join("bench")
-            .join(format!("{stem}-{}", embedder.model_id()))
-    });
+    let dir = index.unwrap_or_else(|| corpus_index_dir(app, corpus, embedder));
     let options = app.ingest_options(Some(FormatArg::CorpusJsonl), Vec::new(), Vec::new());
     let report = app
         .ingest_into(&dir, &[corpus.to_path_buf()], options, embedder)
         .await?;
     Ok((dir, report))
+}
+
+/// Where the benchmarks keep the index of `corpus` built with `embedder`.
+pub fn corpus_index_dir(app: &App, corpus: &Path, embedder: &SentenceEmbedder) -> PathBuf {
+    let stem = corpus
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("corpus");
+    app.config
+        .home
+        .join("bench")
+        .join(format!("{stem}-{}", embedder.model_id()))
 }
 
 /// Measures retrieval quality and latency per mode.
