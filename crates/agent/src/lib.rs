@@ -12,7 +12,9 @@
 //! `standard` (one retrieve, one write), `metarag` (seed `000`, after Yao et al. 2024:
 //! plan -> retrieve -> read -> write -> verify -> monitor -> converge -> diagnose ->
 //! remediate -> write again), and the baselines of the MetaRAG paper's table: `ircot`,
-//! `self-ask`, `react`, `flare` and `reflexion`. Verdicts about an answer are decided in
+//! `self-ask`, `react`, `flare` and `reflexion`; seed `001`'s `critic`, seed `003`'s
+//! `agentic`, and seed `004`'s linear planner `cot` over an explicit reasoning memory
+//! ([`reasoning`]). Verdicts about an answer are decided in
 //! code from structured model output ([`verify`], [`metacog`]), because small models
 //! cannot grade themselves.
 
@@ -26,6 +28,7 @@ pub mod metacog;
 pub mod monitor;
 pub mod nodes;
 pub mod prompts;
+pub mod reasoning;
 pub mod registry;
 pub mod state;
 pub mod strategies;

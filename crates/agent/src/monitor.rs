@@ -170,6 +170,13 @@ impl Default for MonitorModel {
     }
 }
 
+impl MonitorModel {
+    /// The monitor over an index (open domain).
+    pub fn default_open() -> Self {
+        Self::default()
+    }
+}
+
 fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }

@@ -202,6 +202,7 @@ impl Registry {
         r.register::<Reflexion>(sections)?;
         r.register::<Critic>(sections)?;
         r.register::<Agentic>(sections)?;
+        r.register::<Cot>(sections)?;
         if let Some(unknown) = sections
             .keys()
             .find(|k| !r.strategies.contains_key(k.as_str()))

@@ -56,8 +56,12 @@ pub struct MetaragConfig {
     pub closed_book_every_answer: bool,
     /// A later round replaces the kept answer only when its confidence is higher by this.
     pub margin: f64,
-    /// The monitor's weights and threshold.
+    /// The monitor's weights and threshold over given context (gold paragraphs, pasted
+    /// documents).
     pub monitor: MonitorModel,
+    /// The monitor over an index (open domain), fitted on retrieved evidence: which
+    /// signals carry information differs when the evidence may miss a hop.
+    pub monitor_open: MonitorModel,
 }
 
 impl Default for MetaragConfig {
@@ -69,6 +73,7 @@ impl Default for MetaragConfig {
             closed_book_every_answer: false,
             margin: 0.1,
             monitor: MonitorModel::default(),
+            monitor_open: MonitorModel::default_open(),
         }
     }
 }
@@ -97,7 +102,14 @@ impl Strategy for Metarag {
     type State = MetaragState;
 
     fn new(config: MetaragConfig) -> Result<Self, String> {
-        config.monitor.validate()?;
+        config
+            .monitor
+            .validate()
+            .map_err(|e| format!("monitor: {e}"))?;
+        config
+            .monitor_open
+            .validate()
+            .map_err(|e| format!("monitor_open: {e}"))?;
         if !(0.0..=1.0).contains(&config.margin) {
             return Err(format!("margin {} is not in [0, 1]", config.margin));
         }
@@ -262,12 +274,21 @@ fn measure(s: &S, samples: &[String], closed_book: Option<&str>) -> monitor::Sig
     })
 }
 
+/// The monitor for this run's evidence: retrieved, or given.
+fn monitor_of(s: &S) -> &MonitorModel {
+    if s.mode == EvidenceMode::Retrieval {
+        &s.ext.config.monitor_open
+    } else {
+        &s.ext.config.monitor
+    }
+}
+
 async fn assess(s: &mut S) -> NodeResult {
     // Samples first: they share the evidence prefix with the write call just made; the
     // closed-book probe (no sources) would evict it.
     let samples = samples(s).await?;
     let without = measure(s, &samples, None);
-    let model = &s.ext.config.monitor;
+    let model = monitor_of(s);
     // The probe is asked when its answer could change the gate's decision (or the answer
     // is weak and will be diagnosed with it), once per question.
     let decisive = model.confidence_at_worst(&without, "closed_book_agreement") < model.threshold;
@@ -279,7 +300,7 @@ async fn assess(s: &mut S) -> NodeResult {
             (without, None)
         };
     let index = s.rounds.len() - 1;
-    let model = &s.ext.config.monitor;
+    let model = monitor_of(s);
     let confidence = model.confidence(&signals);
     let passed = confidence >= model.threshold;
     let threshold = model.threshold;

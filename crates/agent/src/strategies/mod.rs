@@ -3,6 +3,7 @@
 //! the nodes only it uses.
 
 pub mod agentic;
+pub mod cot;
 pub mod critic;
 mod direct;
 mod flare;
@@ -14,6 +15,7 @@ mod self_ask;
 mod standard;
 
 pub use agentic::{Agentic, AgenticConfig};
+pub use cot::{Cot, CotConfig};
 pub use critic::{Critic, CriticConfig};
 pub use direct::Direct;
 pub use flare::{Flare, FlareConfig};

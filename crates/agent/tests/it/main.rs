@@ -4,6 +4,7 @@
 mod agentic;
 mod baselines;
 mod branches;
+mod cot;
 mod critic;
 mod real;
 

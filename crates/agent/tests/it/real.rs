@@ -153,6 +153,7 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
         ("react", serde_json::json!({"max_steps": 2})),
         ("flare", serde_json::json!({"max_sentences": 2})),
         ("reflexion", serde_json::json!({"max_trials": 2})),
+        ("cot", serde_json::json!({"max_steps": 2})),
     ] {
         sections.insert(name.into(), section);
     }
@@ -168,7 +169,7 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
         })
         .build()
         .unwrap();
-    for strategy in ["ircot", "self-ask", "react", "flare", "reflexion"] {
+    for strategy in ["ircot", "self-ask", "react", "flare", "reflexion", "cot"] {
         let ask = Ask::new(question, strategy).with_context(context.clone());
         let t = agent.ask(&ask).await.unwrap();
         let json = serde_json::to_string_pretty(&t).unwrap();

@@ -141,7 +141,8 @@ pub struct MonitorArgs {
     /// Features the fit may use (default: every signal).
     #[arg(long, value_delimiter = ',')]
     pub features: Vec<String>,
-    /// Write the fitted model here as a `[strategies.metarag.monitor]` TOML section.
+    /// Write the fitted model here as a `[strategies.metarag.monitor]` TOML section
+    /// (`monitor_open` when every record is open-domain).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -610,7 +611,12 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         None
     };
     if let (Some(fit), Some(out)) = (&fit, &args.out) {
-        let section = serde_json::json!({"strategies": {"metarag": {"monitor": fit.model}}});
+        // Records over an index fit the open-domain monitor.
+        let open = records
+            .iter()
+            .all(|r| r.config.protocol == Protocol::Open);
+        let key = if open { "monitor_open" } else { "monitor" };
+        let section = serde_json::json!({"strategies": {"metarag": {key: fit.model}}});
         let text = toml::to_string_pretty(&section).context("the fitted model as TOML")?;
         std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
     }

@@ -1,0 +1,171 @@
+//! `cot` (seed 004's linear planner) on the scripted fake LLM: the chain of sub-questions,
+//! the facts scored in code, the memory handed to the writer.
+
+use crate::branches::{GOOD, JAWS, Q, SPIELBERG, WRITE, agent};
+use crate::context;
+use metarag_agent::{AgentConfig, Ask, StepKind, StopReason};
+use metarag_testkit::ScriptedLlm;
+
+const DECOMPOSE: &str = "what is the next simple question to look up";
+const EXTRACT: &str = "Write one sentence that states the answer";
+
+fn gold() -> Ask {
+    Ask::new(Q, "cot").with_context(context(&[JAWS, SPIELBERG]))
+}
+
+#[tokio::test]
+async fn cot_asks_sub_questions_scores_each_fact_and_writes_from_the_memory() {
+    let (agent, llm) = agent(
+        ScriptedLlm::new()
+            .on_seq(
+                &[DECOMPOSE],
+                &[
+                    r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+                    r#"{"sub_question": "Where was Steven Spielberg born?", "final_answer": ""}"#,
+                    r#"{"sub_question": "What role does Roy Scheider play in Jaws?", "final_answer": ""}"#,
+                    r#"{"sub_question": "", "final_answer": "United States"}"#,
+                ],
+            )
+            .on_seq(
+                &[EXTRACT],
+                &[
+                    r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+                    // Cites a source that does not say it ([2] is Jaws here): not trusted.
+                    r#"{"statement": "He was born in Cincinnati [2].", "answer": "Cincinnati"}"#,
+                    // Cites nothing: checked against every passage the extractor saw.
+                    r#"{"statement": "Roy Scheider plays a police chief.", "answer": "a police chief"}"#,
+                ],
+            )
+            .on(&[WRITE], GOOD),
+        AgentConfig::default(),
+    );
+    let t = agent.ask(&gold()).await.unwrap();
+    assert_eq!(t.strategy, "cot");
+    assert_eq!(t.stop, StopReason::Done("answered".into()));
+    assert_eq!(t.short_answer, "United States");
+    let nodes: Vec<&str> = t.graph.events.iter().map(|e| e.node.as_str()).collect();
+    assert_eq!(
+        nodes,
+        [
+            "retrieve", "decompose", "extract", "decompose", "extract", "decompose", "extract",
+            "decompose", "read", "write"
+        ]
+    );
+    use StepKind::*;
+    let kinds: Vec<StepKind> = t.steps.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            SubQuestion, Action, Observation, Answer, SubQuestion, Action, Observation, Answer,
+            SubQuestion, Action, Observation, Answer, Answer
+        ]
+    );
+    // Stated by the cited passage; the scripted model's token probabilities are ~0.98.
+    assert!(
+        t.steps[3].text.starts_with("Steven Spielberg (confidence 0.9"),
+        "{}",
+        t.steps[3].text
+    );
+    assert_eq!(t.steps[7].text, "Cincinnati (confidence 0.00)");
+    assert_eq!(t.metrics["sub_questions"], 3.0);
+    assert_eq!(t.metrics["trusted_facts"], 2.0);
+    assert!(t.steps[11].text.starts_with("a police chief (confidence 0.9"));
+    // "United States" is not stated by any source or trusted fact ("American" is).
+    assert_eq!(t.metrics["candidate_confidence"], 0.0);
+    // The writer sees the trusted fact with its source, and what was not found.
+    let write = crate::last_prompt(&llm, WRITE);
+    assert!(
+        write.contains(
+            "- Who directed Jaws? Jaws was directed by Steven Spielberg. (from: Jaws (film))\n"
+        ),
+        "{write}"
+    );
+    assert!(write.contains("Not found in the sources: Where was Steven Spielberg born?\n"));
+    assert!(write.contains("Proposed answer: United States"));
+    // The generator saw the memory grow.
+    let last = crate::last_prompt(&llm, DECOMPOSE);
+    assert!(last.contains("Facts found so far:\n- Who directed Jaws?"), "{last}");
+}
+
+#[tokio::test]
+async fn cot_stops_at_a_repeated_sub_question_and_at_max_steps() {
+    let (agent, _) = agent(
+        ScriptedLlm::new()
+            .on_seq(
+                &[DECOMPOSE],
+                &[
+                    r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+                    r#"{"sub_question": "who directed jaws", "final_answer": ""}"#,
+                ],
+            )
+            .on(
+                &[EXTRACT],
+                r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+            )
+            .on(&[WRITE], GOOD),
+        AgentConfig::default(),
+    );
+    let t = agent.ask(&gold()).await.unwrap();
+    assert_eq!(t.metrics["sub_questions"], 1.0);
+    let finish = t
+        .graph
+        .events
+        .iter()
+        .rfind(|e| e.node == "decompose")
+        .and_then(|e| e.note.clone())
+        .unwrap();
+    assert!(finish.starts_with("repeated sub-question"), "{finish}");
+
+    // One sub-question at most: the chain ends without asking the generator again.
+    let sections = metarag_agent::StrategySections::from([(
+        "cot".to_string(),
+        serde_json::json!({"max_steps": 1}),
+    )]);
+    let llm = std::sync::Arc::new(
+        ScriptedLlm::new()
+            .on(
+                &[DECOMPOSE],
+                r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+            )
+            .on(
+                &[EXTRACT],
+                r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+            )
+            .on(&[WRITE], GOOD),
+    );
+    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = llm.clone();
+    let agent = metarag_agent::Agent::builder(dynllm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .build()
+        .unwrap();
+    let t = agent.ask(&gold()).await.unwrap();
+    assert_eq!(t.metrics["sub_questions"], 1.0);
+    let finish = t.graph.events.iter().rfind(|e| e.node == "decompose");
+    assert!(finish.and_then(|e| e.note.as_deref()).unwrap().starts_with("steps spent"));
+}
+
+#[test]
+fn cot_prompts_snapshot() {
+    use metarag_agent::reasoning::{Fact, ReasoningMemory};
+    use metarag_agent::strategies::cot::{decompose_prompt, extract_prompt};
+    let sources =
+        metarag_agent::evidence::read(&[Q.to_string()], &context(&[JAWS, SPIELBERG]), 6000);
+    let memory = ReasoningMemory {
+        facts: vec![Fact {
+            sub_question: "Who directed Jaws?".into(),
+            answer: "Steven Spielberg".into(),
+            statement: "Jaws was directed by Steven Spielberg.".into(),
+            sources: vec!["Jaws (film)".into()],
+            confidence: 0.98,
+        }],
+        ..ReasoningMemory::default()
+    };
+    insta::assert_snapshot!(
+        "prompt_cot_decompose",
+        crate::render(&decompose_prompt(Q, &sources, &memory, 0.5).messages)
+    );
+    insta::assert_snapshot!(
+        "prompt_cot_extract",
+        crate::render(&extract_prompt("Who directed Jaws?", &sources[..1]).messages)
+    );
+}
