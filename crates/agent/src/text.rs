@@ -319,7 +319,7 @@ pub fn options(question: &str) -> Option<(String, String)> {
     let a = left[start..].join(" ");
     // "Is A or B public?": the predicate follows the second option, so it ends with its
     // capitalised run. In "Which ..., A or B?" it runs to the question mark: titles have
-    // lowercase words ("Bedknobs and Broomsticks") and commas ("Now, Voyager").
+    // lowercase words ("Lanterns and Ladders") and commas ("Now, Voyager").
     let right: Vec<&str> = right.split_whitespace().collect();
     let end = if is_yes_no_question(question) {
         right
@@ -390,7 +390,7 @@ impl ShortAnswerFix {
 /// Makes the short answer answer the question's form when the model filled the two JSON
 /// fields the other way round.
 ///
-/// Small models often put the answer in `answer` ("Aleksandr Ivanovsky [2]", "No") and the
+/// Small models often put the answer in `answer` ("Piet Ormund [2]", "No") and the
 /// supporting detail in `short_answer` ("1881", "The two were not from the same country."),
 /// which scores zero although the model was right. Only three unambiguous shapes are fixed
 /// (see [`ShortAnswerFix`]); `answer` must be citation-free. Returns the replacement and why,
@@ -415,7 +415,7 @@ pub fn reconcile_short_answer(
         return None;
     }
     if let Some((a, b)) = options(question) {
-        // A disambiguator ("(Film)", "(1952 Film)") and a lone letter ("Eagle'S") do not
+        // A disambiguator ("(Film)", "(1952 Film)") and a lone letter ("Heron'S") do not
         // tell the options apart.
         let terms = |o: &str| -> HashSet<String> {
             content_terms(&without_brackets(o))
@@ -454,8 +454,8 @@ pub fn reconcile_short_answer(
             _ => return None,
         };
         // The answer's own words when it is little more than the option (the option parse
-        // can cut a name short: "Band of Skulls" -> "Skulls"), up to its verb ("Rutgers
-        // University is public" -> "Rutgers University").
+        // can cut a name short: "Bell of Crows" -> "Crows"), up to its verb ("Harlow
+        // University is public" -> "Harlow University").
         let chosen = answer_phrase()
             .map(|p| subject(&p))
             .filter(|p| p.split_whitespace().count() <= chosen.split_whitespace().count() + 3)
@@ -463,14 +463,11 @@ pub fn reconcile_short_answer(
         return Some((chosen, ShortAnswerFix::OptionFromAnswer));
     }
     match answer_type(question) {
-        AnswerType::YesNo if short_verdict.is_none() => {
-            let verdict = answer_lead.unwrap_or(if negates(short) || negates(answer) {
-                "no"
-            } else {
-                "yes"
-            });
-            Some((verdict.to_string(), ShortAnswerFix::YesNoVerdict))
-        }
+        // The answer's own verdict, or "no" from a negation; nothing is guessed (a
+        // default "yes" would be the data sets' prior, not the model's answer).
+        AnswerType::YesNo if short_verdict.is_none() => answer_lead
+            .or_else(|| (negates(short) || negates(answer)).then_some("no"))
+            .map(|v| (v.to_string(), ShortAnswerFix::YesNoVerdict)),
         AnswerType::YesNo => None,
         _ if short_verdict.is_some() && answer_lead.is_none() => {
             answer_phrase().map(|p| (p, ShortAnswerFix::PhraseFromAnswer))
@@ -545,7 +542,8 @@ fn yes_no_word(text: &str) -> Option<&'static str> {
     }
 }
 
-/// Whether a sentence says no: a negation word, an "n't", or "different".
+/// Whether a sentence says no: a negation word or an "n't" ("different" is not one: two
+/// things can differ and the answer still be yes).
 fn negates(text: &str) -> bool {
     const NEGATIONS: &[&str] = &[
         "not",
@@ -554,9 +552,6 @@ fn negates(text: &str) -> bool {
         "neither",
         "nor",
         "none",
-        "different",
-        "differ",
-        "differs",
     ];
     let lower = text.to_lowercase();
     lower.contains("n't")
@@ -633,19 +628,19 @@ mod tests {
             Some(("Alice Smith".into(), "Bob Jones".into()))
         );
         assert_eq!(
-            options("Is Gasherbrum II or Nuptse closest to the tallest mountain?"),
-            Some(("Gasherbrum II".into(), "Nuptse".into()))
+            options("Is Kessel Peak II or Varnhorn closest to the tallest mountain?"),
+            Some(("Kessel Peak II".into(), "Varnhorn".into()))
         );
         // 2Wiki's disambiguated titles keep their brackets.
         assert_eq!(
-            options("Which film came out first, Oloibiri (Film) or The Eagle'S Claw?"),
-            Some(("Oloibiri (Film)".into(), "The Eagle'S Claw".into()))
+            options("Which film came out first, Marrowfield (Film) or The Heron'S Wing?"),
+            Some(("Marrowfield (Film)".into(), "The Heron'S Wing".into()))
         );
         assert_eq!(
-            options("Which is older, The Muppet Christmas Carol or Bedknobs and Broomsticks?"),
+            options("Which is older, The Goblin Winter Fair or Lanterns and Ladders?"),
             Some((
-                "The Muppet Christmas Carol".into(),
-                "Bedknobs and Broomsticks".into()
+                "The Goblin Winter Fair".into(),
+                "Lanterns and Ladders".into()
             ))
         );
         assert_eq!(options("Which film came out first?"), None);
@@ -695,73 +690,73 @@ mod tests {
     #[test]
     fn short_answer_takes_the_option_the_answer_named() {
         let fix = |q, a, s| reconcile_short_answer(q, a, s).map(|(s, why)| (s, why.as_str()));
-        let q = "Who was born first, Aleksandr Ivanovsky or Arthur Lubin?";
+        let q = "Who was born first, Piet Ormund or Anna Veltz?";
         assert_eq!(
-            fix(q, "Aleksandr Ivanovsky", "1881"),
-            Some(("Aleksandr Ivanovsky".into(), "option named in the answer"))
+            fix(q, "Piet Ormund", "1881"),
+            Some(("Piet Ormund".into(), "option named in the answer"))
         );
         // A short answer that names an option stays, right or wrong.
-        assert_eq!(fix(q, "Arthur Lubin was born first.", "Lubin"), None);
+        assert_eq!(fix(q, "Anna Veltz was born first.", "Veltz"), None);
         // An answer naming both options is ambiguous: keep the short answer.
         assert_eq!(
             fix(
                 q,
-                "Aleksandr Ivanovsky (1881) was born before Arthur Lubin (1898).",
+                "Piet Ormund (1881) was born before Anna Veltz (1898).",
                 "1881"
             ),
             None
         );
         // Shared words do not count as naming an option; a long answer gives the option.
-        let q = "Which is closer to its town, Grand Forks International Airport or El Paso International Airport?";
+        let q = "Which is closer to its town, Norbury International Airport or Castel Vey International Airport?";
         assert_eq!(
             fix(
                 q,
-                "El Paso International Airport, 5 miles from the town it serves, is closer by far.",
+                "Castel Vey International Airport, 5 miles from the town it serves, is closer by far.",
                 "5 miles"
             )
             .unwrap()
             .0,
-            "El Paso International Airport"
+            "Castel Vey International Airport"
         );
         assert_eq!(
             fix(q, "The international airport is closer.", "5 miles"),
             None
         );
-        let q = "Is Rutgers University or Brown University public?";
+        let q = "Is Harlow University or Tamsin University public?";
         assert_eq!(
-            fix(q, "Rutgers University is public", "public").unwrap().0,
-            "Rutgers University"
+            fix(q, "Harlow University is public", "public").unwrap().0,
+            "Harlow University"
         );
         assert_eq!(
             fix(
                 q,
-                "Rutgers University, a public research university in New Jersey",
+                "Harlow University, a public research university in Wessex",
                 "public"
             )
             .unwrap()
             .0,
-            "Rutgers University"
+            "Harlow University"
         );
-        let q = "Which band has more members Band of Skulls or Live ?";
-        assert_eq!(fix(q, "Band of Skulls", "4").unwrap().0, "Band of Skulls");
+        let q = "Which band has more members Bell of Crows or Hum ?";
+        assert_eq!(fix(q, "Bell of Crows", "4").unwrap().0, "Bell of Crows");
         // A disambiguator does not name an option.
-        let q = "Which film came out first, Oloibiri (Film) or The Eagle'S Claw?";
+        let q = "Which film came out first, Marrowfield (Film) or The Heron'S Wing?";
         assert_eq!(
-            fix(q, "The Eagle's Claw film came out first", "2016")
+            fix(q, "The Heron's Wing film came out first", "2016")
                 .unwrap()
                 .0,
-            "The Eagle'S Claw"
+            "The Heron'S Wing"
         );
         assert_eq!(
-            fix(q, "The Eagle's Claw", "1918").unwrap().0,
-            "The Eagle's Claw"
+            fix(q, "The Heron's Wing", "1918").unwrap().0,
+            "The Heron's Wing"
         );
-        let q = "Is Rutgers University or Brown University public?";
+        let q = "Is Harlow University or Tamsin University public?";
         // So are answers that are neither option.
-        assert_eq!(fix(q, "Rutgers University", "Both are public."), None);
-        assert_eq!(fix(q, "Rutgers University is older", "It depends"), None);
+        assert_eq!(fix(q, "Harlow University", "Both are public."), None);
+        assert_eq!(fix(q, "Harlow University is older", "It depends"), None);
         // Refusals are left alone.
-        assert_eq!(fix(q, "Rutgers University", "unknown"), None);
+        assert_eq!(fix(q, "Harlow University", "unknown"), None);
     }
 
     #[test]
@@ -781,44 +776,36 @@ mod tests {
         // Naming both without a comparison stays.
         let both = "Mart Van Duren and Madeleine Simms";
         assert_eq!(fix(q, both, both), None);
-        let q = "Which band has more members, Band of Skulls or Live?";
-        let s = "Live has more members than Band of Skulls.";
-        assert_eq!(fix(q, s, s).unwrap().0, "Live");
+        let q = "Which band has more members, Bell of Crows or Hum?";
+        let s = "Hum has more members than Bell of Crows.";
+        assert_eq!(fix(q, s, s).unwrap().0, "Hum");
     }
 
     #[test]
-    fn yes_no_questions_get_a_verdict() {
+    fn yes_no_questions_get_a_verdict_only_from_what_the_answer_says() {
         let fix = |q, a, s| reconcile_short_answer(q, a, s).map(|(s, _)| s);
-        let q = "Were the Commodore 16 and Prológica CP-400 from the same country?";
+        let q = "Were the Zorblatt 9 and the Veltz K-200 made in the same country?";
         assert_eq!(
             fix(
                 q,
                 "No",
-                "The Commodore 16 and Prológica CP-400 were not from the same country."
+                "The Zorblatt 9 and the Veltz K-200 were not made in the same country."
             ),
             Some("no".into())
-        );
-        assert_eq!(
-            fix(
-                q,
-                "They come from different countries.",
-                "different countries"
-            ),
-            Some("no".into())
-        );
-        assert_eq!(
-            fix(q, "Both are American.", "Both are American."),
-            Some("yes".into())
         );
         assert_eq!(fix(q, "They weren't.", "They weren't."), Some("no".into()));
-        assert_eq!(fix(q, "Yes", "yes"), None);
-        // An open question answered "yes" takes the answer's phrase.
-        let q = "Both Andrew and Jeremy Get Married and The Last Lions are what type of films?";
-        assert_eq!(fix(q, "documentary", "yes"), Some("documentary".into()));
-        assert_eq!(fix(q, "Yes, they are documentaries.", "yes"), None);
+        // No guessing: "different" is not read as "no", and a verdict-less answer is not
+        // "yes" by default.
         assert_eq!(
-            fix("Who directed Jaws?", "Steven Spielberg", "Spielberg"),
+            fix(q, "They come from different countries.", "different countries"),
             None
         );
+        assert_eq!(fix(q, "Both are Ruritanian.", "Both are Ruritanian."), None);
+        assert_eq!(fix(q, "Yes", "yes"), None);
+        // An open question answered "yes" takes the answer's phrase.
+        let q = "Both Pelmet Harbour and The Last Otters are what type of films?";
+        assert_eq!(fix(q, "documentary", "yes"), Some("documentary".into()));
+        assert_eq!(fix(q, "Yes, they are documentaries.", "yes"), None);
+        assert_eq!(fix("Who directed Zorblatt Tide?", "Anna Veltz", "Veltz"), None);
     }
 }
