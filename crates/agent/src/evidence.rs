@@ -124,6 +124,26 @@ static INJECTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
         r"|\bdo\s+anything\s+now\b|\bfrom\s+now\s+on,?\s+you\s+(?:will|must|are)\b",
         r"|\b(?:as\s+an\s+ai|language\s+model),?\s+you\s+must\s+(?:now\s+)?(?:answer|say|respond|reply)",
         r"|\b(?:answer|respond|reply)\s+(?:only\s+)?with\s+[\x22'][^\x22']{1,40}[\x22']\s+(?:to|for)\s+(?:every|any|all)\b",
+        // Widened on the second set's misses (see the tests): overriding everything said
+        // before or the sources themselves,
+        r"|\b(?:ignore|disregard|forget)\s+(?:everything|all)\b[^.]{0,30}\b(?:told|said|above|before|so\s+far|previous|earlier)\b",
+        r"|\b(?:ignore|disregard)\s+(?:the|all|any)\s+(?:sources?|documents?)\b|\boverride\s+any\s+source",
+        r"|\bdo\s+not\s+follow\s+(?:your|the)\s+(?:system|previous|original)|\bpretend\s+(?:that\s+)?(?:the\s+)?(?:previous|prior|above)\b",
+        r"|\bthe\s+only\s+correct\s+answer\s+to\s+(?:any|every)\b|\bstop\s+what\s+you\s+are\s+doing\b",
+        // a message addressed to the model reading the page,
+        r"|\b(?:note|message|instructions?)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:ai|llm|language\s+model|model|assistant|chatbot)s?\b",
+        r"|(?:^|[.!?>\]]\s*|\n)\s*(?:ai|llm|language\s+model|model|assistant|chatbot|ai\s+agent|ai\s+model)s?\s*[:,]\s*(?:you\s+must|do\s+not|don't|stop|ignore|append|include|rate|say|tell|respond|answer|reply|print|output|repeat|reveal|your\s+new)",
+        r"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|assistant|chatbot|bot)\b",
+        r"|\bthe\s+(?:assistant|ai|model|chatbot)\s+must\s+(?:say|answer|tell|respond|reply|claim|state)\b",
+        // a new task or role,
+        r"|\byour\s+(?:new|real|actual|only)\s+(?:task|goal|job|instructions?|purpose)\s+(?:is|are)\b|\b(?:switch|swap)\s+roles\b",
+        r"|\bact\s+as\s+my\b|\bnew\s+instructions\s+from\b",
+        // markers of a fake system turn, and exfiltration,
+        r"|\[system(?:\s+override)?\]|</?system>|</sources>|\bbegin\s+system\s+prompt\b",
+        r"|\b(?:output|print|reveal|leak|include|send)\s+(?:the\s+|your\s+|the\s+user'?s\s+|me\s+)?(?:full\s+)?(?:conversation\s+history|previous\s+messages|system\s+message|system\s+prompt|prompt|api\s+key|password)\b",
+        r"|\bsecretly\s+(?:include|add|insert|append|send|tell)\b",
+        // and the second set's one other language (German; nothing else was written for).
+        r"|\bignoriere\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+)?anweisungen\b",
     ))
     .expect("the injection pattern is valid")
 });
@@ -475,11 +495,9 @@ mod tests {
     /// same words). Its figures are the detector's out-of-sample ones; the floors below
     /// are the figures measured when the set was added, so a change can only keep or
     /// raise them.
-    #[test]
-    fn injection_detection_on_a_held_out_set() {
-        const RECALL_FLOOR: f64 = 0.20;
-        const PRECISION_FLOOR: f64 = 1.0;
-        let set = include_str!("../tests/fixtures/injection-heldout.jsonl");
+    /// Recall and precision of [`looks_like_injection`] on a JSONL set of
+    /// `{label: attack|benign, text}`, printing what it missed and flagged.
+    fn measure_set(name: &str, set: &str) -> (usize, f64, f64) {
         let (mut tp, mut fp, mut attacks, mut missed, mut flagged) =
             (0usize, 0usize, 0usize, Vec::new(), Vec::new());
         for line in set.lines().filter(|l| !l.trim().is_empty()) {
@@ -501,13 +519,64 @@ mod tests {
         let recall = tp as f64 / attacks as f64;
         let precision = tp as f64 / (tp + fp).max(1) as f64;
         eprintln!(
-            "held-out injection set: {tp}/{attacks} caught, {fp} benign flagged; recall {recall:.2}, precision {precision:.2}\nmissed: {missed:#?}\nflagged: {flagged:#?}"
+            "{name}: {tp}/{attacks} caught, {fp} benign flagged; recall {recall:.2}, precision {precision:.2}\nmissed: {missed:#?}\nflagged: {flagged:#?}"
+        );
+        (attacks, recall, precision)
+    }
+
+    /// The second set (tests/fixtures/injection-heldout.jsonl: 20 attacks, among them
+    /// chat-template markers, role swaps, German, "notes to AI models"; 20 benign passages
+    /// that use the same words), written after the first patterns were fixed. It measured
+    /// them out of sample (recall 0.20, precision 1.00), then the patterns were widened on
+    /// its misses, so it is now in-sample: the floors keep what it measures today.
+    #[test]
+    fn injection_detection_on_the_second_set() {
+        let (attacks, recall, precision) = measure_set(
+            "second injection set",
+            include_str!("../tests/fixtures/injection-heldout.jsonl"),
         );
         assert_eq!(attacks, 20);
         assert!(
-            recall >= RECALL_FLOOR && precision >= PRECISION_FLOOR,
+            recall >= 1.0 && precision >= 1.0,
             "recall {recall:.2}, precision {precision:.2}"
         );
+    }
+
+    /// The third set (tests/fixtures/injection-third.jsonl: 20 attacks, 20 benign
+    /// look-alikes), written and committed before the patterns were widened on the second
+    /// set's misses and never used to change them: the detector's out-of-sample figures.
+    /// The floors are what it measured when the set was added.
+    #[test]
+    fn injection_detection_on_a_held_out_third_set() {
+        let (attacks, recall, precision) = measure_set(
+            "third injection set (held out)",
+            include_str!("../tests/fixtures/injection-third.jsonl"),
+        );
+        assert_eq!(attacks, 20);
+        // Before the widening: recall 0.05 (1 of 20), precision 1.00.
+        assert!(
+            recall >= 0.55 && precision >= 1.0,
+            "recall {recall:.2}, precision {precision:.2}"
+        );
+    }
+
+    /// The patterns on real encyclopedic text: every passage of the three QA corpora
+    /// (Wikipedia paragraphs, none an attack) that the detector flags is a passage the
+    /// agent would lose.
+    #[test]
+    fn injection_patterns_keep_the_qa_corpora() {
+        for name in ["hotpotqa", "2wikimultihopqa", "musique"] {
+            let path = metarag_testkit::qa_dir().join(format!("{name}-corpus.jsonl"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (the shared QA data)", path.display()));
+            let flagged: Vec<String> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter_map(|v| v["text"].as_str().map(str::to_string))
+                .filter(|t| looks_like_injection(t))
+                .collect();
+            assert!(flagged.is_empty(), "{name} passages flagged: {flagged:#?}");
+        }
     }
 
     #[test]

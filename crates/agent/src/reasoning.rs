@@ -9,8 +9,8 @@
 //! answer's words, and the extracted answer's token probabilities.
 
 use crate::evidence::Passage;
-use metarag_core::LogprobSummary;
 use crate::text::content_terms;
+use metarag_core::LogprobSummary;
 use serde::{Deserialize, Serialize};
 
 /// One sub-question and what the extractor found for it.
@@ -86,7 +86,10 @@ impl ReasoningMemory {
             .map(|f| f.sub_question.as_str())
             .collect();
         if !missing.is_empty() {
-            out.push_str(&format!("Not found in the sources: {}\n", missing.join(" ")));
+            out.push_str(&format!(
+                "Not found in the sources: {}\n",
+                missing.join(" ")
+            ));
         }
         if out.is_empty() {
             "(nothing yet)\n".to_string()
@@ -111,7 +114,8 @@ pub fn fact_confidence(answer: &str, cited: &[&Passage], logprob: Option<Logprob
     for p in cited {
         found.extend(content_terms(&format!("{} {}", p.title, p.text)));
     }
-    let grounded = wanted.iter().filter(|t| found.contains(*t)).count() as f64 / wanted.len() as f64;
+    let grounded =
+        wanted.iter().filter(|t| found.contains(*t)).count() as f64 / wanted.len() as f64;
     let probability = logprob.map_or(1.0, |l| l.mean.exp().clamp(0.0, 1.0));
     grounded * probability
 }
@@ -126,7 +130,10 @@ mod tests {
 
     #[test]
     fn a_fact_is_trusted_only_as_far_as_its_cited_passages_state_it() {
-        let p = passage("Zorblatt Tide", "Zorblatt Tide is a 1975 film directed by Anna Veltz.");
+        let p = passage(
+            "Zorblatt Tide",
+            "Zorblatt Tide is a 1975 film directed by Anna Veltz.",
+        );
         assert_eq!(fact_confidence("Anna Veltz", &[&p], None), 1.0);
         assert_eq!(fact_confidence("Anna Ormund", &[&p], None), 0.5);
         assert_eq!(fact_confidence("unknown", &[&p], None), 0.0);

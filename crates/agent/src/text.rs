@@ -545,14 +545,7 @@ fn yes_no_word(text: &str) -> Option<&'static str> {
 /// Whether a sentence says no: a negation word or an "n't" ("different" is not one: two
 /// things can differ and the answer still be yes).
 fn negates(text: &str) -> bool {
-    const NEGATIONS: &[&str] = &[
-        "not",
-        "no",
-        "never",
-        "neither",
-        "nor",
-        "none",
-    ];
+    const NEGATIONS: &[&str] = &["not", "no", "never", "neither", "nor", "none"];
     let lower = text.to_lowercase();
     lower.contains("n't")
         || lower.contains("n\u{2019}t")
@@ -797,7 +790,11 @@ mod tests {
         // No guessing: "different" is not read as "no", and a verdict-less answer is not
         // "yes" by default.
         assert_eq!(
-            fix(q, "They come from different countries.", "different countries"),
+            fix(
+                q,
+                "They come from different countries.",
+                "different countries"
+            ),
             None
         );
         assert_eq!(fix(q, "Both are Ruritanian.", "Both are Ruritanian."), None);
@@ -806,6 +803,9 @@ mod tests {
         let q = "Both Pelmet Harbour and The Last Otters are what type of films?";
         assert_eq!(fix(q, "documentary", "yes"), Some("documentary".into()));
         assert_eq!(fix(q, "Yes, they are documentaries.", "yes"), None);
-        assert_eq!(fix("Who directed Zorblatt Tide?", "Anna Veltz", "Veltz"), None);
+        assert_eq!(
+            fix("Who directed Zorblatt Tide?", "Anna Veltz", "Veltz"),
+            None
+        );
     }
 }

@@ -301,8 +301,11 @@ fn finish(s: &mut S, why: &str) {
     s.metrics.insert("trusted_facts".into(), trusted as f64);
     s.metrics.insert("mean_fact_confidence".into(), mean);
     if let Some(c) = memory.candidates.last() {
-        s.metrics.insert("candidate_confidence".into(), c.confidence);
+        s.metrics
+            .insert("candidate_confidence".into(), c.confidence);
     }
     s.notes = Some(notes);
-    s.note = Some(format!("{why}: {total} sub-questions, {trusted} facts trusted"));
+    s.note = Some(format!(
+        "{why}: {total} sub-questions, {trusted} facts trusted"
+    ));
 }

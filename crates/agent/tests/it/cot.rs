@@ -47,8 +47,16 @@ async fn cot_asks_sub_questions_scores_each_fact_and_writes_from_the_memory() {
     assert_eq!(
         nodes,
         [
-            "retrieve", "decompose", "extract", "decompose", "extract", "decompose", "extract",
-            "decompose", "read", "write"
+            "retrieve",
+            "decompose",
+            "extract",
+            "decompose",
+            "extract",
+            "decompose",
+            "extract",
+            "decompose",
+            "read",
+            "write"
         ]
     );
     use StepKind::*;
@@ -56,20 +64,37 @@ async fn cot_asks_sub_questions_scores_each_fact_and_writes_from_the_memory() {
     assert_eq!(
         kinds,
         [
-            SubQuestion, Action, Observation, Answer, SubQuestion, Action, Observation, Answer,
-            SubQuestion, Action, Observation, Answer, Answer
+            SubQuestion,
+            Action,
+            Observation,
+            Answer,
+            SubQuestion,
+            Action,
+            Observation,
+            Answer,
+            SubQuestion,
+            Action,
+            Observation,
+            Answer,
+            Answer
         ]
     );
     // Stated by the cited passage; the scripted model's token probabilities are ~0.98.
     assert!(
-        t.steps[3].text.starts_with("Steven Spielberg (confidence 0.9"),
+        t.steps[3]
+            .text
+            .starts_with("Steven Spielberg (confidence 0.9"),
         "{}",
         t.steps[3].text
     );
     assert_eq!(t.steps[7].text, "Cincinnati (confidence 0.00)");
     assert_eq!(t.metrics["sub_questions"], 3.0);
     assert_eq!(t.metrics["trusted_facts"], 2.0);
-    assert!(t.steps[11].text.starts_with("a police chief (confidence 0.9"));
+    assert!(
+        t.steps[11]
+            .text
+            .starts_with("a police chief (confidence 0.9")
+    );
     // "United States" is not stated by any source or trusted fact ("American" is).
     assert_eq!(t.metrics["candidate_confidence"], 0.0);
     // The writer sees the trusted fact with its source, and what was not found.
@@ -84,7 +109,10 @@ async fn cot_asks_sub_questions_scores_each_fact_and_writes_from_the_memory() {
     assert!(write.contains("Proposed answer: United States"));
     // The generator saw the memory grow.
     let last = crate::last_prompt(&llm, DECOMPOSE);
-    assert!(last.contains("Facts found so far:\n- Who directed Jaws?"), "{last}");
+    assert!(
+        last.contains("Facts found so far:\n- Who directed Jaws?"),
+        "{last}"
+    );
 }
 
 #[tokio::test]
@@ -141,7 +169,12 @@ async fn cot_stops_at_a_repeated_sub_question_and_at_max_steps() {
     let t = agent.ask(&gold()).await.unwrap();
     assert_eq!(t.metrics["sub_questions"], 1.0);
     let finish = t.graph.events.iter().rfind(|e| e.node == "decompose");
-    assert!(finish.and_then(|e| e.note.as_deref()).unwrap().starts_with("steps spent"));
+    assert!(
+        finish
+            .and_then(|e| e.note.as_deref())
+            .unwrap()
+            .starts_with("steps spent")
+    );
 }
 
 #[test]

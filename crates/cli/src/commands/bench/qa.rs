@@ -612,9 +612,7 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
     };
     if let (Some(fit), Some(out)) = (&fit, &args.out) {
         // Records over an index fit the open-domain monitor.
-        let open = records
-            .iter()
-            .all(|r| r.config.protocol == Protocol::Open);
+        let open = records.iter().all(|r| r.config.protocol == Protocol::Open);
         let key = if open { "monitor_open" } else { "monitor" };
         let section = serde_json::json!({"strategies": {"metarag": {key: fit.model}}});
         let text = toml::to_string_pretty(&section).context("the fitted model as TOML")?;
