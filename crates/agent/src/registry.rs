@@ -203,6 +203,7 @@ impl Registry {
         r.register::<Critic>(sections)?;
         r.register::<Agentic>(sections)?;
         r.register::<Cot>(sections)?;
+        r.register::<Mcts>(sections)?;
         if let Some(unknown) = sections
             .keys()
             .find(|k| !r.strategies.contains_key(k.as_str()))

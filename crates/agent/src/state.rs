@@ -56,6 +56,8 @@ pub struct Run<E> {
     pub steps: Vec<Step>,
     /// The strategy's own counters, copied into [`Trace::metrics`].
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// The strategy's own structured records, copied into [`Trace::records`].
+    pub records: std::collections::BTreeMap<String, serde_json::Value>,
     /// What the node that is running did, in one line (taken into its trace event).
     pub note: Option<String>,
     /// The round a strategy chose as its answer; unset, the best round by the gate's
@@ -111,6 +113,7 @@ impl<E> Run<E> {
             rounds: Vec::new(),
             steps: Vec::new(),
             metrics: Default::default(),
+            records: Default::default(),
             note: None,
             chosen: None,
             ext,
@@ -202,6 +205,7 @@ impl<E> Run<E> {
             rounds: self.rounds,
             steps: self.steps,
             metrics: self.metrics,
+            records: self.records,
             answer,
             short_answer,
             final_round: best,

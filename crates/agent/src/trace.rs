@@ -292,6 +292,11 @@ pub struct Trace {
     /// `bench report` averages each per strategy.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// A strategy's own structured records (`mcts`: its search tree, one entry per node,
+    /// as `--save-tree` writes it).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(with = "std::collections::BTreeMap<String, serde_json::Value>")]
+    pub records: std::collections::BTreeMap<String, serde_json::Value>,
     /// The final answer (the best round's).
     pub answer: String,
     /// The final short answer.

@@ -220,27 +220,41 @@ async fn decompose(s: &mut S) -> NodeResult {
 }
 
 async fn extract(s: &mut S) -> NodeResult {
-    let cfg = s.ext.config.clone();
+    let k = s.ext.config.k_per_step;
     let sub = s
         .ext
         .memory
         .open
         .pop()
         .ok_or("extract: no open sub-question")?;
-    s.step(EXTRACT.as_str(), StepKind::Action, format!("search: {sub}"));
-    let found = nodes::gather(s, &sub, cfg.k_per_step).await?;
+    let fact = extract_fact(s, EXTRACT, &sub, k).await?;
+    s.note = Some(format!(
+        "{sub:?} -> {:?} ({:.2})",
+        fact.answer, fact.confidence
+    ));
+    s.ext.memory.facts.push(fact);
+    Ok(Transition::Goto(DECOMPOSE))
+}
+
+/// Searches `sub` (`k` passages), asks the extractor for its answer with a citation, and
+/// scores the fact in code ([`fact_confidence`]); records the search, what it found and
+/// the answer as steps of `node`. Shared by the chain and the tree planner.
+pub async fn extract_fact<E: Send>(
+    s: &mut Run<E>,
+    node: NodeId,
+    sub: &str,
+    k: usize,
+) -> Result<Fact, crate::graph::NodeError> {
+    s.step(node.as_str(), StepKind::Action, format!("search: {sub}"));
+    let found = nodes::gather(s, sub, k).await?;
     let titles: Vec<&str> = found.iter().map(|p| p.title.as_str()).collect();
-    s.step(EXTRACT.as_str(), StepKind::Observation, titles.join("; "));
-    let sources = evidence::read(
-        std::slice::from_ref(&sub),
-        &found,
-        s.cfg().max_evidence_chars,
-    );
-    let mut request = extract_prompt(&sub, &sources);
+    s.step(node.as_str(), StepKind::Observation, titles.join("; "));
+    let sources = evidence::read(&[sub.to_string()], &found, s.cfg().max_evidence_chars);
+    let mut request = extract_prompt(sub, &sources);
     if s.gw.capabilities().logprobs {
         request = request.logprobs();
     }
-    let c = s.gw.chat(EXTRACT.as_str(), "extract", request).await?;
+    let c = s.gw.chat(node.as_str(), "extract", request).await?;
     let logprob = c
         .result
         .as_ref()
@@ -264,21 +278,18 @@ async fn extract(s: &mut S) -> NodeResult {
         .collect();
     let answer = without_citations(reply.answer.trim());
     let confidence = fact_confidence(&answer, &cited, logprob);
-    let fact = Fact {
-        sub_question: sub.clone(),
-        answer: answer.clone(),
-        statement: without_citations(reply.statement.trim()),
-        sources: cited.iter().map(|p| p.title.clone()).collect(),
-        confidence,
-    };
     s.step(
-        EXTRACT.as_str(),
+        node.as_str(),
         StepKind::Answer,
         format!("{answer} (confidence {confidence:.2})"),
     );
-    s.note = Some(format!("{sub:?} -> {answer:?} ({confidence:.2})"));
-    s.ext.memory.facts.push(fact);
-    Ok(Transition::Goto(DECOMPOSE))
+    Ok(Fact {
+        sub_question: sub.to_string(),
+        answer,
+        statement: without_citations(reply.statement.trim()),
+        sources: cited.iter().map(|p| p.title.clone()).collect(),
+        confidence,
+    })
 }
 
 /// Hands the trusted facts (and a proposed final answer) to the writer as notes, and

@@ -202,3 +202,71 @@ fn cot_prompts_snapshot() {
         crate::render(&extract_prompt("Who directed Jaws?", &sources[..1]).messages)
     );
 }
+
+/// `mcts` on the scripted LLM: the root expands into a sub-question and a final answer,
+/// the sub-question is evaluated by extraction, the unvisited final answer is visited, the
+/// better branch is expanded again; the best-rewarded final answer's memory reaches the
+/// writer, and the tree is in the trace.
+#[tokio::test]
+async fn mcts_expands_evaluates_and_writes_from_the_best_path() {
+    let sections = metarag_agent::StrategySections::from([(
+        "mcts".to_string(),
+        serde_json::json!({"rollouts": 3, "branching": 2}),
+    )]);
+    let llm = std::sync::Arc::new(
+        ScriptedLlm::new()
+            .on_seq(
+                &[DECOMPOSE],
+                &[
+                    // The root's two samples.
+                    r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+                    r#"{"sub_question": "", "final_answer": "United States"}"#,
+                    // The sub-question node's two samples.
+                    r#"{"sub_question": "", "final_answer": "American"}"#,
+                    r#"{"sub_question": "Where is Steven Spielberg from?", "final_answer": ""}"#,
+                ],
+            )
+            .on(
+                &[EXTRACT],
+                r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+            )
+            .on(&[WRITE], GOOD),
+    );
+    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = llm.clone();
+    let agent = metarag_agent::Agent::builder(dynllm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .build()
+        .unwrap();
+    let t = agent
+        .ask(&Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG])))
+        .await
+        .unwrap();
+    assert_eq!(t.stop, StopReason::Done("answered".into()));
+    let nodes: Vec<&str> = t.graph.events.iter().map(|e| e.node.as_str()).collect();
+    assert_eq!(
+        nodes,
+        ["retrieve", "search", "search", "search", "read", "write"]
+    );
+    let tree: Vec<metarag_agent::strategies::TreeNode> =
+        serde_json::from_value(t.records["tree"].clone()).unwrap();
+    use metarag_agent::strategies::NodeKind::*;
+    let kinds: Vec<_> = tree.iter().map(|n| n.kind).collect();
+    assert_eq!(
+        kinds,
+        [UserQuestion, SubQa, FinalAnswer, FinalAnswer, SubQa]
+    );
+    // Three rollouts through the root; the sub-question's fact is trusted.
+    assert_eq!(tree[0].visits, 3);
+    assert!(tree[1].reward.unwrap() > 0.9);
+    // "United States" is stated nowhere (the sources say "American"): reward 0; "American"
+    // after the trusted fact: the fact's confidence.
+    assert_eq!(tree[2].reward, Some(0.0));
+    assert!(tree[3].reward.unwrap() > 0.9);
+    assert_eq!(tree[3].parent, Some(1));
+    // The unevaluated sub-question waits for a later rollout.
+    assert_eq!((tree[4].visits, tree[4].reward), (0, None));
+    assert_eq!(t.metrics["final_answers"], 2.0);
+    let write = crate::last_prompt(&llm, WRITE);
+    assert!(write.contains("- Who directed Jaws? Jaws was directed by Steven Spielberg."));
+    assert!(write.contains("Proposed answer: American"), "{write}");
+}

@@ -154,6 +154,7 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
         ("flare", serde_json::json!({"max_sentences": 2})),
         ("reflexion", serde_json::json!({"max_trials": 2})),
         ("cot", serde_json::json!({"max_steps": 2})),
+        ("mcts", serde_json::json!({"rollouts": 2})),
     ] {
         sections.insert(name.into(), section);
     }
@@ -169,7 +170,15 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
         })
         .build()
         .unwrap();
-    for strategy in ["ircot", "self-ask", "react", "flare", "reflexion", "cot"] {
+    for strategy in [
+        "ircot",
+        "self-ask",
+        "react",
+        "flare",
+        "reflexion",
+        "cot",
+        "mcts",
+    ] {
         let ask = Ask::new(question, strategy).with_context(context.clone());
         let t = agent.ask(&ask).await.unwrap();
         let json = serde_json::to_string_pretty(&t).unwrap();
