@@ -24,6 +24,9 @@ pub struct Ask {
     pub context: Option<Vec<Passage>>,
     /// Receives generated text as the model writes it (see [`TokenTap`]).
     pub tap: Option<TokenTap>,
+    /// An earlier run's [`Trace::records`](crate::Trace::records) to continue from
+    /// (`mcts`: its tree).
+    pub resume: Option<serde_json::Value>,
 }
 
 impl std::fmt::Debug for Ask {
@@ -33,6 +36,7 @@ impl std::fmt::Debug for Ask {
             .field("strategy", &self.strategy)
             .field("context", &self.context)
             .field("tap", &self.tap.is_some())
+            .field("resume", &self.resume.is_some())
             .finish()
     }
 }
@@ -45,7 +49,14 @@ impl Ask {
             strategy: strategy.into(),
             context: None,
             tap: None,
+            resume: None,
         }
+    }
+
+    /// Continues from an earlier run's records (see [`Strategy::resume`](crate::Strategy::resume)).
+    pub fn with_resume(mut self, records: serde_json::Value) -> Self {
+        self.resume = Some(records);
+        self
     }
 
     /// Streams the text of the run's model calls to `tap` as it is generated.
@@ -195,6 +206,9 @@ impl Agent {
         {
             return Err(Error::Request("the context has no paragraphs".into()));
         }
+        if let Some(records) = &ask.resume {
+            strategy.check_resume(records).map_err(Error::Request)?;
+        }
         let setup = RunSetup {
             gateway: Gateway::new(self.deps.clone(), self.config.budget.clone())
                 .with_tap(ask.tap.clone()),
@@ -203,6 +217,7 @@ impl Agent {
             question: question.to_string(),
             context: ask.context.clone(),
             mode,
+            resume: ask.resume.clone(),
         };
         Ok(strategy.run(setup, observer).await)
     }

@@ -73,6 +73,17 @@ pub trait Strategy: Send + Sync + Sized + 'static {
     /// A fresh state extension for one run.
     fn state(&self) -> Self::State;
 
+    /// Continues from an earlier run's [`Trace::records`] (`mcts`: its tree, so a search
+    /// stopped after k rollouts goes on to n without asking the model again for the nodes
+    /// it expanded). Most strategies keep nothing to continue from.
+    fn resume(
+        &self,
+        _state: &mut Self::State,
+        _records: &serde_json::Value,
+    ) -> std::result::Result<(), String> {
+        Err(format!("strategy `{}` cannot resume a run", Self::NAME))
+    }
+
     /// Its graph.
     fn graph(&self) -> Graph<Run<Self::State>>;
 }
@@ -91,6 +102,8 @@ pub trait DynStrategy: Send + Sync {
     fn config_json(&self) -> serde_json::Value;
     /// Runs the graph to its end and returns the trace.
     fn run<'a>(&'a self, setup: RunSetup, observer: Observer<'a>) -> BoxFuture<'a, Trace>;
+    /// Whether [`Strategy::resume`] accepts these records (the run then resumes).
+    fn check_resume(&self, records: &serde_json::Value) -> std::result::Result<(), String>;
 }
 
 impl std::fmt::Debug for dyn DynStrategy {
@@ -115,6 +128,9 @@ pub struct RunSetup {
     pub context: Option<Vec<Passage>>,
     /// Where evidence comes from.
     pub mode: EvidenceMode,
+    /// An earlier run's records to continue from (checked by
+    /// [`DynStrategy::check_resume`]).
+    pub resume: Option<serde_json::Value>,
 }
 
 /// A strategy with its graph built once.
@@ -140,15 +156,23 @@ impl<S: Strategy> DynStrategy for Registered<S> {
     fn config_json(&self) -> serde_json::Value {
         serde_json::to_value(&self.config).unwrap_or(serde_json::Value::Null)
     }
+    fn check_resume(&self, records: &serde_json::Value) -> std::result::Result<(), String> {
+        self.strategy.resume(&mut self.strategy.state(), records)
+    }
     fn run<'a>(&'a self, setup: RunSetup, observer: Observer<'a>) -> BoxFuture<'a, Trace> {
         Box::pin(async move {
+            let mut state = self.strategy.state();
+            if let Some(records) = &setup.resume {
+                // Checked by the agent before the run; a failure here leaves a fresh run.
+                let _ = self.strategy.resume(&mut state, records);
+            }
             let mut run = Run::new(
                 setup.gateway,
                 setup.config,
                 setup.question,
                 setup.context,
                 setup.mode,
-                self.strategy.state(),
+                state,
             );
             let g = self
                 .graph

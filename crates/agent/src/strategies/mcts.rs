@@ -162,6 +162,18 @@ impl Strategy for Mcts {
         }
     }
 
+    /// Continues the tree of `records.tree`: the rollouts done are the root's visits, and
+    /// nodes already expanded or evaluated are not asked of the model again.
+    fn resume(&self, state: &mut MctsState, records: &serde_json::Value) -> Result<(), String> {
+        let tree = records.get("tree").ok_or("the records hold no `tree`")?;
+        let tree: Vec<TreeNode> =
+            serde_json::from_value(tree.clone()).map_err(|e| format!("tree: {e}"))?;
+        check_tree(&tree)?;
+        state.rollouts = tree[0].visits as usize;
+        state.tree = tree;
+        Ok(())
+    }
+
     fn graph(&self) -> Graph<Run<MctsState>> {
         Graph::new(RETRIEVE)
             .node(RETRIEVE, &[(SEARCH, "")], |s| {
@@ -185,6 +197,36 @@ impl Strategy for Mcts {
 }
 
 type S = Run<MctsState>;
+
+/// Whether nodes form a tree as [`Mcts`] builds it: ids are positions, the root first,
+/// every parent before its children and listing them.
+pub fn check_tree(tree: &[TreeNode]) -> Result<(), String> {
+    let root = tree.first().ok_or("the tree is empty")?;
+    if root.parent.is_some() || root.kind != NodeKind::UserQuestion {
+        return Err("node 0 is not a root user_question".into());
+    }
+    for (i, n) in tree.iter().enumerate() {
+        if n.id != i {
+            return Err(format!("node at position {i} has id {}", n.id));
+        }
+        if let Some(p) = n.parent
+            && (p >= i || !tree[p].children.contains(&i))
+        {
+            return Err(format!("node {i}: parent {p} does not list it before it"));
+        }
+        if i > 0 && n.parent.is_none() {
+            return Err(format!("node {i} has no parent"));
+        }
+        if let Some(&c) = n
+            .children
+            .iter()
+            .find(|&&c| c >= tree.len() || tree[c].parent != Some(i))
+        {
+            return Err(format!("node {i}: child {c} is not its child"));
+        }
+    }
+    Ok(())
+}
 
 /// UCT score of `child` under a parent visited `parent_visits` times; unvisited first.
 pub fn uct(value: f64, visits: u32, parent_visits: u32, exploration: f64) -> f64 {
@@ -256,6 +298,11 @@ async fn search(s: &mut S) -> NodeResult {
     let cfg = s.ext.config.clone();
     if s.sources_version == 0 {
         nodes::read(s, Transition::Goto(SEARCH)).await?;
+    }
+    // A resumed tree may already have its rollouts.
+    if s.ext.rollouts >= cfg.rollouts && !s.ext.tree.is_empty() {
+        finish(s);
+        return Ok(Transition::Goto(READ));
     }
     if s.ext.tree.is_empty() {
         s.ext.tree.push(TreeNode {

@@ -270,3 +270,91 @@ async fn mcts_expands_evaluates_and_writes_from_the_best_path() {
     assert!(write.contains("- Who directed Jaws? Jaws was directed by Steven Spielberg."));
     assert!(write.contains("Proposed answer: American"), "{write}");
 }
+
+fn mcts_llm(replies: &[&str]) -> std::sync::Arc<ScriptedLlm> {
+    std::sync::Arc::new(
+        ScriptedLlm::new()
+            .on_seq(&[DECOMPOSE], replies)
+            .on(
+                &[EXTRACT],
+                r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+            )
+            .on(&[WRITE], GOOD),
+    )
+}
+
+async fn mcts_run(
+    llm: std::sync::Arc<ScriptedLlm>,
+    rollouts: usize,
+    resume: Option<serde_json::Value>,
+) -> metarag_agent::Trace {
+    let sections = metarag_agent::StrategySections::from([(
+        "mcts".to_string(),
+        serde_json::json!({"rollouts": rollouts, "branching": 2}),
+    )]);
+    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = llm;
+    let agent = metarag_agent::Agent::builder(dynllm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .build()
+        .unwrap();
+    let mut ask = Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG]));
+    if let Some(r) = resume {
+        ask = ask.with_resume(r);
+    }
+    agent.ask(&ask).await.unwrap()
+}
+
+/// A search stopped after 2 rollouts and resumed to 3 builds the same tree as 3 in one
+/// go, and the resumed run asks the model only for what the first did not expand.
+#[tokio::test]
+async fn mcts_resumes_a_saved_tree_without_asking_again() {
+    const ROOT: [&str; 2] = [
+        r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+        r#"{"sub_question": "", "final_answer": "United States"}"#,
+    ];
+    const CHILD: [&str; 2] = [
+        r#"{"sub_question": "", "final_answer": "American"}"#,
+        r#"{"sub_question": "Where is Steven Spielberg from?", "final_answer": ""}"#,
+    ];
+    let whole = mcts_run(mcts_llm(&[ROOT[0], ROOT[1], CHILD[0], CHILD[1]]), 3, None).await;
+    let first = mcts_run(mcts_llm(&ROOT), 2, None).await;
+    let rest = mcts_llm(&CHILD);
+    let resumed = mcts_run(rest.clone(), 3, Some(serde_json::json!(first.records))).await;
+    assert_eq!(resumed.records["tree"], whole.records["tree"]);
+    // The resumed run: the child's two samples and the write, no extraction again.
+    assert_eq!(rest.hits(&[DECOMPOSE]), 2);
+    assert_eq!(rest.hits(&[EXTRACT]), 0);
+    assert_eq!(resumed.short_answer, whole.short_answer);
+
+    // A tree that is not one is refused, naming what is wrong.
+    let mut broken = serde_json::json!(first.records);
+    broken["tree"][1]["parent"] = serde_json::json!(5);
+    let sections = metarag_agent::StrategySections::new();
+    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = mcts_llm(&ROOT);
+    let agent = metarag_agent::Agent::builder(dynllm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .build()
+        .unwrap();
+    let e = agent
+        .ask(
+            &Ask::new(Q, "mcts")
+                .with_context(context(&[JAWS, SPIELBERG]))
+                .with_resume(broken),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("node 0: child 1 is not its child"),
+        "{e}"
+    );
+    // Other strategies keep nothing to resume.
+    let e = agent
+        .ask(
+            &Ask::new(Q, "cot")
+                .with_context(context(&[JAWS, SPIELBERG]))
+                .with_resume(serde_json::json!(first.records)),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot resume"), "{e}");
+}

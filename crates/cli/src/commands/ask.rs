@@ -39,11 +39,80 @@ pub struct Args {
     /// Most remediation rounds (default: `agent.max_rounds`).
     #[arg(long)]
     pub max_rounds: Option<usize>,
+    /// `mcts`: write the search tree here, one node per line (visits, value, reward,
+    /// lineage, memory).
+    #[arg(long, value_name = "FILE")]
+    pub save_tree: Option<PathBuf>,
+    /// `mcts`: continue the search of a tree saved by `--save-tree` (nodes already
+    /// expanded are not asked of the model again).
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
+    /// `mcts`: rollouts in all, counting a resumed tree's (default:
+    /// `strategies.mcts.rollouts`).
+    #[arg(long)]
+    pub rollouts: Option<usize>,
+}
+
+/// Reads a tree saved by `--save-tree`: one node per line; a line that is not a node is an
+/// error naming it.
+pub fn load_tree(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    let mut nodes = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let node: metarag_agent::strategies::TreeNode =
+            serde_json::from_str(line).map_err(|e| {
+                UserError(format!(
+                    "{} line {}: not a tree node: {e}",
+                    path.display(),
+                    i + 1
+                ))
+            })?;
+        nodes.push(node);
+    }
+    metarag_agent::strategies::check_tree(&nodes)
+        .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    Ok(serde_json::json!({ "tree": nodes }))
+}
+
+/// Writes the run's search tree, one node per line.
+fn save_tree(trace: &metarag_agent::Trace, path: &Path) -> Result<()> {
+    let Some(Value::Array(nodes)) = trace.records.get("tree") else {
+        return Err(UserError(format!(
+            "--save-tree: strategy `{}` keeps no search tree",
+            trace.strategy
+        ))
+        .into());
+    };
+    let mut out = String::new();
+    for n in nodes {
+        out.push_str(&serde_json::to_string(n)?);
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    Ok(())
 }
 
 /// `metarag ask`
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
-    let registry = app.registry()?;
+    let registry = match args.rollouts {
+        Some(n) => {
+            let mut sections = app.config.raw.strategies.clone();
+            let mcts = sections
+                .entry("mcts".to_string())
+                .or_insert_with(|| serde_json::json!({}));
+            if let Value::Object(m) = mcts {
+                m.insert("rollouts".into(), n.into());
+            }
+            metarag_agent::Registry::builtin_with(&sections)?
+        }
+        None => app.registry()?,
+    };
+    let resume = args.resume.as_deref().map(load_tree).transpose()?;
     let needs_evidence = registry.get(&args.strategy)?.needs_evidence();
     let context = args.context.as_deref().map(load_context).transpose()?;
     let mut config = app.config.raw.agent.clone();
@@ -72,6 +141,9 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     if let Some(c) = context {
         ask = ask.with_context(c);
     }
+    if let Some(r) = resume {
+        ask = ask.with_resume(r);
+    }
     let spinner = ProgressBar::new_spinner();
     spinner.set_style(
         ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
@@ -86,6 +158,9 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         })
         .await?;
     spinner.finish_and_clear();
+    if let Some(path) = &args.save_tree {
+        save_tree(&trace, path)?;
+    }
     // The run log is a record, not the answer: failing to write it is a warning.
     match app
         .run_log()

@@ -388,7 +388,9 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
             "flare",
             "reflexion",
             "critic",
-            "agentic"
+            "agentic",
+            "cot",
+            "mcts"
         ]
     );
     assert_eq!(list[6]["config"]["threshold"], 0.4);
@@ -402,6 +404,29 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ctx.jsonl: record 1: no `text`"), "{err}");
+
+    // `metarag graph --strategy mcts` prints the tree search's loop.
+    let out = env.run(&["graph", "--strategy", "mcts"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("search -->|rollouts left| search"));
+    // A truncated or foreign tree file is refused before any model loads, naming the line.
+    let tree = env.home.path().join("tree.jsonl");
+    std::fs::write(
+        &tree,
+        "{\"id\":0,\"parent\":null,\"kind\":\"user_question\",\"content\":\"q?\",\"depth\":0,\"visits\":1,\"value\":0.0,\"reward\":null,\"children\":[],\"memory\":{\"facts\":[],\"open\":[],\"candidates\":[]}}\n{\"id\":1,\"par",
+    )
+    .unwrap();
+    let out = env.run(&[
+        "ask",
+        "--strategy",
+        "mcts",
+        "--resume",
+        tree.to_str().unwrap(),
+        "q?",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tree.jsonl line 2: not a tree node"), "{err}");
 }
 
 #[test]
