@@ -79,6 +79,31 @@ pub fn load_tree(path: &Path) -> Result<Value> {
     Ok(serde_json::json!({ "tree": nodes }))
 }
 
+/// Writes the run's search tree, if it keeps one, as `DIR/ID-STRATEGY.jsonl` (for
+/// `bench --save-trees`).
+pub fn save_tree_in(trace: &metarag_agent::Trace, dir: &Path, id: &str) -> std::io::Result<()> {
+    let Some(Value::Array(nodes)) = trace.records.get("tree") else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir)?;
+    let safe: String = format!("{id}-{}", trace.strategy)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    std::fs::write(dir.join(format!("{safe}.jsonl")), tree_jsonl(nodes))
+}
+
+/// Tree nodes as JSONL, one per line.
+fn tree_jsonl(nodes: &[Value]) -> String {
+    nodes.iter().map(|n| format!("{n}\n")).collect()
+}
+
 /// Writes the run's search tree, one node per line.
 fn save_tree(trace: &metarag_agent::Trace, path: &Path) -> Result<()> {
     let Some(Value::Array(nodes)) = trace.records.get("tree") else {
@@ -88,12 +113,8 @@ fn save_tree(trace: &metarag_agent::Trace, path: &Path) -> Result<()> {
         ))
         .into());
     };
-    let mut out = String::new();
-    for n in nodes {
-        out.push_str(&serde_json::to_string(n)?);
-        out.push('\n');
-    }
-    std::fs::write(path, out).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    std::fs::write(path, tree_jsonl(nodes))
+        .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
     Ok(())
 }
 

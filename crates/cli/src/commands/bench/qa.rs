@@ -80,6 +80,10 @@ pub struct QaArgs {
     /// answer.
     #[arg(long)]
     pub ragas: bool,
+    /// Keep each question's search tree (strategies that build one: `mcts`) as
+    /// `DIR/ID-STRATEGY.jsonl`, the format of `ask --save-tree`.
+    #[arg(long, value_name = "DIR")]
+    pub save_trees: Option<PathBuf>,
 }
 
 /// `metarag bench report`
@@ -481,6 +485,11 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
             }
             let line = serde_json::to_string(&r).unwrap_or_default();
             if let Err(e) = writeln!(file, "{line}").and_then(|_| file.flush()) {
+                write_error.get_or_insert(e);
+            }
+            if let (Some(dir), Some(trace)) = (&args.save_trees, &r.trace)
+                && let Err(e) = crate::commands::ask::save_tree_in(trace, dir, &r.id)
+            {
                 write_error.get_or_insert(e);
             }
             let e = running.entry(r.strategy.to_string()).or_default();
