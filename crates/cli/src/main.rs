@@ -18,7 +18,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use commands::{
     ask, bench, cache, chat, docs, graph, ingest, keys, mcp, models, runs, search, serve,
-    serve_llm, strategies,
+    serve_llm, strategies, tree,
 };
 use metarag_core::Fault;
 use std::path::PathBuf;
@@ -57,6 +57,8 @@ enum Command {
     Ask(ask::Args),
     /// Print a strategy's graph (Mermaid).
     Graph(graph::Args),
+    /// Show a saved `mcts` search tree: its best path, Mermaid, SVG.
+    Tree(tree::Args),
     /// List the registered strategies.
     Strategies(strategies::Args),
     /// Send one message to the configured chat model and stream its reply.
@@ -187,6 +189,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Search(args) => search::run(&app, args).await,
         Command::Ask(args) => ask::run(&app, args).await,
         Command::Graph(args) => graph::run(&app, args),
+        Command::Tree(args) => tree::run(&app, args),
         Command::Strategies(args) => strategies::run(&app, args),
         Command::Chat(args) => chat::run(&app, args).await,
         Command::Serve(args) => serve::run(&app, args).await,

@@ -461,11 +461,9 @@ async fn evaluate(s: &mut S, node: usize) -> Result<f64, NodeError> {
     Ok(reward)
 }
 
-/// The path the search trusts most: the best final answer by reward (then visits), else
-/// the most visited path; its memory becomes the writer's notes. Records the tree.
-fn finish(s: &mut S) {
-    let min = s.ext.config.min_confidence;
-    let tree = &s.ext.tree;
+/// The node the search trusts most: the final answer with the best reward (then the most
+/// visits, then the oldest), else the end of the most visited path from the root.
+pub fn best_node(tree: &[TreeNode]) -> usize {
     let best_final = tree
         .iter()
         .filter(|n| n.kind == NodeKind::FinalAnswer)
@@ -476,20 +474,28 @@ fn finish(s: &mut S) {
                 .then(a.visits.cmp(&b.visits))
                 .then(b.id.cmp(&a.id))
         });
-    let chosen = match best_final {
+    match best_final {
         Some(n) => n.id,
         None => {
             let mut at = 0;
-            while let Some(&c) = tree[at]
-                .children
-                .iter()
+            while let Some(&c) = tree
+                .get(at)
+                .into_iter()
+                .flat_map(|n| n.children.iter())
                 .max_by(|&&a, &&b| tree[a].visits.cmp(&tree[b].visits).then(b.cmp(&a)))
             {
                 at = c;
             }
             at
         }
-    };
+    }
+}
+
+/// The best node's memory becomes the writer's notes; records the tree.
+fn finish(s: &mut S) {
+    let min = s.ext.config.min_confidence;
+    let tree = &s.ext.tree;
+    let chosen = best_node(tree);
     let memory = &tree[chosen].memory;
     let mut notes = memory.render(min);
     if let Some(c) = memory.candidates.last() {

@@ -21,7 +21,7 @@ pub use critic::{Critic, CriticConfig};
 pub use direct::Direct;
 pub use flare::{Flare, FlareConfig};
 pub use ircot::{Ircot, IrcotConfig};
-pub use mcts::{Mcts, MctsConfig, NodeKind, TreeNode, check_tree};
+pub use mcts::{Mcts, MctsConfig, NodeKind, TreeNode, best_node, check_tree};
 pub use metarag::{Metarag, MetaragConfig};
 pub use react::{React, ReactConfig};
 pub use reflexion::{Reflexion, ReflexionConfig};

@@ -18,3 +18,4 @@ pub mod search;
 pub mod serve;
 pub mod serve_llm;
 pub mod strategies;
+pub mod tree;
