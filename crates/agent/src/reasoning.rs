@@ -99,6 +99,17 @@ impl ReasoningMemory {
     }
 }
 
+/// The text trimmed, or empty when it has no content word (a placeholder such as "..."
+/// that a small model copies from the reply's example).
+pub fn meaningful(text: &str) -> String {
+    let t = text.trim();
+    if content_terms(t).is_empty() {
+        String::new()
+    } else {
+        t.to_string()
+    }
+}
+
 /// A fact's confidence: the share of the answer's content words found in the passages it
 /// cites (0 when it cites none or answers "unknown"), times the answer's mean token
 /// probability when the backend reports log-probabilities.

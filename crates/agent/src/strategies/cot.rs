@@ -180,7 +180,8 @@ async fn decompose(s: &mut S) -> NodeResult {
         sub_question: String::new(),
         final_answer: String::new(),
     });
-    let sub = reply.sub_question.trim().to_string();
+    // A placeholder ("...", the schema's example echoed) is no sub-question.
+    let sub = crate::reasoning::meaningful(&reply.sub_question);
     let final_answer = reply.final_answer.trim().to_string();
     let asked = s.ext.memory.asked(&sub);
     let steps = s.ext.memory.facts.len();

@@ -388,7 +388,8 @@ async fn expand(s: &mut S, leaf: usize) -> Result<Option<usize>, NodeError> {
         let Ok(reply) = parse_json::<DecomposeReply>(&text) else {
             continue;
         };
-        let sub = reply.sub_question.trim().to_string();
+        // A placeholder ("...", the schema's example echoed) is no sub-question.
+        let sub = crate::reasoning::meaningful(&reply.sub_question);
         let answer = reply.final_answer.trim().to_string();
         let siblings: Vec<String> = s.ext.tree[leaf]
             .children

@@ -427,6 +427,56 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("tree.jsonl line 2: not a tree node"), "{err}");
+    // A whole tree shows its best path (the final answer with the best reward), Mermaid
+    // and an SVG.
+    let node = |id: usize,
+                parent: Option<usize>,
+                kind: &str,
+                content: &str,
+                children: &[usize],
+                reward: Option<f64>| {
+        serde_json::json!({"id": id, "parent": parent, "kind": kind, "content": content, "depth": 0,
+            "visits": 1, "value": reward.unwrap_or(0.0), "reward": reward, "children": children,
+            "memory": {"facts": [], "open": [], "candidates": []}})
+        .to_string()
+    };
+    let lines = [
+        node(
+            0,
+            None,
+            "user_question",
+            "Who directed Zorblatt Tide?",
+            &[1, 2],
+            None,
+        ),
+        node(1, Some(0), "final_answer", "Piet Ormund", &[], Some(0.1)),
+        node(2, Some(0), "final_answer", "Anna Veltz", &[], Some(0.9)),
+    ];
+    std::fs::write(&tree, lines.join("\n")).unwrap();
+    let svg = env.home.path().join("tree.svg");
+    let out = env.run(&[
+        "tree",
+        "show",
+        tree.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.starts_with("best path (2 nodes of 3):\n  [0] question"),
+        "{shown}"
+    );
+    assert!(shown.contains("  [2] final answer: Anna Veltz"), "{shown}");
+    assert!(
+        shown.contains("flowchart TD") && shown.contains("class n0,n2 best"),
+        "{shown}"
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
 }
 
 #[test]
