@@ -563,7 +563,7 @@ pub(crate) mod tests {
     /// that does not exist once cleaned.
     #[test]
     fn fuzz_inputs_of_the_citation_parser_keep_its_invariants() {
-        let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let fuzz = metarag_testkit::repo_dir().join("fuzz");
         let mut replayed = 0;
         for kind in ["seeds", "regressions"] {
             let Ok(dir) = std::fs::read_dir(fuzz.join(kind).join("citations")) else {

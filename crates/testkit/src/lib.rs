@@ -66,6 +66,16 @@ pub fn local_llm() -> Arc<LocalLlm> {
         .clone()
 }
 
+/// The repository's root (where `fuzz/` and `examples/` are), found like [`qa_dir`].
+pub fn repo_dir() -> PathBuf {
+    let up = |crate_dir: &std::ffi::OsStr| PathBuf::from(crate_dir).join("../..");
+    let compiled = up(env!("CARGO_MANIFEST_DIR").as_ref());
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|d| up(&d))
+        .filter(|p| p.join("fuzz").is_dir())
+        .unwrap_or(compiled)
+}
+
 /// `shared/data/qa` beside the repository checkout.
 pub fn qa_dir() -> PathBuf {
     let beside =

@@ -417,7 +417,7 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
 /// section invariant checked, and through chunking; a panic fails the test.
 #[test]
 fn fuzz_seeds_and_regressions_parse_without_panicking() {
-    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let fuzz = metarag_testkit::repo_dir().join("fuzz");
     let chunker = chunker(64, 8);
     let mut replayed = 0;
     for kind in ["seeds", "regressions"] {
