@@ -324,7 +324,9 @@ mod tests {
                 "flare",
                 "reflexion",
                 "critic",
-                "agentic"
+                "agentic",
+                "cot",
+                "mcts"
             ]
         );
         for s in r.iter() {
