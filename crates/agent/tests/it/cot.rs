@@ -161,11 +161,7 @@ async fn cot_stops_at_a_repeated_sub_question_and_at_max_steps() {
             )
             .on(&[WRITE], GOOD),
     );
-    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = llm.clone();
-    let agent = metarag_agent::Agent::builder(dynllm)
-        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
-        .build()
-        .unwrap();
+    let agent = with_sections(llm.clone(), &sections);
     let t = agent.ask(&gold()).await.unwrap();
     assert_eq!(t.metrics["sub_questions"], 1.0);
     let finish = t.graph.events.iter().rfind(|e| e.node == "decompose");
@@ -232,11 +228,7 @@ async fn mcts_expands_evaluates_and_writes_from_the_best_path() {
             )
             .on(&[WRITE], GOOD),
     );
-    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = llm.clone();
-    let agent = metarag_agent::Agent::builder(dynllm)
-        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
-        .build()
-        .unwrap();
+    let agent = with_sections(llm.clone(), &sections);
     let t = agent
         .ask(&Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG])))
         .await
@@ -292,11 +284,7 @@ async fn mcts_run(
         "mcts".to_string(),
         serde_json::json!({"rollouts": rollouts, "branching": 2}),
     )]);
-    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = llm;
-    let agent = metarag_agent::Agent::builder(dynllm)
-        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
-        .build()
-        .unwrap();
+    let agent = with_sections(llm, &sections);
     let mut ask = Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG]));
     if let Some(r) = resume {
         ask = ask.with_resume(r);
@@ -330,11 +318,7 @@ async fn mcts_resumes_a_saved_tree_without_asking_again() {
     let mut broken = serde_json::json!(first.records);
     broken["tree"][1]["parent"] = serde_json::json!(5);
     let sections = metarag_agent::StrategySections::new();
-    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = mcts_llm(&ROOT);
-    let agent = metarag_agent::Agent::builder(dynllm)
-        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
-        .build()
-        .unwrap();
+    let agent = with_sections(mcts_llm(&ROOT), &sections);
     let e = agent
         .ask(
             &Ask::new(Q, "mcts")
@@ -357,4 +341,16 @@ async fn mcts_resumes_a_saved_tree_without_asking_again() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("cannot resume"), "{e}");
+}
+
+/// An agent over the scripted model with these strategy sections.
+fn with_sections(
+    llm: std::sync::Arc<ScriptedLlm>,
+    sections: &metarag_agent::StrategySections,
+) -> metarag_agent::Agent {
+    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = llm;
+    metarag_agent::Agent::builder(dynllm)
+        .registry(metarag_agent::Registry::builtin_with(sections).unwrap())
+        .build()
+        .unwrap()
 }
