@@ -520,3 +520,52 @@ fn prompts_snapshot() {
         &serde_json::json!(["yes", "no"])
     );
 }
+
+/// Over an index a weak answer that no search or vote repairs is kept (`rewrite_open`
+/// off, the default); with it on, the rewrite runs as over given context.
+#[tokio::test]
+async fn over_an_index_a_rewrite_runs_only_when_rewrite_open_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = crate::jaws_index(dir.path(), &[]).await;
+    let wrong =
+        r#"{"answer": "Jaws was directed by Steven Spielberg [1].", "short_answer": "Cincinnati"}"#;
+    for rewrite_open in [false, true] {
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .on(&[SAMPLE], short("United States"))
+                .on(&[PLAN], r#"{"complexity": "simple"}"#)
+                .on(&[WRITE, "Reading the sources several times gave"], GOOD)
+                .on(&[WRITE], wrong)
+                .on(&[CLOSED], "unknown"),
+        );
+        let dynllm: Arc<dyn DynLlm> = llm.clone();
+        let monitor = samples_monitor();
+        let agent = Agent::builder(dynllm)
+            .retriever(retriever.clone())
+            .registry(registry_with(serde_json::json!({
+                "samples": 4, "monitor": monitor, "monitor_open": monitor, "rewrite_open": rewrite_open
+            })))
+            .config(AgentConfig {
+                max_rounds: 2,
+                ..AgentConfig::default()
+            })
+            .build()
+            .unwrap();
+        let t = agent.ask(&Ask::new(Q, "metarag")).await.unwrap();
+        if rewrite_open {
+            assert!(
+                matches!(t.rounds[0].remediation, Some(Remediation::Directive { .. })),
+                "{:?}",
+                t.rounds[0].remediation
+            );
+            assert_eq!(t.short_answer, "United States");
+        } else {
+            assert_eq!(t.rounds.len(), 1, "{:?}", t.rounds[0].remediation);
+            assert_eq!(t.short_answer, "Cincinnati");
+            assert_eq!(
+                t.stop,
+                StopReason::Done("no remedy for the diagnosed cause".into())
+            );
+        }
+    }
+}
