@@ -371,8 +371,13 @@ async fn expand(s: &mut S, leaf: usize) -> Result<Option<usize>, NodeError> {
     let memory = s.ext.tree[leaf].memory.clone();
     let depth = s.ext.tree[leaf].depth;
     let request = decompose_prompt(&s.question, &s.sources, &memory, cfg.min_confidence);
-    // The seed differs per node so siblings' expansions are not copies of each other.
-    let seed = cfg.seed.wrapping_add(leaf as u64 * 1_000);
+    // The seed differs per node so siblings' expansions are not copies of each other, and
+    // per visit so a node whose samples proposed nothing new gets other samples next time.
+    let visits = u64::from(s.ext.tree[leaf].visits);
+    let seed = cfg
+        .seed
+        .wrapping_add(leaf as u64 * 1_000)
+        .wrapping_add(visits * 10);
     let replies =
         s.gw.sample(
             SEARCH.as_str(),
