@@ -67,6 +67,18 @@ impl ReasoningMemory {
             .filter(move |f| f.confidence >= min_confidence)
     }
 
+    /// How far the trusted facts and `sources` state a proposed answer's words (see
+    /// [`fact_confidence`]).
+    pub fn grounding(&self, answer: &str, sources: &[crate::Source], min_confidence: f64) -> f64 {
+        let facts: Vec<Passage> = self
+            .trusted(min_confidence)
+            .map(|f| Passage::paragraph(f.sources.join("; "), f.statement.clone()))
+            .collect();
+        let mut cited: Vec<&Passage> = facts.iter().collect();
+        cited.extend(sources.iter().map(|x| &x.passage));
+        fact_confidence(answer, &cited, None)
+    }
+
     /// The memory as the prompts show it: trusted facts with their sources, then what was
     /// looked for and not found.
     pub fn render(&self, min_confidence: f64) -> String {

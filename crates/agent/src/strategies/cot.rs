@@ -190,15 +190,10 @@ async fn decompose(s: &mut S) -> NodeResult {
             s.step(DECOMPOSE.as_str(), StepKind::Answer, final_answer.clone());
             // A proposed answer is trusted as far as the trusted facts or the sources
             // state its words.
-            let facts: Vec<Passage> = s
+            let confidence = s
                 .ext
                 .memory
-                .trusted(cfg.min_confidence)
-                .map(|f| Passage::paragraph(f.sources.join("; "), f.statement.clone()))
-                .collect();
-            let mut cited: Vec<&Passage> = facts.iter().collect();
-            cited.extend(s.sources.iter().map(|x| &x.passage));
-            let confidence = fact_confidence(&final_answer, &cited, None);
+                .grounding(&final_answer, &s.sources, cfg.min_confidence);
             s.ext.memory.candidates.push(Candidate {
                 answer: final_answer.clone(),
                 confidence,

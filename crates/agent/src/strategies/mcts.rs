@@ -19,10 +19,9 @@
 //! visits, value, reward, lineage and memory.
 
 use super::cot::{DecomposeReply, decompose_prompt, extract_fact};
-use crate::evidence::Passage;
 use crate::graph::{Graph, NodeError, NodeId, NodeResult, Transition};
 use crate::nodes::{self, READ, RETRIEVE, WRITE};
-use crate::reasoning::{Candidate, ReasoningMemory, fact_confidence};
+use crate::reasoning::{Candidate, ReasoningMemory};
 use crate::registry::Strategy;
 use crate::state::Run;
 use crate::trace::StepKind;
@@ -280,18 +279,12 @@ fn answer_reward(
     sources: &[crate::Source],
     min: f64,
 ) -> f64 {
-    let facts: Vec<Passage> = memory
-        .trusted(min)
-        .map(|f| Passage::paragraph(f.sources.join("; "), f.statement.clone()))
-        .collect();
-    let mut cited: Vec<&Passage> = facts.iter().collect();
-    cited.extend(sources.iter().map(|x| &x.passage));
     let path = if memory.facts.is_empty() {
         1.0
     } else {
         memory.facts.iter().map(|f| f.confidence).sum::<f64>() / memory.facts.len() as f64
     };
-    fact_confidence(answer, &cited, None) * path
+    memory.grounding(answer, sources, min) * path
 }
 
 async fn search(s: &mut S) -> NodeResult {
