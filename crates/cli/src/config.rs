@@ -248,6 +248,8 @@ pub struct RawIndex {
     pub hnsw_ef_search: usize,
     /// BM25 weight of title matches relative to text matches.
     pub bm25_title_boost: f32,
+    /// Build and keep the entity graph (rule-based, no model calls).
+    pub graph: bool,
 }
 
 /// `[models]`
@@ -286,6 +288,7 @@ impl Default for RawIndex {
             hnsw_ef_construction: 128,
             hnsw_ef_search: 128,
             bm25_title_boost: 1.0,
+            graph: true,
         }
     }
 }
@@ -410,10 +413,27 @@ impl Config {
         for (field, w) in [
             ("retrieval.bm25_weight", raw.retrieval.bm25_weight),
             ("retrieval.dense_weight", raw.retrieval.dense_weight),
+            ("retrieval.graph_weight", raw.retrieval.graph_weight),
         ] {
             if !(w >= 0.0 && w.is_finite()) {
                 return Err(invalid(field, "must be a non-negative number"));
             }
+        }
+        let walk = &raw.retrieval.graph;
+        if !(walk.decay > 0.0 && walk.decay <= 1.0) {
+            return Err(invalid("retrieval.graph.decay", "must be in (0, 1]"));
+        }
+        if !(0.0..=1.0).contains(&walk.link_threshold) {
+            return Err(invalid(
+                "retrieval.graph.link_threshold",
+                "must be in [0, 1]",
+            ));
+        }
+        if walk.max_links == 0 || walk.frontier == 0 || walk.chunks_per_entity == 0 {
+            return Err(invalid(
+                "retrieval.graph.max_links",
+                "max_links, frontier and chunks_per_entity must be positive",
+            ));
         }
         if raw.retrieval.k == 0 || raw.retrieval.candidates == 0 {
             return Err(invalid("retrieval.k", "k and candidates must be positive"));
@@ -570,6 +590,7 @@ impl Config {
         c.hnsw_ef_construction = self.raw.index.hnsw_ef_construction;
         c.hnsw_ef_search = self.raw.index.hnsw_ef_search;
         c.bm25_title_boost = self.raw.index.bm25_title_boost;
+        c.graph = self.raw.index.graph;
         c
     }
 }

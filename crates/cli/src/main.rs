@@ -188,7 +188,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Docs { command } => docs::run(&app, command).await,
         Command::Search(args) => search::run(&app, args).await,
         Command::Ask(args) => ask::run(&app, args).await,
-        Command::Graph(args) => graph::run(&app, args),
+        Command::Graph(args) => graph::run(&app, args).await,
         Command::Tree(args) => tree::run(&app, args),
         Command::Strategies(args) => strategies::run(&app, args),
         Command::Chat(args) => chat::run(&app, args).await,

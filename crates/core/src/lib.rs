@@ -23,7 +23,9 @@ pub use llm::{
     LogprobSummary, MAX_SAMPLES, Message, OutputSchema, Reranker, Role, Sample, Structured,
     TokenLogprob, TokenSink, Usage, chat_json, logprob_summary, parse_json,
 };
-pub use search::{Filter, Hit, RetrieverKind, ScoredChunk, SearchMode, SearchRequest, SourceRank};
+pub use search::{
+    Filter, GraphWalk, Hit, RetrieverKind, ScoredChunk, SearchMode, SearchRequest, SourceRank,
+};
 pub use traits::{BoxFuture, DynEmbedder, DynRetriever, Embedder, Retriever, Store, StoreRead};
 pub use types::{
     Chunk, ChunkDraft, DocFormat, Document, DocumentUpdate, StoreStats, embedding_input,

@@ -1,7 +1,7 @@
 //! The traits that separate the layers.
 
 use crate::{
-    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, Hit, Result, ScoredChunk,
+    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, Hit, Result, ScoredChunk,
     SearchRequest, StoreStats,
 };
 use std::future::Future;
@@ -111,6 +111,18 @@ pub trait StoreRead: Send + Sync {
         n: usize,
         filter: &Filter,
     ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send;
+    /// Up to `n` chunks ranked by a walk of the entity graph from the entities `query`
+    /// names, best first; empty for a store without a graph (the default).
+    fn graph(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send {
+        let _ = (query, n, walk, filter);
+        std::future::ready(Ok(Vec::new()))
+    }
 }
 
 /// A store that can also be written: the read side plus one atomic write.
@@ -152,6 +164,15 @@ impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
         filter: &Filter,
     ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send {
         (**self).nearest(vector, n, filter)
+    }
+    fn graph(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<ScoredChunk>>> + Send {
+        (**self).graph(query, n, walk, filter)
     }
 }
 

@@ -161,4 +161,10 @@ pub struct StoreStats {
     pub embedder: Option<String>,
     /// Its dimension.
     pub dimension: Option<usize>,
+    /// Entities in the entity graph (`None`: the store keeps no graph).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<u64>,
+    /// Relations between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relations: Option<u64>,
 }

@@ -6,7 +6,10 @@
 //!   truth;
 //! - `bm25/` (tantivy): an inverted index over chunk titles and text, BM25-ranked;
 //! - `dense.usearch` (usearch): an HNSW graph over the chunk embeddings, cosine metric,
-//!   with `dense.journal`: the changes since that snapshot, one record per write.
+//!   with `dense.journal`: the changes since that snapshot, one record per write;
+//! - the entity graph (tables in `meta.sqlite`): entities extracted by rules from every
+//!   chunk ([`entities`]), the chunks that mention them and the relations between them,
+//!   written in the same transaction as the chunks.
 //!
 //! The two engines are derived from SQLite. Every change ([`EmbeddedIndex::apply`]) bumps a
 //! generation number that is written into the tantivy commit payload and into the vector
@@ -19,14 +22,17 @@
 
 mod bm25;
 mod dense;
+pub mod entities;
 mod error;
+mod graph;
 mod sql;
 
 pub use error::{Error, Result};
+pub use graph::{Entity, GraphStats, Link, LinkStage, Reached, StoredRelation};
 
 use metarag_core::{
-    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, ScoredChunk, Store, StoreRead,
-    StoreStats,
+    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, ScoredChunk, Store,
+    StoreRead, StoreStats,
 };
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -50,6 +56,9 @@ pub struct IndexConfig {
     /// Weight of a query term matching a chunk's title relative to its text. Titles name
     /// the entity a passage is about, so they are worth more than a body match.
     pub bm25_title_boost: f32,
+    /// Whether the entity graph is built and kept up to date (a rule-based pass over each
+    /// chunk at ingest, no model calls).
+    pub graph: bool,
 }
 
 impl IndexConfig {
@@ -63,6 +72,7 @@ impl IndexConfig {
             hnsw_ef_search: 128,
             writer_memory: 64 << 20,
             bm25_title_boost: 1.0,
+            graph: true,
         }
     }
 }
@@ -112,7 +122,7 @@ impl EmbeddedIndex {
     /// without it, for reading.
     fn open_with(dir: PathBuf, config: IndexConfig, lock: Option<std::fs::File>) -> Result<Self> {
         let writable = lock.is_some();
-        let db = sql::Db::open(&dir.join("meta.sqlite"))?;
+        let mut db = sql::Db::open(&dir.join("meta.sqlite"))?;
         db.check_embedder(&config.embedder, config.dimension)?;
         let generation = db.generation()?;
         let bm25 = bm25::Bm25::open(
@@ -135,6 +145,11 @@ impl EmbeddedIndex {
             if !dense_current {
                 tracing::warn!(dir = %dir.display(), "vector index out of date, rebuilding from SQLite");
                 rebuild_dense(&db, &dense, generation)?;
+            }
+            if config.graph && !db.graph_current(generation)? {
+                let started = std::time::Instant::now();
+                let chunks = db.rebuild_graph(generation)?;
+                tracing::info!(dir = %dir.display(), chunks, seconds = started.elapsed().as_secs_f64(), "entity graph built from the stored chunks");
             }
         }
         Ok(EmbeddedIndex {
@@ -217,7 +232,7 @@ impl EmbeddedIndex {
             }
         }
         let mut db = self.db();
-        let tx = db.begin()?;
+        let tx = db.begin(self.inner.config.graph)?;
         let generation = tx.generation()? + 1;
         let touched: Vec<&DocId> = updates
             .iter()
@@ -319,6 +334,113 @@ impl EmbeddedIndex {
         )?))
     }
 
+    /// Chunks ranked by a walk of the entity graph from the entities `query` names (see
+    /// [`GraphWalk`]); empty when the index keeps no graph or the query names no entity
+    /// the graph knows.
+    pub fn graph_search(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>> {
+        Ok(self.graph_search_explained(query, n, walk, filter)?.2)
+    }
+
+    /// [`EmbeddedIndex::graph_search`] with its workings: the links of the query's
+    /// mentions, the entities the walk reached, and the ranked chunks.
+    pub fn graph_search_explained(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> Result<(Vec<Link>, Vec<Reached>, Vec<ScoredChunk>)> {
+        if !self.inner.config.graph || n == 0 {
+            return Ok(Default::default());
+        }
+        let allowed: Option<HashSet<u64>> = match self.allowed_docs(filter)? {
+            None => None,
+            Some(docs) => Some(
+                self.db()
+                    .chunk_ids_of(&docs.iter().collect::<Vec<_>>())?
+                    .into_iter()
+                    .map(|c| c.0)
+                    .collect(),
+            ),
+        };
+        let total = self.inner.dense.len() as u64;
+        let db = self.db();
+        let mut links: Vec<Link> = Vec::new();
+        let mut covered: Vec<String> = Vec::new();
+        for mention in entities::query_mentions(query) {
+            // A part of a joined name the graph knows ("Kiss" of "Kiss and Tell") is not
+            // linked on its own.
+            if covered
+                .iter()
+                .any(|c| c.split(" and ").any(|p| p == mention))
+            {
+                continue;
+            }
+            let found = graph::link(db.conn(), &mention, walk.link_threshold, walk.max_links)?;
+            if mention.contains(" and ") || mention.contains(" & ") {
+                if found.iter().any(|l| l.stage != LinkStage::Fuzzy) {
+                    covered.push(mention.replace(" & ", " and "));
+                    links.extend(found.into_iter().filter(|l| l.stage != LinkStage::Fuzzy));
+                }
+                continue;
+            }
+            links.extend(found);
+        }
+        let (reached, scores) = graph::walk(db.conn(), &links, walk, total)?;
+        let mut ranked: Vec<ScoredChunk> = scores
+            .into_iter()
+            .filter(|(id, _)| allowed.as_ref().is_none_or(|a| a.contains(&(*id as u64))))
+            .map(|(id, score)| ScoredChunk::new(ChunkId(id as u64), score))
+            .collect();
+        ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.0.cmp(&b.id.0)));
+        ranked.truncate(n);
+        Ok((links, reached, ranked))
+    }
+
+    /// Links a name to the graph's entities (exact, alias, then fuzzy at `threshold`).
+    pub fn link_entity(&self, name: &str, threshold: f32, max: usize) -> Result<Vec<Link>> {
+        graph::link(self.db().conn(), name, threshold, max)
+    }
+
+    /// The most mentioned entities, optionally of one label (`title`, `name`, `acronym`,
+    /// `date`, `concept`).
+    pub fn top_entities(&self, label: Option<&str>, n: usize) -> Result<Vec<Entity>> {
+        graph::top_entities(self.db().conn(), label, n)
+    }
+
+    /// The relations an entity takes part in, strongest first.
+    pub fn entity_relations(&self, entity: &Entity, n: usize) -> Result<Vec<StoredRelation>> {
+        graph::relations_of(self.db().conn(), entity.id, n)
+    }
+
+    /// The chunks that mention an entity, most confident first.
+    pub fn entity_mentions(&self, entity: &Entity, n: usize) -> Result<Vec<(ChunkId, f32)>> {
+        graph::mentions_of(self.db().conn(), entity.id, n)
+    }
+
+    /// The entities a walk from `entity` reaches, with their hop and weight.
+    pub fn entity_neighbours(&self, entity: &Entity, walk: &GraphWalk) -> Result<Vec<Reached>> {
+        let link = Link {
+            mention: entity.name.clone(),
+            entity: entity.clone(),
+            similarity: 1.0,
+            stage: LinkStage::Exact,
+        };
+        let total = self.inner.dense.len() as u64;
+        Ok(graph::walk(self.db().conn(), &[link], walk, total)?.0)
+    }
+
+    /// Counts of entities, mentions and relations.
+    pub fn graph_stats(&self) -> Result<GraphStats> {
+        graph::stats(self.db().conn())
+    }
+
     /// Chunks by id, in the order asked; unknown ids are skipped.
     pub fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
         self.db().chunks(ids)
@@ -346,6 +468,11 @@ impl EmbeddedIndex {
         let mut s = self.db().stats()?;
         s.embedder = Some(self.inner.config.embedder.clone());
         s.dimension = Some(self.inner.config.dimension);
+        if self.inner.config.graph {
+            let g = self.graph_stats()?;
+            s.entities = Some(g.entities);
+            s.relations = Some(g.relations);
+        }
         Ok(s)
     }
 
@@ -496,6 +623,18 @@ impl StoreRead for EmbeddedIndex {
         filter: &Filter,
     ) -> metarag_core::Result<Vec<ScoredChunk>> {
         EmbeddedIndex::nearest(self, vector, n, filter).map_err(Into::into)
+    }
+
+    async fn graph(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> metarag_core::Result<Vec<ScoredChunk>> {
+        let (query, walk, filter) = (query.to_string(), walk.clone(), filter.clone());
+        self.blocking(move |i| i.graph_search(&query, n, &walk, &filter))
+            .await
     }
 }
 

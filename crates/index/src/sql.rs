@@ -1,6 +1,6 @@
 //! SQLite: the source of truth for documents, chunks and embeddings.
 
-use crate::{Error, Result};
+use crate::{Error, Result, graph};
 use metarag_core::{
     Chunk, ChunkDraft, ChunkId, DocFormat, DocId, Document, DocumentUpdate, Filter, StoreStats,
 };
@@ -49,6 +49,10 @@ pub(crate) struct Db {
 
 pub(crate) struct Tx<'a> {
     tx: rusqlite::Transaction<'a>,
+    /// Whether this write keeps the entity graph up to date.
+    graph: bool,
+    /// Entities whose mentions this write changed (settled at commit).
+    touched: std::cell::RefCell<graph::Touched>,
 }
 
 impl Db {
@@ -58,6 +62,7 @@ impl Db {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(graph::SCHEMA)?;
         let db = Db { conn };
         match db.meta("schema_version")? {
             None => db.set_meta("schema_version", SCHEMA_VERSION)?,
@@ -118,10 +123,36 @@ impl Db {
         generation(&self.conn)
     }
 
-    pub fn begin(&mut self) -> Result<Tx<'_>> {
+    /// Starts a write; with `graph`, the write keeps the entity graph up to date.
+    pub fn begin(&mut self, graph: bool) -> Result<Tx<'_>> {
         Ok(Tx {
             tx: self.conn.transaction()?,
+            graph,
+            touched: Default::default(),
         })
+    }
+
+    /// The connection, for the graph's queries.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Whether the entity graph matches the chunks at `generation`, built by this
+    /// extractor.
+    pub fn graph_current(&self, generation: u64) -> Result<bool> {
+        Ok(
+            self.meta("graph_version")?.as_deref() == Some(graph::GRAPH_VERSION)
+                && self.meta("graph_generation")? == Some(generation.to_string()),
+        )
+    }
+
+    /// Re-extracts the entity graph from every chunk, in one transaction.
+    pub fn rebuild_graph(&mut self, generation: u64) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let n = graph::rebuild(&tx)?;
+        set_graph_meta(&tx, generation)?;
+        tx.commit()?;
+        Ok(n)
     }
 
     pub fn content_hash(&self, id: &DocId) -> Result<Option<String>> {
@@ -247,6 +278,8 @@ impl Db {
             tokens: tokens as u64,
             embedder: None,
             dimension: None,
+            entities: None,
+            relations: None,
         })
     }
 }
@@ -261,6 +294,9 @@ impl Tx<'_> {
             "INSERT INTO meta(key, value) VALUES ('generation', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [generation.to_string()],
         )?;
+        if self.graph {
+            set_graph_meta(&self.tx, generation)?;
+        }
         Ok(())
     }
 
@@ -269,7 +305,11 @@ impl Tx<'_> {
     }
 
     pub fn delete_document(&self, id: &DocId) -> Result<()> {
-        // Chunks go with it through ON DELETE CASCADE.
+        if self.graph {
+            graph::touch_document(&self.tx, id.as_str(), &mut self.touched.borrow_mut())?;
+        }
+        // Chunks go with it through ON DELETE CASCADE, and their mentions and relations
+        // with them.
         self.tx
             .execute("DELETE FROM documents WHERE doc_id = ?1", [id.as_str()])?;
         Ok(())
@@ -314,12 +354,34 @@ impl Tx<'_> {
             ])?;
             ids.push(ChunkId(self.tx.last_insert_rowid() as u64));
         }
+        if self.graph {
+            let mut touched = self.touched.borrow_mut();
+            for (id, (c, _)) in ids.iter().zip(&u.chunks) {
+                graph::insert_chunk(&self.tx, *id, &d.title, &c.text, &mut touched)?;
+            }
+        }
         Ok(ids)
     }
 
     pub fn commit(self) -> Result<()> {
+        if self.graph {
+            graph::settle(&self.tx, self.touched.take())?;
+        }
         Ok(self.tx.commit()?)
     }
+}
+
+fn set_graph_meta(conn: &Connection, generation: u64) -> Result<()> {
+    for (k, v) in [
+        ("graph_version", graph::GRAPH_VERSION.to_string()),
+        ("graph_generation", generation.to_string()),
+    ] {
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![k, v],
+        )?;
+    }
+    Ok(())
 }
 
 fn generation(conn: &Connection) -> Result<u64> {

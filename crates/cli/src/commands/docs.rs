@@ -37,9 +37,12 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
 }
 
 async fn list(app: &App) -> Result<ExitCode> {
-    let docs = match app.open_existing_index(false)? {
-        Some(index) => StoreRead::documents(&index).await?,
-        None => Vec::new(),
+    let (docs, stats) = match app.open_existing_index(false)? {
+        Some(index) => (
+            StoreRead::documents(&index).await?,
+            Some(StoreRead::stats(&index).await?),
+        ),
+        None => (Vec::new(), None),
     };
     if app.json {
         print_json(&docs)?;
@@ -54,6 +57,17 @@ async fn list(app: &App) -> Result<ExitCode> {
                 truncate(&d.title, 60),
                 d.chunk_count
             );
+        }
+        if let Some(s) = stats {
+            // On stderr: the listing on stdout stays one line per document.
+            let mut line = format!(
+                "{} documents, {} chunks, {} tokens",
+                s.documents, s.chunks, s.tokens
+            );
+            if let (Some(e), Some(r)) = (s.entities, s.relations) {
+                line.push_str(&format!("; entity graph: {e} entities, {r} relations"));
+            }
+            eprintln!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)

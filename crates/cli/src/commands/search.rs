@@ -11,12 +11,14 @@ use std::process::ExitCode;
 /// Retrieval mode.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum ModeArg {
-    /// BM25 and dense fused by weighted RRF.
+    /// BM25, dense and the entity graph fused by weighted RRF.
     Hybrid,
     /// BM25 only.
     Bm25,
     /// Dense only.
     Dense,
+    /// The entity graph only.
+    Graph,
 }
 
 impl From<ModeArg> for metarag_core::SearchMode {
@@ -25,6 +27,7 @@ impl From<ModeArg> for metarag_core::SearchMode {
             ModeArg::Hybrid => metarag_core::SearchMode::Hybrid,
             ModeArg::Bm25 => metarag_core::SearchMode::Bm25,
             ModeArg::Dense => metarag_core::SearchMode::Dense,
+            ModeArg::Graph => metarag_core::SearchMode::Graph,
         }
     }
 }

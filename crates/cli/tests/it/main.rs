@@ -71,6 +71,26 @@ fn ingest_search_update_remove() {
     let list = env.json(&["docs", "list"]);
     assert_eq!(list.as_array().unwrap().len(), 3);
 
+    // The entity graph came with the ingest: inspect it and search by it.
+    let g = env.json(&["graph", "entities", "--n", "50"]);
+    assert!(g["stats"]["entities"].as_u64().unwrap() > 10, "{g:#}");
+    let shown = env.json(&["graph", "show", "henry goldmark"]);
+    assert_eq!(shown["entity"]["name"], "Henry Goldmark", "{shown:#}");
+    assert_eq!(shown["mentions"][0]["title"], "Panama Canal");
+    let near = env.json(&["graph", "neighbors", "Henry Goldmark"]);
+    assert!(
+        near.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["entity"]["name"] == "Edward Schildhauer"),
+        "{near:#}"
+    );
+    let res = env.json(&["search", "Who was Henry Goldmark?", "--mode", "graph"]);
+    assert_eq!(res["hits"][0]["chunk"]["title"], "Panama Canal", "{res:#}");
+    let out = env.run(&["graph", "show", "Zzyzx Quorbel"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Zzyzx Quorbel"));
+
     for mode in ["hybrid", "bm25", "dense"] {
         let res = env.json(&[
             "search",
@@ -104,7 +124,8 @@ fn ingest_search_update_remove() {
         .iter()
         .map(|s| s["retriever"].as_str().unwrap())
         .collect();
-    assert_eq!(found_by, ["bm25", "dense"]);
+    // "Art Deco" is an entity of the Hoover Dam page: the graph finds it too.
+    assert_eq!(found_by, ["bm25", "dense", "graph"]);
 
     // Filters: restricted to the notes, the canal page can't come back.
     let notes_id = list

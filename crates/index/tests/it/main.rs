@@ -600,3 +600,5 @@ fn a_torn_journal_tail_makes_the_vectors_rebuild_from_sqlite() {
         1
     );
 }
+
+mod graph;

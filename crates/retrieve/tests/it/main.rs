@@ -96,18 +96,50 @@ async fn hybrid_search_finds_supporting_passages_on_hotpotqa() {
             .any(|s| s.retriever == RetrieverKind::Dense)
     );
 
+    // The entity graph ranks too, and its list takes part in hybrid fusion.
+    let mut graph_in_hybrid = 0;
     // Across the subset, hybrid finds most supporting titles in the top 5.
-    let mut found = [0usize; 3];
+    let mut found = [0usize; 5];
+    let without_graph = HybridRetriever::new(
+        embedder.clone(),
+        index.clone(),
+        RetrievalConfig {
+            graph_weight: 0.0,
+            ..RetrievalConfig::default()
+        },
+    );
     for (q, support) in &questions {
-        for (i, mode) in [SearchMode::Bm25, SearchMode::Dense, SearchMode::Hybrid]
-            .into_iter()
-            .enumerate()
+        for (i, mode) in [
+            SearchMode::Bm25,
+            SearchMode::Dense,
+            SearchMode::Hybrid,
+            SearchMode::Graph,
+            SearchMode::Hybrid,
+        ]
+        .into_iter()
+        .enumerate()
         {
             let mut req = SearchRequest::new(q.clone(), 5);
             req.mode = mode;
-            let hits = metarag_core::Retriever::search(&retriever, &req)
-                .await
-                .unwrap();
+            let r = if i == 4 { &without_graph } else { &retriever };
+            let hits = metarag_core::Retriever::search(r, &req).await.unwrap();
+            if i == 2 {
+                graph_in_hybrid += hits
+                    .iter()
+                    .filter(|h| {
+                        h.sources
+                            .iter()
+                            .any(|s| s.retriever == RetrieverKind::Graph)
+                    })
+                    .count();
+            }
+            if i == 4 {
+                assert!(hits.iter().all(|h| {
+                    h.sources
+                        .iter()
+                        .all(|s| s.retriever != RetrieverKind::Graph)
+                }));
+            }
             assert!(hits.len() <= 5);
             assert!(
                 hits.windows(2).all(|w| w[0].score >= w[1].score),
@@ -128,8 +160,12 @@ async fn hybrid_search_finds_supporting_passages_on_hotpotqa() {
     // Fusion must not wreck either ranking: within two titles of the better retriever.
     assert!(
         found[2] + 2 >= found[0].max(found[1]),
-        "bm25, dense, hybrid: {found:?}"
+        "bm25, dense, hybrid, graph, hybrid without graph: {found:?}"
     );
+    assert!(graph_in_hybrid > 0, "no hybrid hit came from the graph");
+    assert!(found[3] > 0, "the graph alone found nothing: {found:?}");
+    // The graph list must not cost hybrid search (measured gains: docs/results/graph.md).
+    assert!(found[2] + 1 >= found[4], "{found:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -120,7 +120,7 @@ pub enum SplitArg {
 }
 
 impl SplitArg {
-    fn split(self) -> metarag_eval::monitor::Split {
+    pub fn split(self) -> metarag_eval::monitor::Split {
         match self {
             SplitArg::Tuning => metarag_eval::monitor::Split::Tune,
             SplitArg::Reporting => metarag_eval::monitor::Split::Report,

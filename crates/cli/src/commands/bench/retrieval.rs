@@ -1,7 +1,8 @@
 //! `metarag bench retrieval`: ingest a QA corpus into its own index (once; later runs reuse
-//! it) and report recall@k, MRR and latency for BM25, dense and hybrid retrieval.
+//! it) and report recall@k, MRR and latency for BM25, dense, graph and hybrid retrieval.
 
 use crate::app::App;
+use crate::commands::bench::qa::SplitArg;
 use crate::commands::ingest::FormatArg;
 use crate::commands::search::ModeArg;
 use crate::output::{print_json, write_json};
@@ -24,9 +25,13 @@ pub struct RetrievalArgs {
     /// 2WikiMultiHopQA or MuSiQue dev files.
     #[arg(long)]
     questions: PathBuf,
-    /// Evaluate only the first N questions.
+    /// Evaluate only the first N questions (after `--split`).
     #[arg(long)]
     n: Option<usize>,
+    /// Only one half of the questions (FNV-1a hash of the id): choose settings on
+    /// `tuning`, report on `reporting`.
+    #[arg(long, value_enum)]
+    split: Option<SplitArg>,
     /// Cut-offs, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "2,5,10,20")]
     k: Vec<usize>,
@@ -80,6 +85,9 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
     let embedder = app.embedder()?;
     let (dir, ingest) = corpus_index(app, &args.corpus, args.index.clone(), &embedder).await?;
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
+    if let Some(split) = args.split.map(SplitArg::split) {
+        questions.retain(|q| metarag_eval::monitor::split_of(&q.id) == split);
+    }
     if let Some(n) = args.n {
         questions.truncate(n);
     }
@@ -96,6 +104,10 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
         "rrf_k": retrieval.rrf_k,
         "bm25_weight": retrieval.bm25_weight,
         "dense_weight": retrieval.dense_weight,
+        "graph_weight": retrieval.graph_weight,
+        "graph": retrieval.graph,
+        "split": args.split.map(|s| s.split().as_str()),
+        "questions_evaluated": questions.len(),
         "candidates": retrieval.candidates,
         "ingest": ingest,
         "retrieval": report,

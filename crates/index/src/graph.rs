@@ -1,0 +1,600 @@
+//! The entity graph, kept in SQLite beside the chunks it points at: entities, their aliases
+//! and words (for linking), mentions (entity -> chunk, with a confidence) and relations
+//! (entity -> entity, with the pattern and chunk that stated them).
+//!
+//! Because the graph lives in the same database as the chunks, a write changes both in one
+//! transaction: the graph is as crash-consistent as SQLite itself. Mentions and relations
+//! go with their chunk (`ON DELETE CASCADE`); an entity no chunk mentions any more is
+//! removed when the transaction that orphaned it commits.
+
+use crate::Result;
+use crate::entities::{self, EntityLabel, Extraction};
+use metarag_core::{ChunkId, GraphWalk};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// Bumped whenever extraction changes, so an index built by an older extractor is re-read.
+pub(crate) const GRAPH_VERSION: &str = "2";
+
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS entities(
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    label TEXT NOT NULL,
+    -- chunks mentioning the entity: how specific it is (a hub like a country is not)
+    df INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS entity_aliases(
+    alias TEXT NOT NULL,
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    PRIMARY KEY(alias, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entity_aliases_by_entity ON entity_aliases(entity_id);
+CREATE TABLE IF NOT EXISTS entity_words(
+    word TEXT NOT NULL,
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    PRIMARY KEY(word, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entity_words_by_entity ON entity_words(entity_id);
+CREATE TABLE IF NOT EXISTS mentions(
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    confidence REAL NOT NULL,
+    PRIMARY KEY(entity_id, chunk_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(chunk_id);
+CREATE TABLE IF NOT EXISTS relations(
+    subject INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    predicate TEXT NOT NULL,
+    object INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    pattern TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS relations_by_subject ON relations(subject);
+CREATE INDEX IF NOT EXISTS relations_by_object ON relations(object);
+CREATE INDEX IF NOT EXISTS relations_by_chunk ON relations(chunk_id);
+";
+
+/// Entity ids whose mention counts a transaction changed; fixed up (or the entity removed)
+/// just before it commits.
+#[derive(Default)]
+pub(crate) struct Touched(BTreeSet<i64>);
+
+/// Records the entities the chunks of `docs` mention, before they are deleted.
+pub(crate) fn touch_document(conn: &Connection, doc: &str, touched: &mut Touched) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT m.entity_id FROM mentions m JOIN chunks c ON c.id = m.chunk_id WHERE c.doc_id = ?1",
+    )?;
+    let rows = stmt.query_map([doc], |r| r.get::<_, i64>(0))?;
+    for r in rows {
+        touched.0.insert(r?);
+    }
+    Ok(())
+}
+
+/// Adds the entities, mentions and relations of one stored chunk.
+pub(crate) fn insert_chunk(
+    conn: &Connection,
+    chunk: ChunkId,
+    title: &str,
+    text: &str,
+    touched: &mut Touched,
+) -> Result<()> {
+    let Extraction {
+        mentions,
+        relations,
+    } = entities::extract(title, text);
+    let mut ids = Vec::with_capacity(mentions.len());
+    let mut find = conn.prepare_cached("SELECT id, label FROM entities WHERE key = ?1")?;
+    let mut insert =
+        conn.prepare_cached("INSERT INTO entities(key, name, label) VALUES (?1, ?2, ?3)")?;
+    let mut promote =
+        conn.prepare_cached("UPDATE entities SET label = 'title', name = ?2 WHERE id = ?1")?;
+    let mut alias = conn
+        .prepare_cached("INSERT OR IGNORE INTO entity_aliases(alias, entity_id) VALUES (?1, ?2)")?;
+    let mut word =
+        conn.prepare_cached("INSERT OR IGNORE INTO entity_words(word, entity_id) VALUES (?1, ?2)")?;
+    let mut mention = conn.prepare_cached(
+        "INSERT INTO mentions(entity_id, chunk_id, confidence) VALUES (?1, ?2, ?3)
+         ON CONFLICT(entity_id, chunk_id) DO UPDATE SET confidence = max(confidence, excluded.confidence)",
+    )?;
+    for m in &mentions {
+        let found: Option<(i64, String)> = find
+            .query_row([&m.key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let id = match found {
+            Some((id, label)) => {
+                // A document's title names the entity best: it becomes the display name.
+                if m.label == EntityLabel::Title && label != "title" {
+                    promote.execute(params![id, m.name])?;
+                }
+                id
+            }
+            None => {
+                insert.execute(params![m.key, m.name, m.label.as_str()])?;
+                let id = conn.last_insert_rowid();
+                for a in entities::aliases(&m.name, &m.key) {
+                    alias.execute(params![a, id])?;
+                }
+                for w in m.key.split(' ').filter(|w| w.chars().count() > 1) {
+                    word.execute(params![w, id])?;
+                }
+                id
+            }
+        };
+        mention.execute(params![id, chunk.0 as i64, m.confidence])?;
+        touched.0.insert(id);
+        ids.push(id);
+    }
+    let mut relation = conn.prepare_cached(
+        "INSERT INTO relations(subject, predicate, object, pattern, confidence, chunk_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for r in &relations {
+        relation.execute(params![
+            ids[r.subject],
+            r.predicate,
+            ids[r.object],
+            r.pattern.as_str(),
+            r.pattern.confidence(),
+            chunk.0 as i64
+        ])?;
+    }
+    Ok(())
+}
+
+/// Brings the touched entities' mention counts up to date and removes those no chunk
+/// mentions any more.
+pub(crate) fn settle(conn: &Connection, touched: Touched) -> Result<()> {
+    let mut count = conn.prepare_cached("SELECT count(*) FROM mentions WHERE entity_id = ?1")?;
+    let mut update = conn.prepare_cached("UPDATE entities SET df = ?2 WHERE id = ?1")?;
+    let mut delete = conn.prepare_cached("DELETE FROM entities WHERE id = ?1")?;
+    for id in touched.0 {
+        let df: i64 = count.query_row([id], |r| r.get(0))?;
+        if df == 0 {
+            delete.execute([id])?;
+        } else {
+            update.execute(params![id, df])?;
+        }
+    }
+    Ok(())
+}
+
+/// Re-extracts the whole graph from the stored chunks (an index built before the graph
+/// existed, by an older extractor, or written by a binary that did not maintain it).
+pub(crate) fn rebuild(conn: &Connection) -> Result<usize> {
+    conn.execute_batch(
+        "DELETE FROM relations; DELETE FROM mentions; DELETE FROM entity_words;
+         DELETE FROM entity_aliases; DELETE FROM entities;",
+    )?;
+    let mut touched = Touched::default();
+    let mut last = 0i64;
+    let mut total = 0;
+    loop {
+        // Batches by id keep memory flat on a large index.
+        let batch: Vec<(i64, String, String)> = {
+            let mut stmt = conn.prepare_cached(
+                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+                 WHERE c.id > ?1 ORDER BY c.id LIMIT 4096",
+            )?;
+            let rows = stmt.query_map([last], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let Some(&(end, _, _)) = batch.last() else {
+            break;
+        };
+        for (id, title, text) in &batch {
+            insert_chunk(conn, ChunkId(*id as u64), title, text, &mut touched)?;
+        }
+        total += batch.len();
+        last = end;
+    }
+    settle(conn, touched)?;
+    Ok(total)
+}
+
+/// Counts of the graph's parts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct GraphStats {
+    /// Distinct entities.
+    pub entities: u64,
+    /// Entity -> chunk links.
+    pub mentions: u64,
+    /// Entity -> entity relations.
+    pub relations: u64,
+}
+
+pub(crate) fn stats(conn: &Connection) -> Result<GraphStats> {
+    let count = |table: &str| -> Result<u64> {
+        let n: i64 = conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?;
+        Ok(n as u64)
+    };
+    Ok(GraphStats {
+        entities: count("entities")?,
+        mentions: count("mentions")?,
+        relations: count("relations")?,
+    })
+}
+
+/// An entity as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entity {
+    /// Row id (stable while some chunk mentions the entity).
+    pub id: i64,
+    /// Display name: the document title that names it, else its first surface form.
+    pub name: String,
+    /// Normalised key.
+    pub key: String,
+    /// `title`, `name`, `acronym`, `date` or `concept`.
+    pub label: String,
+    /// Chunks mentioning it.
+    pub mentions: u64,
+}
+
+/// How an entity was found for a query's mention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkStage {
+    /// Same normalised key.
+    Exact,
+    /// An alias (acronym) of the entity.
+    Alias,
+    /// Edit similarity of the keys at or above the threshold.
+    Fuzzy,
+}
+
+/// An entity linked to a mention, with the link's similarity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    /// The query's surface form.
+    pub mention: String,
+    /// The entity.
+    pub entity: Entity,
+    /// 1 for exact, 0.95 for alias, the edit similarity for fuzzy.
+    pub similarity: f32,
+    /// Which stage of the cascade found it.
+    pub stage: LinkStage,
+}
+
+/// A relation as stored, with both ends named.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredRelation {
+    /// Subject's display name.
+    pub subject: String,
+    /// Predicate (`is_a`, `has`, a verb, a preposition).
+    pub predicate: String,
+    /// Object's display name.
+    pub object: String,
+    /// `copula`, `svo`, `attribute` or `prepositional`.
+    pub pattern: String,
+    /// The pattern's confidence.
+    pub confidence: f32,
+    /// The chunk that states it.
+    pub chunk: ChunkId,
+}
+
+/// An entity reached from another by the walk, with its weight.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reached {
+    /// The entity.
+    pub entity: Entity,
+    /// Hops from the start.
+    pub hop: usize,
+    /// Link similarity times the decay per hop.
+    pub weight: f32,
+}
+
+const ENTITY_COLS: &str = "id, name, key, label, df";
+
+fn row_to_entity(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entity> {
+    Ok(Entity {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        key: r.get(2)?,
+        label: r.get(3)?,
+        mentions: r.get::<_, i64>(4)? as u64,
+    })
+}
+
+/// The most mentioned entities, optionally of one label.
+pub(crate) fn top_entities(
+    conn: &Connection,
+    label: Option<&str>,
+    n: usize,
+) -> Result<Vec<Entity>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ENTITY_COLS} FROM entities WHERE ?1 IS NULL OR label = ?1 ORDER BY df DESC, key LIMIT ?2"
+    ))?;
+    let rows = stmt.query_map(params![label, n as i64], row_to_entity)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn entity_by_id(conn: &Connection, id: i64) -> Result<Option<Entity>> {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT {ENTITY_COLS} FROM entities WHERE id = ?1"))?;
+    Ok(stmt.query_row([id], row_to_entity).optional()?)
+}
+
+/// Links a surface form to up to `max` entities: exact key, then alias, then fuzzy
+/// (normalised Levenshtein similarity of the keys >= `threshold`, candidates sharing a
+/// word or a word's first three letters); the first stage with a match answers.
+pub(crate) fn link(
+    conn: &Connection,
+    mention: &str,
+    threshold: f32,
+    max: usize,
+) -> Result<Vec<Link>> {
+    let key = entities::normalize(mention);
+    if key.is_empty() || max == 0 {
+        return Ok(Vec::new());
+    }
+    let make = |entity: Entity, similarity: f32, stage: LinkStage| Link {
+        mention: mention.to_string(),
+        entity,
+        similarity,
+        stage,
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ENTITY_COLS} FROM entities WHERE key = ?1"
+    ))?;
+    if let Some(e) = stmt.query_row([&key], row_to_entity).optional()? {
+        return Ok(vec![make(e, 1.0, LinkStage::Exact)]);
+    }
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {ENTITY_COLS} FROM entities WHERE id IN (SELECT entity_id FROM entity_aliases WHERE alias = ?1) ORDER BY df DESC LIMIT ?2"
+    ))?;
+    let aliased: Vec<Entity> = stmt
+        .query_map(params![key, max as i64], row_to_entity)?
+        .collect::<rusqlite::Result<_>>()?;
+    if !aliased.is_empty() {
+        return Ok(aliased
+            .into_iter()
+            .map(|e| make(e, 0.95, LinkStage::Alias))
+            .collect());
+    }
+    // Fuzzy: candidates share a word of two or more letters with the mention; the rarest
+    // words first, so a common word ("john") cannot crowd out the telling one.
+    let mut words: Vec<(&str, i64)> = Vec::new();
+    let mut count = conn.prepare_cached("SELECT count(*) FROM entity_words WHERE word = ?1")?;
+    for w in key.split(' ').filter(|w| w.chars().count() > 1) {
+        let n: i64 = count.query_row([w], |r| r.get(0))?;
+        if n > 0 {
+            words.push((w, n));
+        }
+    }
+    words.sort_by_key(|&(_, n)| n);
+    let mut candidates: HashSet<i64> = HashSet::new();
+    let mut by_word =
+        conn.prepare_cached("SELECT entity_id FROM entity_words WHERE word = ?1 LIMIT 512")?;
+    for (w, _) in words.iter().take(3) {
+        for id in by_word.query_map([w], |r| r.get::<_, i64>(0))? {
+            candidates.insert(id?);
+        }
+    }
+    // A misspelt word shares no word, but most often its first three letters: a range
+    // scan of the word index ("orin" finds "orrin").
+    let mut by_prefix = conn.prepare_cached(
+        "SELECT entity_id FROM entity_words WHERE word >= ?1 AND word < ?1 || char(1114111) LIMIT 256",
+    )?;
+    for w in key.split(' ') {
+        let prefix: String = w.chars().take(3).collect();
+        if prefix.chars().count() < 3 {
+            continue;
+        }
+        for id in by_prefix.query_map([&prefix], |r| r.get::<_, i64>(0))? {
+            candidates.insert(id?);
+        }
+    }
+    let mut scored: Vec<(f32, Entity)> = Vec::new();
+    for id in candidates {
+        if let Some(e) = entity_by_id(conn, id)? {
+            let sim = strsim::normalized_levenshtein(&key, &e.key) as f32;
+            if sim >= threshold {
+                scored.push((sim, e));
+            }
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.mentions.cmp(&a.1.mentions)));
+    Ok(scored
+        .into_iter()
+        .take(max)
+        .map(|(sim, e)| make(e, sim, LinkStage::Fuzzy))
+        .collect())
+}
+
+/// How specific an entity is among `total` chunks: 1 for one mention, falling towards 0
+/// for an entity every chunk mentions (a walk through "United States" should not flood
+/// the ranking).
+fn specificity(df: u64, total: u64) -> f32 {
+    let total = total.max(df).max(1) as f32;
+    ((1.0 + total / df.max(1) as f32).ln() / (1.0 + total).ln()).clamp(0.0, 1.0)
+}
+
+/// The chunks mentioning an entity, most confident first.
+fn chunks_of(conn: &Connection, entity: i64, n: usize) -> Result<Vec<(i64, f32)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT chunk_id, confidence FROM mentions WHERE entity_id = ?1 ORDER BY confidence DESC, chunk_id LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![entity, n as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// An entity's neighbours with the strength of the edge: relations either way (their
+/// pattern's confidence) and, when `co_mentions`, entities mentioned in the same chunks
+/// (half their mention confidence); the strongest `n`, weighed by how specific each is.
+fn neighbours(
+    conn: &Connection,
+    entity: i64,
+    walk: &GraphWalk,
+    total: u64,
+) -> Result<Vec<(i64, f32)>> {
+    let mut strength: HashMap<i64, (f32, u64)> = HashMap::new();
+    let mut rel = conn.prepare_cached(
+        "SELECT r.object, max(r.confidence), e.df FROM relations r JOIN entities e ON e.id = r.object WHERE r.subject = ?1 GROUP BY r.object
+         UNION ALL
+         SELECT r.subject, max(r.confidence), e.df FROM relations r JOIN entities e ON e.id = r.subject WHERE r.object = ?1 GROUP BY r.subject",
+    )?;
+    for row in rel.query_map([entity], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, f32>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })? {
+        let (id, c, df) = row?;
+        let s = strength.entry(id).or_insert((0.0, df as u64));
+        s.0 = s.0.max(c);
+    }
+    if walk.co_mentions {
+        let mut co = conn.prepare_cached(
+            "SELECT m2.entity_id, max(m2.confidence), e.df FROM
+               (SELECT chunk_id FROM mentions WHERE entity_id = ?1 ORDER BY confidence DESC LIMIT ?2) m1
+             JOIN mentions m2 ON m2.chunk_id = m1.chunk_id
+             JOIN entities e ON e.id = m2.entity_id
+             WHERE m2.entity_id != ?1 GROUP BY m2.entity_id",
+        )?;
+        let rows = co.query_map(params![entity, walk.chunks_per_entity as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, f32>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        for row in rows {
+            let (id, c, df) = row?;
+            let s = strength.entry(id).or_insert((0.0, df as u64));
+            s.0 = s.0.max(0.5 * c);
+        }
+    }
+    let mut out: Vec<(i64, f32)> = strength
+        .into_iter()
+        .map(|(id, (s, df))| (id, s * specificity(df, total)))
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(walk.fanout);
+    Ok(out)
+}
+
+/// The seed's traversal: breadth-first from the linked entities to `max_hops`, each hop
+/// multiplying the link's similarity by `decay`; every reached entity adds its weight
+/// (times its mention confidence and specificity) to the chunks that mention it.
+/// Returns the reached entities and the chunks' summed scores.
+pub(crate) fn walk(
+    conn: &Connection,
+    links: &[Link],
+    walk: &GraphWalk,
+    total: u64,
+) -> Result<(Vec<Reached>, HashMap<i64, f32>)> {
+    let mut best: HashMap<i64, (usize, f32)> = HashMap::new();
+    let mut frontier: Vec<(i64, f32)> = Vec::new();
+    for l in links {
+        let w = best.entry(l.entity.id).or_insert((0, 0.0));
+        w.1 = w.1.max(l.similarity);
+    }
+    frontier.extend(best.iter().map(|(&id, &(_, w))| (id, w)));
+    let mut scores: HashMap<i64, f32> = HashMap::new();
+    frontier.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    for hop in 0..=walk.max_hops {
+        // Sorted: strongest first (the start by similarity, later hops by weight then
+        // edge strength).
+        frontier.truncate(walk.frontier);
+        let mut next: HashMap<i64, (f32, f32)> = HashMap::new();
+        for &(id, w) in &frontier {
+            let Some(e) = entity_by_id(conn, id)? else {
+                continue;
+            };
+            let spec = specificity(e.mentions, total);
+            for (chunk, conf) in chunks_of(conn, id, walk.chunks_per_entity)? {
+                *scores.entry(chunk).or_default() += w * conf * spec;
+            }
+            if hop == walk.max_hops {
+                continue;
+            }
+            for (nb, strength) in neighbours(conn, id, walk, total)? {
+                if best.contains_key(&nb) {
+                    continue;
+                }
+                // The seed's weight (similarity x decay per hop); the edge's strength
+                // only orders entities of equal weight when the frontier is cut.
+                let v = next.entry(nb).or_default();
+                *v = (v.0.max(w * walk.decay), v.1.max(strength));
+            }
+        }
+        for (&id, &(w, _)) in &next {
+            best.insert(id, (hop + 1, w));
+        }
+        let mut ordered: Vec<(i64, f32, f32)> =
+            next.into_iter().map(|(id, (w, s))| (id, w, s)).collect();
+        ordered.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(b.2.total_cmp(&a.2))
+                .then(a.0.cmp(&b.0))
+        });
+        frontier = ordered.into_iter().map(|(id, w, _)| (id, w)).collect();
+        if frontier.is_empty() {
+            break;
+        }
+    }
+    let mut reached = Vec::with_capacity(best.len());
+    for (id, (hop, weight)) in best {
+        if let Some(entity) = entity_by_id(conn, id)? {
+            reached.push(Reached {
+                entity,
+                hop,
+                weight,
+            });
+        }
+    }
+    reached.sort_by(|a, b| {
+        b.weight
+            .total_cmp(&a.weight)
+            .then(a.entity.id.cmp(&b.entity.id))
+    });
+    Ok((reached, scores))
+}
+
+/// Relations an entity takes part in, either side.
+pub(crate) fn relations_of(
+    conn: &Connection,
+    entity: i64,
+    n: usize,
+) -> Result<Vec<StoredRelation>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.name, r.predicate, o.name, r.pattern, r.confidence, r.chunk_id FROM relations r
+         JOIN entities s ON s.id = r.subject JOIN entities o ON o.id = r.object
+         WHERE r.subject = ?1 OR r.object = ?1 ORDER BY r.confidence DESC, r.chunk_id LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![entity, n as i64], |r| {
+        Ok(StoredRelation {
+            subject: r.get(0)?,
+            predicate: r.get(1)?,
+            object: r.get(2)?,
+            pattern: r.get(3)?,
+            confidence: r.get(4)?,
+            chunk: ChunkId(r.get::<_, i64>(5)? as u64),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The chunks mentioning an entity, most confident first (for `graph show`).
+pub(crate) fn mentions_of(conn: &Connection, entity: i64, n: usize) -> Result<Vec<(ChunkId, f32)>> {
+    Ok(chunks_of(conn, entity, n)?
+        .into_iter()
+        .map(|(c, conf)| (ChunkId(c as u64), conf))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specificity_falls_with_mentions() {
+        assert!((specificity(1, 1000) - 1.0).abs() < 0.01);
+        assert!(specificity(10, 1000) > specificity(100, 1000));
+        assert!(specificity(1000, 1000) < 0.15);
+    }
+}

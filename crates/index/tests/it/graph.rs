@@ -1,0 +1,209 @@
+//! The entity graph: built with the chunks, updated with them, linked and walked.
+
+use super::{config, update};
+use metarag_core::{Filter, GraphWalk, StoreRead};
+use metarag_index::{EmbeddedIndex, LinkStage};
+
+/// A small corpus of invented entities: a bridge from a film to its star, and a star's
+/// own page.
+fn corpus(index: &EmbeddedIndex) {
+    index
+        .apply(
+            vec![
+                update(
+                    "film",
+                    "Salt and Ember (1962 film)",
+                    &["Salt and Ember is a 1962 drama film starring Orrin Dalby as Captain Vell."],
+                    0,
+                    None,
+                ),
+                update(
+                    "dalby",
+                    "Orrin Dalby",
+                    &["Orrin Dalby was an actor who later served as mayor of Marrowgate."],
+                    1,
+                    None,
+                ),
+                update(
+                    "harbour",
+                    "Marrowgate",
+                    &["Marrowgate is a harbour town. The Northern Orchard Board sits in Marrowgate."],
+                    2,
+                    None,
+                ),
+            ],
+            vec![],
+        )
+        .unwrap();
+}
+
+fn entity_names(index: &EmbeddedIndex) -> Vec<String> {
+    index
+        .top_entities(None, 1000)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect()
+}
+
+#[test]
+fn the_graph_follows_adds_changes_and_removals() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    corpus(&index);
+    let names = entity_names(&index);
+    for want in [
+        "Salt and Ember (1962 film)",
+        "Orrin Dalby",
+        "Marrowgate",
+        "Captain Vell",
+        "1962",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    let dalby = &index.link_entity("Orrin Dalby", 0.7, 1).unwrap()[0].entity;
+    assert_eq!(dalby.mentions, 2, "the film's chunk and his own");
+    let stats = index.graph_stats().unwrap();
+    assert!(stats.relations > 0);
+
+    // A changed document: its old entities go unless another chunk mentions them.
+    index
+        .apply(
+            vec![update(
+                "film",
+                "Salt and Ember (1962 film)",
+                &["Salt and Ember is a 1962 drama film starring Pell Quinary."],
+                0,
+                None,
+            )],
+            vec![],
+        )
+        .unwrap();
+    let names = entity_names(&index);
+    assert!(!names.iter().any(|n| n == "Captain Vell"), "{names:?}");
+    assert!(names.iter().any(|n| n == "Pell Quinary"), "{names:?}");
+    let dalby = &index.link_entity("Orrin Dalby", 0.7, 1).unwrap()[0].entity;
+    assert_eq!(dalby.mentions, 1);
+
+    // A removal takes its title entity and its mentions with it.
+    index
+        .apply(vec![], vec![metarag_core::DocId::new("dalby").unwrap()])
+        .unwrap();
+    assert!(
+        index
+            .link_entity("Orrin Dalby", 0.95, 1)
+            .unwrap()
+            .is_empty()
+    );
+    let names = entity_names(&index);
+    assert!(
+        names.iter().any(|n| n == "Marrowgate"),
+        "still on its own page: {names:?}"
+    );
+
+    // Reopened, the graph is current and not rebuilt; its counts are the same.
+    let before = index.graph_stats().unwrap();
+    drop(index);
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    assert_eq!(index.graph_stats().unwrap(), before);
+}
+
+#[test]
+fn an_index_without_its_graph_gets_one_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut no_graph = config();
+    no_graph.graph = false;
+    let index = EmbeddedIndex::open(dir.path(), no_graph).unwrap();
+    corpus(&index);
+    assert_eq!(index.graph_stats().unwrap().entities, 0);
+    drop(index);
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    assert!(index.graph_stats().unwrap().entities > 5);
+    assert!(!index.link_entity("Marrowgate", 0.7, 1).unwrap().is_empty());
+}
+
+#[test]
+fn linking_cascades_exact_alias_fuzzy() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    corpus(&index);
+    let exact = index.link_entity("orrin  dalby", 0.7, 3).unwrap();
+    assert_eq!(exact[0].stage, LinkStage::Exact);
+    assert_eq!(exact[0].similarity, 1.0);
+    let alias = index.link_entity("NOB", 0.7, 3).unwrap();
+    assert_eq!(alias[0].stage, LinkStage::Alias, "{alias:?}");
+    assert_eq!(alias[0].entity.name, "Northern Orchard Board");
+    let fuzzy = index.link_entity("Orin Dalbey", 0.7, 3).unwrap();
+    assert_eq!(fuzzy[0].stage, LinkStage::Fuzzy, "{fuzzy:?}");
+    assert_eq!(fuzzy[0].entity.name, "Orrin Dalby");
+    assert!(fuzzy[0].similarity >= 0.7 && fuzzy[0].similarity < 1.0);
+    assert!(
+        index
+            .link_entity("Quillon Press", 0.7, 3)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_walk_reaches_the_bridge_page_with_decayed_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    corpus(&index);
+    // The question names the film only; the star's own page is one hop away.
+    let walk = GraphWalk::default();
+    let (links, reached, ranked) = index
+        .graph_search_explained(
+            "Which town did the star of Salt and Ember govern?",
+            10,
+            &walk,
+            &Filter::default(),
+        )
+        .unwrap();
+    assert_eq!(links.len(), 1, "the joined name, not its parts: {links:?}");
+    assert_eq!(links[0].entity.name, "Salt and Ember (1962 film)");
+    let dalby = reached
+        .iter()
+        .find(|r| r.entity.name == "Orrin Dalby")
+        .expect("the star is reached");
+    assert_eq!(dalby.hop, 1);
+    assert!((dalby.weight - walk.decay).abs() < 1e-6);
+    let chunks = index
+        .chunks(&ranked.iter().map(|r| r.id).collect::<Vec<_>>())
+        .unwrap();
+    let titles: Vec<&str> = chunks.iter().map(|c| c.title.as_str()).collect();
+    assert_eq!(titles[0], "Salt and Ember (1962 film)", "{titles:?}");
+    assert!(titles.contains(&"Orrin Dalby"), "{titles:?}");
+    // Zero hops: only the chunk that mentions the film.
+    let zero = GraphWalk {
+        max_hops: 0,
+        ..GraphWalk::default()
+    };
+    let only = index
+        .graph_search("Salt and Ember", 10, &zero, &Filter::default())
+        .unwrap();
+    assert_eq!(only.len(), 1);
+    // The store trait's graph ranking is the same, and a filter restricts it.
+    let via_trait = StoreRead::graph(&index, "Salt and Ember", 10, &walk, &Filter::default())
+        .await
+        .unwrap();
+    assert_eq!(via_trait.len(), ranked.len().min(10).max(via_trait.len()));
+    let filtered = StoreRead::graph(
+        &index,
+        "Salt and Ember",
+        10,
+        &walk,
+        &super::docs(&["dalby"]),
+    )
+    .await
+    .unwrap();
+    assert!(!filtered.is_empty());
+    let ids: Vec<_> = filtered.iter().map(|r| r.id).collect();
+    assert!(
+        index
+            .chunks(&ids)
+            .unwrap()
+            .iter()
+            .all(|c| c.doc_id.as_str() == "dalby")
+    );
+}
