@@ -17,7 +17,7 @@ mod output;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use commands::{
-    ask, bench, cache, chat, docs, graph, ingest, keys, mcp, models, runs, search, serve,
+    ask, bench, cache, chat, docs, graph, import, ingest, keys, mcp, models, runs, search, serve,
     serve_llm, strategies, tree,
 };
 use metarag_core::Fault;
@@ -45,6 +45,9 @@ struct Cli {
 enum Command {
     /// Ingest files and directories (PDF, DOCX, HTML, Markdown, text, JSON/JSONL).
     Ingest(ingest::Args),
+    /// Import a JSON/JSONL vector dump (`{id, text, embedding, metadata}`), keeping its
+    /// vectors after checking they come from the index's embedding model.
+    Import(import::Args),
     /// List, show or remove ingested documents.
     Docs {
         #[command(subcommand)]
@@ -185,6 +188,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let app = app::App::new(config, cli.json);
     match cli.command {
         Command::Ingest(args) => ingest::run(&app, args).await,
+        Command::Import(args) => import::run(&app, args).await,
         Command::Docs { command } => docs::run(&app, command).await,
         Command::Search(args) => search::run(&app, args).await,
         Command::Ask(args) => ask::run(&app, args).await,

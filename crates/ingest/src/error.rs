@@ -102,6 +102,20 @@ pub enum Error {
     /// The tokenizer failed on a text.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+    /// A vector dump's vectors do not come from the index's embedding model.
+    #[error(
+        "{path}: the dump's vectors do not match the embedder `{embedder}` (mean cosine {cosine:.3} against {min} on re-embedded records): import it into an index built with the model that made them, or pass --trust-vectors"
+    )]
+    VectorsMismatch {
+        /// The dump.
+        path: PathBuf,
+        /// The index's embedder.
+        embedder: String,
+        /// Mean cosine between re-embedded records and their dump vectors.
+        cosine: f32,
+        /// The least accepted.
+        min: f32,
+    },
     /// The embedder or the store failed; the run stops (already applied batches stay).
     #[error(transparent)]
     Backend(#[from] metarag_core::Error),

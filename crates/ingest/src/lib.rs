@@ -11,9 +11,12 @@
 //! - [`Ingester`]: the run itself: discover files, skip unchanged ones by content hash,
 //!   chunk, embed in batches, and replace each document's chunks atomically in a
 //!   [`metarag_core::Store`]. One bad file is reported; the others go in.
+//! - [`import`]: a vector dump (`{id, text, embedding, metadata}` records) written as it is,
+//!   its vectors checked against the embedder instead of recomputed.
 
 mod chunk;
 mod error;
+pub mod import;
 pub mod parse;
 mod pipeline;
 

@@ -9,6 +9,7 @@ pub mod chat;
 pub mod config;
 pub mod docs;
 pub mod graph;
+pub mod import;
 pub mod ingest;
 pub mod keys;
 pub mod mcp;

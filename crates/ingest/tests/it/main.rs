@@ -468,3 +468,87 @@ fn fuzz_seeds_and_regressions_parse_without_panicking() {
     }
     assert!(replayed >= 8, "the fuzz seeds moved: {replayed} replayed");
 }
+
+/// A dump made by the index's own model goes in with its vectors and is found by dense
+/// search; a dump from another model is refused before anything is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vector_dump_is_imported_with_its_vectors_and_a_foreign_one_refused() {
+    use metarag_ingest::import::{ImportOptions, import_dump};
+    let embedder = metarag_testkit::embedder();
+    let texts = [
+        (
+            "tide",
+            "Brannock Harbour floods twice a day when the spring tides come in.",
+        ),
+        (
+            "bees",
+            "The orchard keeps forty hives of black bees for its apple blossom.",
+        ),
+        (
+            "kiln",
+            "A wood-fired kiln needs three days to cool before it is opened.",
+        ),
+    ];
+    let inputs: Vec<String> = texts.iter().map(|t| t.1.to_string()).collect();
+    let vectors = embedder.embed(&inputs).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut good = String::new();
+    for ((id, text), v) in texts.iter().zip(&vectors) {
+        let rec = serde_json::json!({"id": id, "text": text, "embedding": v, "metadata": {"title": id.to_uppercase()}});
+        good.push_str(&format!("{rec}\n"));
+    }
+    good.push_str("{\"id\": \"short\", \"text\": \"x\", \"embedding\": [0.5, 0.5]}\n");
+    let good_path = dir.path().join("dump.jsonl");
+    std::fs::write(&good_path, &good).unwrap();
+    // The same records with each vector's coordinates reversed: the right dimension, the
+    // wrong model.
+    let mut foreign = String::new();
+    for ((id, text), v) in texts.iter().zip(&vectors) {
+        let rev: Vec<f32> = v.iter().rev().copied().collect();
+        foreign.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "text": text, "embedding": rev})
+        ));
+    }
+    let foreign_path = dir.path().join("foreign.jsonl");
+    std::fs::write(&foreign_path, &foreign).unwrap();
+
+    let index = EmbeddedIndex::open(
+        dir.path().join("index"),
+        IndexConfig::new(embedder.model_id(), embedder.dimension()),
+    )
+    .unwrap();
+    let chunker = chunker(embedder.max_tokens(), 0);
+    let options = ImportOptions::default();
+    let err = import_dump(&foreign_path, &chunker, &embedder, &index, &options)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("do not match the embedder"),
+        "{err}"
+    );
+    assert!(StoreRead::documents(&index).await.unwrap().is_empty());
+
+    let report = import_dump(&good_path, &chunker, &embedder, &index, &options)
+        .await
+        .unwrap();
+    assert_eq!((report.added, report.chunks), (3, 3));
+    assert_eq!(report.failures.len(), 1);
+    assert!(
+        report.failures[0].error.contains("dump.jsonl:4"),
+        "{:?}",
+        report.failures
+    );
+    let q = embedder
+        .embed_query("when do the spring tides flood the harbour")
+        .await
+        .unwrap();
+    let hits = index.nearest(&q, 1, &Filter::default()).unwrap();
+    let chunk = &index.chunks(&[hits[0].id]).unwrap()[0];
+    assert_eq!(chunk.title, "TIDE");
+    // Imported again unchanged: nothing is rewritten.
+    let again = import_dump(&good_path, &chunker, &embedder, &index, &options)
+        .await
+        .unwrap();
+    assert_eq!((again.added, again.unchanged, again.chunks), (0, 3, 0));
+}
