@@ -30,6 +30,7 @@ pub mod nodes;
 pub mod prompts;
 pub mod reasoning;
 pub mod registry;
+pub mod router;
 pub mod state;
 pub mod strategies;
 pub mod text;

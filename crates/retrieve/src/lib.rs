@@ -6,8 +6,10 @@
 //! retriever ranked it.
 
 mod fusion;
+pub mod router;
 
 pub use fusion::{Fused, RankedList, fuse_orders, reciprocal_rank_fusion};
+pub use router::{EmbeddingRouter, Intent, Memory, Route, RouteSource};
 
 use metarag_core::{
     ChunkId, Embedder, GraphWalk, Hit, Result, Retriever, RetrieverKind, ScoredChunk, SearchMode,
@@ -98,7 +100,33 @@ impl<E: Embedder, S: StoreRead> HybridRetriever<E, S> {
         self.search_inner(request).instrument(span).await
     }
 
+    /// Searches the memories a [`Route`] names: the entity graph's list only when the route
+    /// includes the graph (the text memory is always searched).
+    pub async fn search_routed(
+        &self,
+        request: &SearchRequest,
+        route: &Route,
+    ) -> Result<(Vec<Hit>, SearchTimings)> {
+        let graph_weight = if route.memories.contains(&Memory::Graph) {
+            self.config.graph_weight
+        } else {
+            0.0
+        };
+        let span = tracing::info_span!("retrieve.routed", intents = ?route.intents, k = request.k);
+        self.search_with(request, graph_weight)
+            .instrument(span)
+            .await
+    }
+
     async fn search_inner(&self, request: &SearchRequest) -> Result<(Vec<Hit>, SearchTimings)> {
+        self.search_with(request, self.config.graph_weight).await
+    }
+
+    async fn search_with(
+        &self,
+        request: &SearchRequest,
+        graph_weight: f32,
+    ) -> Result<(Vec<Hit>, SearchTimings)> {
         if request.k == 0 {
             return Ok((Vec::new(), SearchTimings::default()));
         }
@@ -130,7 +158,7 @@ impl<E: Embedder, S: StoreRead> HybridRetriever<E, S> {
             Ok::<_, metarag_core::Error>(Some((items, embed, t.elapsed())))
         };
         let graph = async {
-            let weighted = request.mode == SearchMode::Graph || self.config.graph_weight > 0.0;
+            let weighted = request.mode == SearchMode::Graph || graph_weight > 0.0;
             if !wanted.contains(&RetrieverKind::Graph) || !weighted {
                 return Ok(None);
             }
@@ -175,7 +203,7 @@ impl<E: Embedder, S: StoreRead> HybridRetriever<E, S> {
                         index_time = index_time.max(took);
                         lists.push(RankedList {
                             retriever: RetrieverKind::Graph,
-                            weight: self.config.graph_weight,
+                            weight: graph_weight,
                             items,
                         });
                     }

@@ -7,6 +7,7 @@ mod branches;
 mod cot;
 mod critic;
 mod real;
+mod router;
 
 use metarag_agent::Passage;
 use metarag_core::{DynRetriever, Embedder};

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cache;
 pub mod chat;
 pub mod config;
+pub mod context;
 pub mod docs;
 pub mod graph;
 pub mod import;

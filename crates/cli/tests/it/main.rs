@@ -87,6 +87,24 @@ fn ingest_search_update_remove() {
     );
     let res = env.json(&["search", "Who was Henry Goldmark?", "--mode", "graph"]);
     assert_eq!(res["hits"][0]["chunk"]["title"], "Panama Canal", "{res:#}");
+    // Router-only mode: the route and the context, no answer.
+    let ctx = env.json(&[
+        "context",
+        "How do I find out who designed the Panama Canal lock gates?",
+    ]);
+    assert_eq!(ctx["route"]["intents"][0], "procedural", "{ctx:#}");
+    assert_eq!(
+        ctx["route"]["memories"],
+        serde_json::json!(["text", "graph"])
+    );
+    assert!(
+        ctx["context"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["chunk"]["title"] == "Panama Canal"),
+        "{ctx:#}"
+    );
     let out = env.run(&["graph", "show", "Zzyzx Quorbel"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Zzyzx Quorbel"));

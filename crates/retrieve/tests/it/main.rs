@@ -200,3 +200,82 @@ async fn embeddings_match_the_published_model() {
     let alone = e.embed(&["A man is eating food.".into()]).await.unwrap();
     assert!(cos(&alone[0], &v[0]) > 0.9999);
 }
+
+/// The embedding router with the real model: clear questions land on their intent, and a
+/// routed search leaves the graph out where the route does not call for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_embedding_router_classifies_with_the_real_model() {
+    use metarag_retrieve::EmbeddingRouter;
+    use metarag_retrieve::router::{Intent, Memory, merge_with_rules};
+    let embedder = metarag_testkit::embedder();
+    let router = EmbeddingRouter::new(embedder.clone(), 0.02).await.unwrap();
+    for (q, want) in [
+        (
+            "Give me the steps to install the printer driver",
+            Intent::Procedural,
+        ),
+        (
+            "When was the bridge over the Vell rebuilt?",
+            Intent::Temporal,
+        ),
+    ] {
+        let r = router.classify(q).await.unwrap();
+        assert_eq!(r.intents[0], want, "{q}: {:?}", r.scores);
+        assert_eq!(r.scores.len(), 5);
+    }
+    // A comparison without a comparison phrase is close between factual and comparative
+    // for the embedding alone (seed 002 calls this classifier brittle); the cue words
+    // settle it.
+    let q = "Which one is taller, the north tower or the south tower?";
+    let alone = router.classify(q).await.unwrap();
+    assert!(
+        alone.scores[..2]
+            .iter()
+            .any(|(i, _)| *i == Intent::Comparative),
+        "{:?}",
+        alone.scores
+    );
+    assert_eq!(merge_with_rules(q, alone).intents, [Intent::Comparative]);
+    // Conceptual questions go to the text memory alone.
+    let r = merge_with_rules(
+        "Why does the orchard rotate its hives?",
+        router
+            .classify("Why does the orchard rotate its hives?")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(r.memories, [Memory::Text]);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (questions, corpus) = hotpot_subset(3, tmp.path());
+    let index = EmbeddedIndex::open(
+        tmp.path().join("index"),
+        IndexConfig::new(embedder.model_id(), embedder.dimension()),
+    )
+    .unwrap();
+    let chunker = Chunker::new(
+        embedder.tokenizer().clone(),
+        ChunkSettings {
+            max_tokens: embedder.max_tokens(),
+            overlap: 32,
+        },
+    )
+    .unwrap();
+    let options = IngestOptions {
+        corpus: CorpusMode::Corpus,
+        ..Default::default()
+    };
+    Ingester::new(&chunker, &embedder, &index, options)
+        .run(&[corpus], &|_| {})
+        .await
+        .unwrap();
+    let retriever = HybridRetriever::new(embedder.clone(), index, RetrievalConfig::default());
+    let req = SearchRequest::new(&questions[0].0, 10);
+    let (hits, _) = retriever.search_routed(&req, &r).await.unwrap();
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| {
+        h.sources
+            .iter()
+            .all(|s| s.retriever != RetrieverKind::Graph)
+    }));
+}

@@ -8,6 +8,7 @@ mod llm;
 mod load;
 mod qa;
 mod retrieval;
+mod router;
 mod scale;
 
 use crate::app::App;
@@ -40,6 +41,8 @@ pub enum Command {
     Judge(qa::JudgeArgs),
     /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
     Retrieval(retrieval::RetrievalArgs),
+    /// The intent classifiers of `metarag context` against a labelled question set.
+    Router(router::RouterArgs),
     /// Corpus embedding throughput (tokens per second and per CPU-second), optionally
     /// beside the Python stack (sentence-transformers + torch) in the same run.
     Embed(embed::EmbedArgs),
@@ -68,6 +71,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         Some(Command::Monitor(a)) => qa::monitor(app, a),
         Some(Command::Judge(a)) => qa::judge(app, a).await,
         Some(Command::Retrieval(a)) => retrieval::run(app, a).await,
+        Some(Command::Router(a)) => router::run(app, a).await,
         Some(Command::Embed(a)) => embed::run(app, a).await,
         Some(Command::Scale(a)) => scale::run(app, a).await,
         Some(Command::Crash(a)) => crash::run(app, a).await,

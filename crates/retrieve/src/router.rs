@@ -1,0 +1,471 @@
+//! The adaptive context router of seed `002`: what a query asks for (its intents), and
+//! therefore which memories to search. Two classifiers, measured against each other in
+//! `docs/results/router.md`: the query's embedding against example phrases per intent
+//! (no model call beyond the query embedding hybrid search computes anyway), and cue
+//! words (the seed's table: "how to" is procedural, "X vs Y" comparative, "when" and
+//! "what changed" temporal). A small LLM's classification (agent crate) is merged with the
+//! cues the same way.
+
+use metarag_core::{Embedder, Result};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// What a query asks for; several may hold.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Intent {
+    /// "What is", "who is": a fact stated somewhere.
+    Factual,
+    /// "Why", "explain": an idea, a reason, a purpose.
+    Conceptual,
+    /// "X vs Y", "which of", "difference between".
+    Comparative,
+    /// "How do I", "steps to": a procedure.
+    Procedural,
+    /// "When", "what changed since": time and change.
+    Temporal,
+}
+
+impl Intent {
+    /// All intents, in table order.
+    pub const ALL: [Intent; 5] = [
+        Intent::Factual,
+        Intent::Conceptual,
+        Intent::Comparative,
+        Intent::Procedural,
+        Intent::Temporal,
+    ];
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Intent::Factual => "factual",
+            Intent::Conceptual => "conceptual",
+            Intent::Comparative => "comparative",
+            Intent::Procedural => "procedural",
+            Intent::Temporal => "temporal",
+        }
+    }
+
+    /// Parses a lowercase name.
+    pub fn parse(s: &str) -> Option<Intent> {
+        Intent::ALL.into_iter().find(|i| i.as_str() == s.trim())
+    }
+}
+
+/// A memory the router can search.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Memory {
+    /// BM25 and dense vectors over the chunks.
+    Text,
+    /// The entity graph.
+    Graph,
+    /// The engine's timestamped event log (documents ingested, changed, removed; questions
+    /// answered). Not built yet: a temporal route searches the text memory.
+    Audit,
+}
+
+/// The memories the intents call for: seed `002`'s table (factual and conceptual ->
+/// text; procedural -> graph; comparative -> text + graph; temporal -> audit), with the
+/// text memory always searched (every answer has to cite text) and the graph added for
+/// factual questions, where it raised recall on both multi-hop data sets
+/// (`docs/results/graph.md`).
+pub fn memories_for(intents: &[Intent]) -> Vec<Memory> {
+    let mut out = vec![Memory::Text];
+    for i in intents {
+        let m = match i {
+            Intent::Factual | Intent::Comparative | Intent::Procedural => Some(Memory::Graph),
+            Intent::Temporal => Some(Memory::Audit),
+            Intent::Conceptual => None,
+        };
+        if let Some(m) = m
+            && !out.contains(&m)
+        {
+            out.push(m);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Which classifier decided a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteSource {
+    /// Cue words.
+    Rules,
+    /// The query embedding against example phrases.
+    Embedding,
+    /// The small LLM.
+    Llm,
+}
+
+/// A classified query: its intents (strongest first), the memories they call for, and
+/// how the decision was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Route {
+    /// Intents, strongest first.
+    pub intents: Vec<Intent>,
+    /// Memories to search.
+    pub memories: Vec<Memory>,
+    /// Who decided.
+    pub source: RouteSource,
+    /// The embedding classifier's similarity per intent, when it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<(Intent, f32)>,
+    /// Time spent classifying, microseconds (model calls included).
+    pub micros: u64,
+}
+
+impl Route {
+    /// A route for these intents.
+    pub fn new(intents: Vec<Intent>, source: RouteSource, took: Duration) -> Route {
+        Route {
+            memories: memories_for(&intents),
+            intents,
+            source,
+            scores: Vec::new(),
+            micros: took.as_micros() as u64,
+        }
+    }
+}
+
+/// Example phrases per intent for the embedding classifier: short, generic, none taken
+/// from the labelled evaluation set.
+const EXAMPLES: &[(Intent, &str)] = &[
+    (
+        Intent::Factual,
+        "What is the name of the person who did it?",
+    ),
+    (Intent::Factual, "Who is the author?"),
+    (Intent::Factual, "Which company makes this product?"),
+    (Intent::Factual, "Where is it located?"),
+    (Intent::Factual, "What is the value of the setting?"),
+    (Intent::Factual, "How many are there?"),
+    (Intent::Factual, "What nationality is the director?"),
+    (Intent::Factual, "List the members of the group."),
+    (Intent::Conceptual, "Why does it work this way?"),
+    (Intent::Conceptual, "Explain the idea behind this design."),
+    (Intent::Conceptual, "What is the purpose of this component?"),
+    (Intent::Conceptual, "What does this concept mean?"),
+    (
+        Intent::Conceptual,
+        "Describe the reasoning and the trade-offs.",
+    ),
+    (Intent::Conceptual, "What is the theory behind it?"),
+    (
+        Intent::Comparative,
+        "What is the difference between A and B?",
+    ),
+    (Intent::Comparative, "A versus B: which one is better?"),
+    (Intent::Comparative, "Compare the two options."),
+    (Intent::Comparative, "Which of the two is older?"),
+    (
+        Intent::Comparative,
+        "Are both of them from the same country?",
+    ),
+    (Intent::Comparative, "Who was born first, X or Y?"),
+    (Intent::Procedural, "How do I do this?"),
+    (Intent::Procedural, "What are the steps to set it up?"),
+    (Intent::Procedural, "How to install and configure it?"),
+    (Intent::Procedural, "Give me step-by-step instructions."),
+    (Intent::Procedural, "What is the procedure to follow?"),
+    (Intent::Procedural, "How can I fix this error?"),
+    (Intent::Temporal, "When did it happen?"),
+    (Intent::Temporal, "What changed since last month?"),
+    (Intent::Temporal, "What was updated last week?"),
+    (Intent::Temporal, "What is the history of this document?"),
+    (Intent::Temporal, "In which year did it start?"),
+    (
+        Intent::Temporal,
+        "What happened before and after the change?",
+    ),
+];
+
+/// The embedding classifier: each intent's score is the query's best cosine similarity to
+/// one of its example phrases; intents within `margin` of the best are kept.
+#[derive(Debug, Clone)]
+pub struct EmbeddingRouter<E> {
+    embedder: E,
+    examples: Vec<(Intent, Vec<f32>)>,
+    margin: f32,
+}
+
+impl<E: Embedder> EmbeddingRouter<E> {
+    /// Embeds the example phrases once.
+    pub async fn new(embedder: E, margin: f32) -> Result<Self> {
+        let texts: Vec<String> = EXAMPLES.iter().map(|(_, t)| t.to_string()).collect();
+        let vectors = embedder.embed(&texts).await?;
+        let examples = EXAMPLES.iter().map(|(i, _)| *i).zip(vectors).collect();
+        Ok(EmbeddingRouter {
+            embedder,
+            examples,
+            margin,
+        })
+    }
+
+    /// Classifies a query by its embedding.
+    pub async fn classify(&self, query: &str) -> Result<Route> {
+        let started = Instant::now();
+        let v = self.embedder.embed_query(query).await?;
+        Ok(self.classify_vector(&v, started))
+    }
+
+    /// Classifies an already embedded query (`started`: when its embedding began).
+    pub fn classify_vector(&self, v: &[f32], started: Instant) -> Route {
+        let mut scores: Vec<(Intent, f32)> = Intent::ALL
+            .into_iter()
+            .map(|i| {
+                let best = self
+                    .examples
+                    .iter()
+                    .filter(|(e, _)| *e == i)
+                    .map(|(_, x)| dot(v, x))
+                    .fold(f32::MIN, f32::max);
+                (i, best)
+            })
+            .collect();
+        scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let best = scores[0].1;
+        let intents = scores
+            .iter()
+            .filter(|(_, s)| *s >= best - self.margin)
+            .map(|(i, _)| *i)
+            .collect();
+        let mut route = Route::new(intents, RouteSource::Embedding, started.elapsed());
+        route.scores = scores;
+        route
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // The embedder's vectors are unit length: the dot product is the cosine.
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Comparative adjectives that, with "or" between two options, make a comparison.
+const COMPARATIVES: &[&str] = &[
+    " first ",
+    " earlier ",
+    " later ",
+    " older ",
+    " younger ",
+    " newer ",
+    " longer ",
+    " shorter ",
+    " larger ",
+    " smaller ",
+    " bigger ",
+    " taller ",
+    " wider ",
+    " faster ",
+    " slower ",
+    " cheaper ",
+    " heavier ",
+    " closer ",
+    " more ",
+    " fewer ",
+    " less ",
+    " lower ",
+    " higher ",
+    " better ",
+    " worse ",
+];
+
+/// Intents the query's cue words state, strongest first; empty when no cue is present.
+pub fn rule_intents(query: &str) -> Vec<Intent> {
+    let q = format!(
+        " {} ",
+        query
+            .to_lowercase()
+            .replace(['?', ',', '.', ':', ';', '!'], " ")
+    );
+    let has = |cues: &[&str]| cues.iter().any(|c| q.contains(c));
+    let mut out = Vec::new();
+    if has(&[
+        " how do i ",
+        " how to ",
+        " how can i ",
+        " how should i ",
+        " steps ",
+        " step by step ",
+        " procedure ",
+        " process for ",
+        " instructions ",
+        " walk me through ",
+        " set up ",
+        " what should i do ",
+    ]) {
+        out.push(Intent::Procedural);
+    }
+    if has(&[
+        " difference ",
+        " differ ",
+        " vs ",
+        " versus ",
+        " compare ",
+        " contrast ",
+        " similarities ",
+        " in common ",
+        " same ",
+        " which of ",
+        " better ",
+        " rank ",
+    ]) || (q.contains(" or ")
+        && has(&[
+            " which ", " who ", " is ", " are ", " does ", " did ", " was ", " were ",
+        ])
+        && has(COMPARATIVES))
+    {
+        out.push(Intent::Comparative);
+    }
+    let year = q
+        .split_whitespace()
+        .any(|w| w.len() == 4 && w.parse::<u32>().is_ok_and(|y| (1800..2100).contains(&y)));
+    if has(&[
+        " when ",
+        " changed ",
+        " change ",
+        " since ",
+        " last week ",
+        " yesterday ",
+        " history ",
+        " latest ",
+        " evolved ",
+        " before the ",
+        " after the ",
+        " last time ",
+        " last month ",
+        " this week ",
+    ]) || year
+    {
+        out.push(Intent::Temporal);
+    }
+    if has(&[
+        " why ",
+        " explain ",
+        " purpose ",
+        " idea ",
+        " concept ",
+        " meaning ",
+        " mean ",
+        " describe ",
+        " summarise ",
+        " summarize ",
+        " trade-offs ",
+        " intuition ",
+        " reasoning ",
+        " philosophy ",
+        " principles ",
+        " role of ",
+        " significance ",
+    ]) {
+        out.push(Intent::Conceptual);
+    }
+    out
+}
+
+/// Cue words first (a stated "how to" or "when" is stronger evidence than a nearest
+/// example phrase); the classifier's answer where no cue is present.
+pub fn merge_with_rules(query: &str, classified: Route) -> Route {
+    let rules = rule_intents(query);
+    if rules.is_empty() {
+        return classified;
+    }
+    let mut merged = Route::new(
+        rules,
+        RouteSource::Rules,
+        Duration::from_micros(classified.micros),
+    );
+    merged.scores = classified.scores;
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cue_words_name_intents() {
+        assert_eq!(
+            rule_intents("How do I rotate the keys?"),
+            [Intent::Procedural]
+        );
+        assert_eq!(rule_intents("Postgres vs SQLite?"), [Intent::Comparative]);
+        assert_eq!(
+            rule_intents("Who was born first, Ann Vell or Bo Dorn?"),
+            [Intent::Comparative]
+        );
+        assert_eq!(
+            rule_intents("What changed in the guide since March?"),
+            [Intent::Temporal]
+        );
+        assert_eq!(
+            rule_intents("In 1998, who ran the mill?"),
+            [Intent::Temporal]
+        );
+        assert_eq!(
+            rule_intents("Why is the cache eventually consistent?"),
+            [Intent::Conceptual]
+        );
+        assert!(rule_intents("Who wrote the report?").is_empty());
+    }
+
+    #[test]
+    fn memories_follow_the_seed_table_with_text_always() {
+        assert_eq!(memories_for(&[Intent::Conceptual]), [Memory::Text]);
+        assert_eq!(
+            memories_for(&[Intent::Comparative]),
+            [Memory::Text, Memory::Graph]
+        );
+        assert_eq!(
+            memories_for(&[Intent::Temporal]),
+            [Memory::Text, Memory::Audit]
+        );
+        assert_eq!(
+            memories_for(&[Intent::Procedural, Intent::Temporal]),
+            [Memory::Text, Memory::Graph, Memory::Audit]
+        );
+    }
+
+    #[test]
+    fn rules_win_over_the_classifier_only_when_they_fire() {
+        let emb = Route::new(
+            vec![Intent::Factual],
+            RouteSource::Embedding,
+            Duration::ZERO,
+        );
+        let r = merge_with_rules("How do I add a provider?", emb.clone());
+        assert_eq!(
+            (r.intents.as_slice(), r.source),
+            ([Intent::Procedural].as_slice(), RouteSource::Rules)
+        );
+        let r = merge_with_rules("Who wrote the report?", emb.clone());
+        assert_eq!(r, emb);
+    }
+}
