@@ -17,8 +17,8 @@ mod output;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use commands::{
-    ask, bench, cache, chat, context, docs, graph, import, ingest, keys, mcp, models, runs, search,
-    serve, serve_llm, strategies, tree,
+    ask, audit, bench, cache, chat, context, docs, graph, import, ingest, keys, mcp, models, runs,
+    search, serve, serve_llm, strategies, tree,
 };
 use metarag_core::Fault;
 use std::path::PathBuf;
@@ -51,6 +51,8 @@ enum Command {
     /// Route a question to the memories its intents call for and print the context found,
     /// without generating an answer (for a generator elsewhere).
     Context(context::Args),
+    /// The audit memory: documents added, updated and removed, by time and document.
+    Audit(audit::Args),
     /// List, show or remove ingested documents.
     Docs {
         #[command(subcommand)]
@@ -193,6 +195,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ingest(args) => ingest::run(&app, args).await,
         Command::Import(args) => import::run(&app, args).await,
         Command::Context(args) => context::run(&app, args).await,
+        Command::Audit(args) => audit::run(&app, args).await,
         Command::Docs { command } => docs::run(&app, command).await,
         Command::Search(args) => search::run(&app, args).await,
         Command::Ask(args) => ask::run(&app, args).await,

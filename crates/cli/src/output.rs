@@ -35,37 +35,12 @@ pub fn parse_date(s: &str) -> Result<i64> {
     if let Ok(secs) = s.parse::<i64>() {
         return Ok(secs);
     }
-    let bad = || {
+    metarag_core::time::parse_day(s).ok_or_else(|| {
         UserError(format!(
             "invalid date `{s}`: expected YYYY-MM-DD or Unix seconds"
         ))
-    };
-    let mut parts = s.split('-');
-    let (Some(y), Some(m), Some(d), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(bad().into());
-    };
-    let (y, m, d): (i64, i64, i64) = (
-        y.parse().map_err(|_| bad())?,
-        m.parse().map_err(|_| bad())?,
-        d.parse().map_err(|_| bad())?,
-    );
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return Err(bad().into());
-    }
-    Ok(days_from_civil(y, m, d) * 86_400)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+        .into()
+    })
 }
 
 #[cfg(test)]

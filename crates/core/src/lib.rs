@@ -13,6 +13,7 @@ mod error;
 mod ids;
 mod llm;
 mod search;
+pub mod time;
 mod traits;
 mod types;
 

@@ -38,6 +38,21 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// One entry of the audit memory: a document version written, or a document removed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AuditEvent {
+    /// When (Unix seconds): the write's time.
+    pub at: i64,
+    /// `added`, `updated` or `removed`.
+    pub kind: String,
+    /// The document.
+    pub doc_id: String,
+    /// Its title at the time.
+    pub title: String,
+    /// What changed: chunk count, sections added and removed.
+    pub detail: serde_json::Value,
+}
+
 /// Settings of an embedded index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexConfig {
@@ -240,8 +255,13 @@ impl EmbeddedIndex {
             .chain(removals.iter())
             .collect();
         let old_ids = tx.chunk_ids_of(&touched)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
         let mut new_rows = Vec::new();
         for u in &updates {
+            let before = tx.outline(&u.document.id)?;
+            tx.record_event(&version_event(&u.document, &u.chunks, before, now))?;
             tx.delete_document(&u.document.id)?;
             let ids = tx.insert_document(u)?;
             for (id, (draft, vector)) in ids.into_iter().zip(&u.chunks) {
@@ -249,6 +269,15 @@ impl EmbeddedIndex {
             }
         }
         for id in &removals {
+            if let Some((title, sections)) = tx.outline(id)? {
+                tx.record_event(&AuditEvent {
+                    at: now,
+                    kind: "removed".into(),
+                    doc_id: id.to_string(),
+                    title,
+                    detail: serde_json::json!({ "sections_removed": sections }),
+                })?;
+            }
             tx.delete_document(id)?;
         }
         tx.set_generation(generation)?;
@@ -436,6 +465,19 @@ impl EmbeddedIndex {
         Ok(graph::walk(self.db().conn(), &[link], walk, total)?.0)
     }
 
+    /// The audit memory: documents added, updated and removed at or after `from` and
+    /// before `to` (Unix seconds), optionally only those whose title or id contains
+    /// `title`; newest first.
+    pub fn audit_events(
+        &self,
+        from: Option<i64>,
+        to: Option<i64>,
+        title: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<AuditEvent>> {
+        self.db().events(from, to, title, limit)
+    }
+
     /// Counts of entities, mentions and relations.
     pub fn graph_stats(&self) -> Result<GraphStats> {
         graph::stats(self.db().conn())
@@ -499,6 +541,46 @@ impl EmbeddedIndex {
                 metarag_core::Error::backend("index task", metarag_core::Fault::Internal, e)
             })?
             .map_err(Into::into)
+    }
+}
+
+/// The audit event of a document version: added, or updated with the sections it gained
+/// and lost against the stored version.
+fn version_event(
+    doc: &Document,
+    chunks: &[(metarag_core::ChunkDraft, Vec<f32>)],
+    before: Option<(String, Vec<String>)>,
+    at: i64,
+) -> AuditEvent {
+    let mut sections: Vec<String> = Vec::new();
+    for (c, _) in chunks {
+        let name = c.section.join(" > ");
+        if !name.is_empty() && !sections.contains(&name) {
+            sections.push(name);
+        }
+    }
+    let (kind, detail) = match before {
+        None => (
+            "added",
+            serde_json::json!({ "chunks": chunks.len(), "sections": sections }),
+        ),
+        Some((_, old)) => {
+            let added: Vec<&String> = sections.iter().filter(|s| !old.contains(s)).collect();
+            let removed: Vec<&String> = old.iter().filter(|s| !sections.contains(s)).collect();
+            (
+                "updated",
+                serde_json::json!({
+                    "chunks": chunks.len(), "sections_added": added, "sections_removed": removed
+                }),
+            )
+        }
+    };
+    AuditEvent {
+        at,
+        kind: kind.into(),
+        doc_id: doc.id.to_string(),
+        title: doc.title.clone(),
+        detail,
     }
 }
 

@@ -39,6 +39,18 @@ CREATE TABLE IF NOT EXISTS chunks(
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, ordinal);
+-- The audit memory: one row per document version written or removed, kept after the
+-- document is gone (no foreign key), in the same transaction as the change.
+CREATE TABLE IF NOT EXISTS events(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_time ON events(at);
+CREATE INDEX IF NOT EXISTS events_by_doc ON events(doc_id, at);
 ";
 
 const CHUNK_COLS: &str = "c.id, c.doc_id, d.title, c.ordinal, c.section, c.page_start, c.page_end, c.byte_start, c.byte_end, c.token_count, c.text";
@@ -263,6 +275,45 @@ impl Db {
         Ok(out)
     }
 
+    /// Audit events at or after `from` and before `to`, for documents whose title contains
+    /// `title` (case-insensitive), newest first.
+    pub fn events(
+        &self,
+        from: Option<i64>,
+        to: Option<i64>,
+        title: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::AuditEvent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT at, kind, doc_id, title, detail FROM events
+             WHERE (?1 IS NULL OR at >= ?1) AND (?2 IS NULL OR at < ?2)
+               AND (?3 IS NULL OR instr(lower(title), lower(?3)) > 0 OR instr(lower(doc_id), lower(?3)) > 0)
+             ORDER BY at DESC, id DESC LIMIT ?4",
+        )?;
+        let rows = stmt.query_map(params![from, to, title, limit as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (at, kind, doc_id, title, detail) = row?;
+            out.push(crate::AuditEvent {
+                at,
+                kind,
+                doc_id,
+                title,
+                detail: serde_json::from_str(&detail)
+                    .map_err(|e| Error::Corrupt(format!("event detail: {e}")))?,
+            });
+        }
+        Ok(out)
+    }
+
     pub fn stats(&self) -> Result<StoreStats> {
         let documents: i64 = self
             .conn
@@ -361,6 +412,49 @@ impl Tx<'_> {
             }
         }
         Ok(ids)
+    }
+
+    /// The document's title and the sections of its chunks, if it is stored.
+    pub fn outline(&self, id: &DocId) -> Result<Option<(String, Vec<String>)>> {
+        let title: Option<String> = self
+            .tx
+            .query_row(
+                "SELECT title FROM documents WHERE doc_id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(title) = title else {
+            return Ok(None);
+        };
+        let mut stmt = self
+            .tx
+            .prepare_cached("SELECT section FROM chunks WHERE doc_id = ?1 ORDER BY ordinal")?;
+        let rows = stmt.query_map([id.as_str()], |r| r.get::<_, String>(0))?;
+        let mut sections = Vec::new();
+        for r in rows {
+            let path: Vec<String> = serde_json::from_str(&r?).unwrap_or_default();
+            let name = path.join(" > ");
+            if !name.is_empty() && !sections.contains(&name) {
+                sections.push(name);
+            }
+        }
+        Ok(Some((title, sections)))
+    }
+
+    /// Appends an event to the audit memory.
+    pub fn record_event(&self, e: &crate::AuditEvent) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO events(at, kind, doc_id, title, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                e.at,
+                e.kind,
+                e.doc_id,
+                e.title,
+                serde_json::to_string(&e.detail).expect("values serialize")
+            ],
+        )?;
+        Ok(())
     }
 
     pub fn commit(self) -> Result<()> {

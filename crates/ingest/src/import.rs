@@ -156,7 +156,7 @@ fn record(
             Some(Value::Number(n)) => Some(n.as_i64().ok_or_else(|| {
                 format!("record `{id}`: field `metadata.date`: not whole seconds")
             })?),
-            Some(Value::String(s)) => Some(parse_day(s).ok_or_else(|| {
+            Some(Value::String(s)) => Some(metarag_core::time::parse_day(s).ok_or_else(|| {
                 format!("record `{id}`: field `metadata.date`: `{s}` is not YYYY-MM-DD")
             })?),
             Some(_) => return Err(format!("record `{id}`: field `metadata.date`: not a date")),
@@ -170,25 +170,6 @@ fn record(
         date,
         line,
     })
-}
-
-/// `YYYY-MM-DD` as Unix seconds at midnight UTC.
-fn parse_day(s: &str) -> Option<i64> {
-    let mut parts = s.trim().splitn(3, '-');
-    let y: i64 = parts.next()?.parse().ok()?;
-    let m: i64 = parts.next()?.parse().ok()?;
-    let d: i64 = parts.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some((era * 146_097 + doe - 719_468) * 86_400)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
@@ -370,12 +351,5 @@ not json
         let (records, errors) = read_dump(Path::new("d.json"), dump, 2).unwrap();
         assert_eq!((records.len(), errors.len()), (1, 0));
         assert_eq!(records[0].line, 1);
-    }
-
-    #[test]
-    fn days_convert_to_unix_seconds() {
-        assert_eq!(parse_day("1970-01-01"), Some(0));
-        assert_eq!(parse_day("2000-03-01"), Some(951_868_800));
-        assert_eq!(parse_day("2000-13-01"), None);
     }
 }

@@ -390,6 +390,99 @@ pub fn rule_intents(query: &str) -> Vec<Intent> {
     out
 }
 
+/// A time range a query states, resolved against `now` (Unix seconds): `(from, to)`, either
+/// end open. Understands "today", "yesterday", "last/this week", "last/this month", "last
+/// N days", "since <month>", "since/after <year>", "in <year>", "before <year>", and
+/// `YYYY-MM-DD` after "since", "after", "before" or "on".
+pub fn time_range(query: &str, now: i64) -> Option<(Option<i64>, Option<i64>)> {
+    use metarag_core::time::{civil_from_days, days_from_civil, parse_day};
+    const DAY: i64 = 86_400;
+    let q = query.to_lowercase().replace(['?', ',', '!', ';'], " ");
+    let words: Vec<&str> = q.split_whitespace().collect();
+    let today = now.div_euclid(DAY) * DAY;
+    let (y, m, _) = civil_from_days(now.div_euclid(DAY));
+    let month_start = |y: i64, m: i64| days_from_civil(y, m, 1) * DAY;
+    let year_of = |w: &str| {
+        w.trim_end_matches('.')
+            .parse::<i64>()
+            .ok()
+            .filter(|y| w.len() == 4 && (1800..2100).contains(y))
+    };
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    for (i, w) in words.iter().enumerate() {
+        let next = words.get(i + 1).copied().unwrap_or("");
+        let prev = if i > 0 { words[i - 1] } else { "" };
+        match *w {
+            "today" => return Some((Some(today), None)),
+            "yesterday" => return Some((Some(today - DAY), Some(today))),
+            "week" if matches!(prev, "last" | "past" | "this") => {
+                return Some((Some(today - 7 * DAY), None));
+            }
+            "month" if prev == "this" => return Some((Some(month_start(y, m)), None)),
+            "month" if matches!(prev, "last" | "past") => {
+                let (py, pm) = if m == 1 { (y - 1, 12) } else { (y, m - 1) };
+                return Some((Some(month_start(py, pm)), Some(month_start(y, m))));
+            }
+            "days" if matches!(prev.parse::<i64>(), Ok(n) if n > 0) => {
+                let n: i64 = prev.parse().unwrap_or(1);
+                return Some((Some(today - n * DAY), None));
+            }
+            "since" | "after" | "before" | "in" | "on" => {
+                if let Some(day) = parse_day(next) {
+                    return Some(match *w {
+                        "before" => (None, Some(day)),
+                        "on" => (Some(day), Some(day + DAY)),
+                        _ => (Some(day), None),
+                    });
+                }
+                if let Some(year) = year_of(next) {
+                    let start = days_from_civil(year, 1, 1) * DAY;
+                    let end = days_from_civil(year + 1, 1, 1) * DAY;
+                    return Some(match *w {
+                        "before" => (None, Some(start)),
+                        "in" | "on" => (Some(start), Some(end)),
+                        "after" => (Some(end), None),
+                        _ => (Some(start), None),
+                    });
+                }
+                if let Some(mi) = MONTHS.iter().position(|mo| *mo == next) {
+                    let mi = mi as i64 + 1;
+                    // The latest such month that has begun.
+                    let year = if mi <= m { y } else { y - 1 };
+                    let start = month_start(year, mi);
+                    return Some(match *w {
+                        "before" => (None, Some(start)),
+                        "since" | "after" => (Some(start), None),
+                        _ => {
+                            let (ny, nm) = if mi == 12 {
+                                (year + 1, 1)
+                            } else {
+                                (year, mi + 1)
+                            };
+                            (Some(start), Some(month_start(ny, nm)))
+                        }
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Cue words first (a stated "how to" or "when" is stronger evidence than a nearest
 /// example phrase); the classifier's answer where no cue is present.
 pub fn merge_with_rules(query: &str, classified: Route) -> Route {
@@ -434,6 +527,38 @@ mod tests {
             [Intent::Conceptual]
         );
         assert!(rule_intents("Who wrote the report?").is_empty());
+    }
+
+    #[test]
+    fn time_expressions_resolve_against_now() {
+        use metarag_core::time::parse_day;
+        let now = parse_day("2026-11-24").unwrap() + 3_600;
+        let day = |s: &str| parse_day(s);
+        assert_eq!(
+            time_range("What changed in the payment docs since March?", now),
+            Some((day("2026-03-01"), None))
+        );
+        assert_eq!(
+            time_range("What was added yesterday?", now),
+            Some((day("2026-11-23"), day("2026-11-24")))
+        );
+        assert_eq!(
+            time_range("what happened in 2019", now),
+            Some((day("2019-01-01"), day("2020-01-01")))
+        );
+        assert_eq!(
+            time_range("decisions last month", now),
+            Some((day("2026-10-01"), day("2026-11-01")))
+        );
+        assert_eq!(
+            time_range("changes since december", now),
+            Some((day("2025-12-01"), None))
+        );
+        assert_eq!(
+            time_range("before 2024-05-01", now),
+            Some((None, day("2024-05-01")))
+        );
+        assert_eq!(time_range("Who wrote the report?", now), None);
     }
 
     #[test]

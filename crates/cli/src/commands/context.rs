@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{Args as ClapArgs, ValueEnum};
 use metarag_core::SearchRequest;
 use metarag_retrieve::router::merge_with_rules;
-use metarag_retrieve::{EmbeddingRouter, HybridRetriever, Route};
+use metarag_retrieve::{EmbeddingRouter, HybridRetriever, Memory, Route};
 use std::process::ExitCode;
 
 /// Which classifier routes the question.
@@ -59,10 +59,21 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let request = SearchRequest::new(&args.question, args.k.unwrap_or(app.config.raw.retrieval.k));
     let retriever = HybridRetriever::new(embedder, index, app.config.retrieval());
     let (hits, timings) = retriever.search_routed(&request, &route).await?;
+    // The audit memory for a temporal route: the document changes in the range the
+    // question states (the latest ones when it states none).
+    let audit = if route.memories.contains(&Memory::Audit) {
+        let (from, to) =
+            metarag_retrieve::router::time_range(&args.question, crate::commands::audit::now())
+                .unwrap_or((None, None));
+        retriever.store().audit_events(from, to, None, 20)?
+    } else {
+        Vec::new()
+    };
     if app.json {
         print_json(&serde_json::json!({
             "question": args.question,
             "route": route,
+            "audit": audit,
             "context": hits,
             "search_ms": timings.search.as_secs_f64() * 1e3,
         }))?;
@@ -87,6 +98,12 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
                 .collect()
         ),
     );
+    if !audit.is_empty() {
+        println!("\naudit memory:");
+        for e in &audit {
+            println!("  {}\t{}\t{}", e.at, e.kind, truncate(&e.title, 60));
+        }
+    }
     for (i, h) in hits.iter().enumerate() {
         println!("\n[{}] {} (chunk {})", i + 1, h.chunk.title, h.chunk.id);
         println!("{}", truncate(&h.chunk.draft.text, 600));

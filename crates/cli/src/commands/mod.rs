@@ -3,6 +3,7 @@
 //! retriever, the chat model, the registry) is on [`crate::app::App`].
 
 pub mod ask;
+pub mod audit;
 pub mod bench;
 pub mod cache;
 pub mod chat;

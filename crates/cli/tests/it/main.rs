@@ -193,6 +193,18 @@ fn ingest_search_update_remove() {
     let res = env.json(&["search", "Corinth", "--mode", "bm25"]);
     assert!(res["hits"].as_array().unwrap().is_empty());
 
+    // The audit memory kept the whole history, the removed document's included.
+    let history = env.json(&["audit", "--doc", &notes_id]);
+    let kinds: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["removed", "updated", "added"], "{history:#}");
+    let out = env.run(&["audit", "--when", "whenever"]);
+    assert_eq!(out.status.code(), Some(2));
+
     // Unknown ids are the user's mistake: exit code 2 and a message naming the id.
     let out = env.run(&["docs", "show", "no-such-doc"]);
     assert_eq!(out.status.code(), Some(2));

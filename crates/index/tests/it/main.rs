@@ -602,3 +602,5 @@ fn a_torn_journal_tail_makes_the_vectors_rebuild_from_sqlite() {
 }
 
 mod graph;
+
+mod audit;

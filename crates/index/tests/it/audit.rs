@@ -1,0 +1,84 @@
+//! The audit memory: every version written and every removal, queryable by time and
+//! document, kept after the document is gone.
+
+use super::{config, update};
+use metarag_core::DocId;
+use metarag_index::EmbeddedIndex;
+
+#[test]
+fn versions_and_removals_are_recorded_with_their_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    let mut v1 = update(
+        "pay",
+        "Payment guide",
+        &["refunds take a week", "cards"],
+        0,
+        None,
+    );
+    v1.chunks[0].0.section = vec!["Refunds".into()];
+    v1.chunks[1].0.section = vec!["Cards".into()];
+    index
+        .apply(
+            vec![v1, update("ops", "Ops notes", &["pager"], 2, None)],
+            vec![],
+        )
+        .unwrap();
+    let mut v2 = update(
+        "pay",
+        "Payment guide",
+        &["refunds take two days", "wallets"],
+        0,
+        None,
+    );
+    v2.chunks[0].0.section = vec!["Refunds".into()];
+    v2.chunks[1].0.section = vec!["Wallets".into()];
+    index
+        .apply(vec![v2], vec![DocId::new("ops").unwrap()])
+        .unwrap();
+
+    let all = index.audit_events(None, None, None, 10).unwrap();
+    let kinds: Vec<(&str, &str)> = all
+        .iter()
+        .map(|e| (e.kind.as_str(), e.doc_id.as_str()))
+        .collect();
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    assert!(kinds.contains(&("added", "pay")) && kinds.contains(&("added", "ops")));
+    assert!(kinds.contains(&("updated", "pay")) && kinds.contains(&("removed", "ops")));
+    let updated = all.iter().find(|e| e.kind == "updated").unwrap();
+    assert_eq!(
+        updated.detail["sections_added"],
+        serde_json::json!(["Wallets"])
+    );
+    assert_eq!(
+        updated.detail["sections_removed"],
+        serde_json::json!(["Cards"])
+    );
+
+    // By document (title or id), and by time: nothing before the first write, all of it
+    // from an hour ago on.
+    let pay = index.audit_events(None, None, Some("payment"), 10).unwrap();
+    assert_eq!(pay.len(), 2);
+    let at = all[0].at;
+    assert!(
+        index
+            .audit_events(None, Some(at - 3600), None, 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        index
+            .audit_events(Some(at - 3600), None, None, 10)
+            .unwrap()
+            .len(),
+        4
+    );
+    // The removed document's history outlives it.
+    assert_eq!(
+        index
+            .audit_events(None, None, Some("ops"), 10)
+            .unwrap()
+            .len(),
+        2
+    );
+}
