@@ -24,7 +24,7 @@ async fn the_models_intents_route_unless_a_cue_word_says_otherwise() {
     assert_eq!(r.memories, [Memory::Text, Memory::Graph]);
     let r = classify_with_llm(
         &llm,
-        "Which river is wider at Ostwick, the Vell or the Dorn?",
+        "Which river flows past Ostwick, the Vell or the Dorn?",
     )
     .await
     .unwrap();
