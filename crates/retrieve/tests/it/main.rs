@@ -42,13 +42,14 @@ fn hotpot_subset(
     (questions, path)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn hybrid_search_finds_supporting_passages_on_hotpotqa() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (questions, corpus) = hotpot_subset(12, tmp.path());
+/// A fresh index under `dir` with `corpus` ingested by the real embedder.
+async fn ingest(
+    dir: &std::path::Path,
+    corpus: &std::path::Path,
+) -> (EmbeddedIndex, metarag_ingest::IngestReport) {
     let embedder = metarag_testkit::embedder();
     let index = EmbeddedIndex::open(
-        tmp.path().join("index"),
+        dir.join("index"),
         IndexConfig::new(embedder.model_id(), embedder.dimension()),
     )
     .unwrap();
@@ -65,9 +66,18 @@ async fn hybrid_search_finds_supporting_passages_on_hotpotqa() {
         ..Default::default()
     };
     let report = Ingester::new(&chunker, &embedder, &index, options)
-        .run(&[corpus], &|_| {})
+        .run(&[corpus.to_path_buf()], &|_| {})
         .await
         .unwrap();
+    (index, report)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hybrid_search_finds_supporting_passages_on_hotpotqa() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (questions, corpus) = hotpot_subset(12, tmp.path());
+    let embedder = metarag_testkit::embedder();
+    let (index, report) = ingest(tmp.path(), &corpus).await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     assert!(report.added >= 100);
 
@@ -248,27 +258,7 @@ async fn the_embedding_router_classifies_with_the_real_model() {
 
     let tmp = tempfile::tempdir().unwrap();
     let (questions, corpus) = hotpot_subset(3, tmp.path());
-    let index = EmbeddedIndex::open(
-        tmp.path().join("index"),
-        IndexConfig::new(embedder.model_id(), embedder.dimension()),
-    )
-    .unwrap();
-    let chunker = Chunker::new(
-        embedder.tokenizer().clone(),
-        ChunkSettings {
-            max_tokens: embedder.max_tokens(),
-            overlap: 32,
-        },
-    )
-    .unwrap();
-    let options = IngestOptions {
-        corpus: CorpusMode::Corpus,
-        ..Default::default()
-    };
-    Ingester::new(&chunker, &embedder, &index, options)
-        .run(&[corpus], &|_| {})
-        .await
-        .unwrap();
+    let (index, _) = ingest(tmp.path(), &corpus).await;
     let retriever = HybridRetriever::new(embedder.clone(), index, RetrievalConfig::default());
     let req = SearchRequest::new(&questions[0].0, 10);
     let (hits, _) = retriever.search_routed(&req, &r).await.unwrap();
