@@ -1,6 +1,27 @@
 //! Calendar arithmetic on Unix seconds (UTC), shared by the date filters, the vector-dump
 //! import and the router's time expressions, so one algorithm converts dates everywhere.
 
+/// English month names, lowercase, January first.
+pub const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The month (1-12) a lowercase English month name names.
+pub fn month_number(name: &str) -> Option<i64> {
+    MONTHS.iter().position(|m| *m == name).map(|i| i as i64 + 1)
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

@@ -787,24 +787,9 @@ fn name_mention(words: &[&str], offset: usize, first_in_sentence: bool) -> Optio
     })
 }
 
-const MONTHS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 fn month(word: &str) -> Option<usize> {
     let w = word.to_lowercase();
-    MONTHS.iter().position(|m| *m == w).map(|i| i + 1)
+    metarag_core::time::month_number(&w).map(|m| m as usize)
 }
 
 fn year(word: &str) -> Option<u32> {

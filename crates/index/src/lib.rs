@@ -322,6 +322,15 @@ impl EmbeddedIndex {
         self.db().filter_documents(filter).map(Some)
     }
 
+    /// The chunks of the documents matching `filter`; `None` when the filter is empty.
+    fn allowed_chunks(&self, filter: &Filter) -> Result<Option<HashSet<u64>>> {
+        let Some(docs) = self.allowed_docs(filter)? else {
+            return Ok(None);
+        };
+        let ids = self.db().chunk_ids_of(&docs.iter().collect::<Vec<_>>())?;
+        Ok(Some(ids.into_iter().map(|c| c.0).collect()))
+    }
+
     /// BM25 ranking of chunks for `query`.
     pub fn lexical(&self, query: &str, n: usize, filter: &Filter) -> Result<Vec<ScoredChunk>> {
         let allowed = self.allowed_docs(filter)?;
@@ -343,16 +352,7 @@ impl EmbeddedIndex {
                 got: vector.len(),
             });
         }
-        let allowed: Option<HashSet<u64>> = match self.allowed_docs(filter)? {
-            None => None,
-            Some(docs) => Some(
-                self.db()
-                    .chunk_ids_of(&docs.iter().collect::<Vec<_>>())?
-                    .into_iter()
-                    .map(|c| c.0)
-                    .collect(),
-            ),
-        };
+        let allowed = self.allowed_chunks(filter)?;
         if allowed.as_ref().is_some_and(|a| a.is_empty()) {
             return Ok(Vec::new());
         }
@@ -388,16 +388,7 @@ impl EmbeddedIndex {
         if !self.inner.config.graph || n == 0 {
             return Ok(Default::default());
         }
-        let allowed: Option<HashSet<u64>> = match self.allowed_docs(filter)? {
-            None => None,
-            Some(docs) => Some(
-                self.db()
-                    .chunk_ids_of(&docs.iter().collect::<Vec<_>>())?
-                    .into_iter()
-                    .map(|c| c.0)
-                    .collect(),
-            ),
-        };
+        let allowed = self.allowed_chunks(filter)?;
         let total = self.inner.dense.len() as u64;
         let db = self.db();
         let mut links: Vec<Link> = Vec::new();

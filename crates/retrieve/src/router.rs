@@ -395,7 +395,7 @@ pub fn rule_intents(query: &str) -> Vec<Intent> {
 /// N days", "since <month>", "since/after <year>", "in <year>", "before <year>", and
 /// `YYYY-MM-DD` after "since", "after", "before" or "on".
 pub fn time_range(query: &str, now: i64) -> Option<(Option<i64>, Option<i64>)> {
-    use metarag_core::time::{civil_from_days, days_from_civil, parse_day};
+    use metarag_core::time::{civil_from_days, days_from_civil, month_number, parse_day};
     const DAY: i64 = 86_400;
     let q = query.to_lowercase().replace(['?', ',', '!', ';'], " ");
     let words: Vec<&str> = q.split_whitespace().collect();
@@ -408,20 +408,6 @@ pub fn time_range(query: &str, now: i64) -> Option<(Option<i64>, Option<i64>)> {
             .ok()
             .filter(|y| w.len() == 4 && (1800..2100).contains(y))
     };
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
     for (i, w) in words.iter().enumerate() {
         let next = words.get(i + 1).copied().unwrap_or("");
         let prev = if i > 0 { words[i - 1] } else { "" };
@@ -458,8 +444,7 @@ pub fn time_range(query: &str, now: i64) -> Option<(Option<i64>, Option<i64>)> {
                         _ => (Some(start), None),
                     });
                 }
-                if let Some(mi) = MONTHS.iter().position(|mo| *mo == next) {
-                    let mi = mi as i64 + 1;
+                if let Some(mi) = month_number(next) {
                     // The latest such month that has begun.
                     let year = if mi <= m { y } else { y - 1 };
                     let start = month_start(year, mi);
