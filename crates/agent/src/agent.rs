@@ -8,7 +8,7 @@ use crate::gateway::{DEFAULT_RETRIEVER, Deps, Gateway, TokenTap};
 use crate::graph::Observer;
 use crate::registry::{DynStrategy, Registry, RunSetup, StrategyId};
 use crate::trace::{EvidenceMode, Trace};
-use metarag_core::{DynLlm, DynReranker, DynRetriever, Llm};
+use metarag_core::{DynEmbedder, DynLlm, DynReranker, DynRetriever, Llm};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -27,6 +27,9 @@ pub struct Ask {
     /// An earlier run's [`Trace::records`](crate::Trace::records) to continue from
     /// (`mcts`: its tree).
     pub resume: Option<serde_json::Value>,
+    /// Whether to write an answer; `false` returns the verified context only (for
+    /// strategies that support it: [`DynStrategy::context_only`]).
+    pub generate: bool,
 }
 
 impl std::fmt::Debug for Ask {
@@ -37,6 +40,7 @@ impl std::fmt::Debug for Ask {
             .field("context", &self.context)
             .field("tap", &self.tap.is_some())
             .field("resume", &self.resume.is_some())
+            .field("generate", &self.generate)
             .finish()
     }
 }
@@ -50,7 +54,16 @@ impl Ask {
             context: None,
             tap: None,
             resume: None,
+            generate: true,
         }
+    }
+
+    /// Stops before writing: the trace carries the route, the searches and the numbered
+    /// sources, with no answer (seed `002`'s router-only mode, for a larger generator
+    /// elsewhere).
+    pub fn context_only(mut self) -> Self {
+        self.generate = false;
+        self
     }
 
     /// Continues from an earlier run's records (see [`Strategy::resume`](crate::Strategy::resume)).
@@ -77,6 +90,7 @@ pub struct AgentBuilder {
     llm: Arc<dyn DynLlm>,
     retrievers: BTreeMap<String, Arc<dyn DynRetriever>>,
     reranker: Option<Arc<dyn DynReranker>>,
+    embedder: Option<Arc<dyn DynEmbedder>>,
     config: AgentConfig,
     registry: Option<Registry>,
 }
@@ -106,6 +120,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The embedding model, for strategies that classify the query by its embedding (the
+    /// `router` strategy's default classifier).
+    pub fn embedder(mut self, embedder: Arc<dyn DynEmbedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
     /// Thresholds and limits.
     pub fn config(mut self, config: AgentConfig) -> Self {
         self.config = config;
@@ -123,9 +144,10 @@ impl AgentBuilder {
         self.config.validate()?;
         Ok(Agent {
             deps: Arc::new(Deps {
-                llm: self.llm,
                 retrievers: self.retrievers,
                 reranker: self.reranker,
+                embedder: self.embedder,
+                ..Deps::new(self.llm)
             }),
             config: Arc::new(self.config),
             registry: Arc::new(self.registry.unwrap_or_else(Registry::builtin)),
@@ -157,6 +179,7 @@ impl Agent {
             llm,
             retrievers: BTreeMap::new(),
             reranker: None,
+            embedder: None,
             config: AgentConfig::default(),
             registry: None,
         }
@@ -209,6 +232,19 @@ impl Agent {
         if let Some(records) = &ask.resume {
             strategy.check_resume(records).map_err(Error::Request)?;
         }
+        if !ask.generate && !strategy.context_only() {
+            let able: Vec<&str> = self
+                .registry
+                .iter()
+                .filter(|s| s.context_only())
+                .map(|s| s.name())
+                .collect();
+            return Err(Error::Request(format!(
+                "strategy `{}` always writes an answer; context without one comes from: {}",
+                strategy.name(),
+                able.join(", ")
+            )));
+        }
         let setup = RunSetup {
             gateway: Gateway::new(self.deps.clone(), self.config.budget.clone())
                 .with_tap(ask.tap.clone()),
@@ -218,6 +254,7 @@ impl Agent {
             context: ask.context.clone(),
             mode,
             resume: ask.resume.clone(),
+            generate: ask.generate,
         };
         Ok(strategy.run(setup, observer).await)
     }

@@ -10,9 +10,10 @@
 use crate::graph::{Budget, BudgetLimit, NodeError, Spend};
 use crate::trace::{CallRecord, RunUsage};
 use metarag_core::{
-    Capabilities, ChatRequest, Completion, DynLlm, DynReranker, DynRetriever, Hit, Llm,
-    SearchRequest, parse_json,
+    Capabilities, ChatRequest, Completion, DynEmbedder, DynLlm, DynReranker, DynRetriever, Hit,
+    Llm, SearchRequest, parse_json,
 };
+use metarag_retrieve::{EmbeddingRouter, Route};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +32,25 @@ pub struct Deps {
     pub retrievers: BTreeMap<String, Arc<dyn DynRetriever>>,
     /// Reranks hits for routes that rerank.
     pub reranker: Option<Arc<dyn DynReranker>>,
+    /// The embedding model, for the embedding intent classifier of the `router` strategy
+    /// (without one, that classifier falls back to cue words and the trace says so).
+    pub embedder: Option<Arc<dyn DynEmbedder>>,
+    /// The embedding classifier, its example phrases embedded on first use and shared by
+    /// every later run.
+    pub intent_router: tokio::sync::OnceCell<EmbeddingRouter<Arc<dyn DynEmbedder>>>,
+}
+
+impl Deps {
+    /// An LLM with no retriever, reranker or embedder.
+    pub fn new(llm: Arc<dyn DynLlm>) -> Self {
+        Deps {
+            llm,
+            retrievers: BTreeMap::new(),
+            reranker: None,
+            embedder: None,
+            intent_router: tokio::sync::OnceCell::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Deps {
@@ -39,6 +59,7 @@ impl std::fmt::Debug for Deps {
             .field("llm", &Llm::model_id(&self.llm))
             .field("retrievers", &self.retrievers.keys().collect::<Vec<_>>())
             .field("reranker", &self.reranker.as_ref().map(|r| r.model_id()))
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
             .finish()
     }
 }
@@ -281,6 +302,35 @@ impl Gateway {
         hits.map_err(|e| NodeError::Failed(format!("search: {e}")))
     }
 
+    /// Classifies the query's intents with the embedding classifier (the query embedding
+    /// against example phrases, then cue words), or `None` when no embedder is configured.
+    /// Its time counts as search time.
+    pub async fn classify_intents(
+        &mut self,
+        query: &str,
+        margin: f32,
+    ) -> Result<Option<Route>, NodeError> {
+        let Some(embedder) = self.deps.embedder.clone() else {
+            return Ok(None);
+        };
+        self.check(0)?;
+        let t = Instant::now();
+        let router = self
+            .deps
+            .intent_router
+            .get_or_try_init(|| EmbeddingRouter::new(embedder, margin))
+            .await
+            .map_err(|e| NodeError::Failed(format!("intent classifier: {e}")))?;
+        let route = router
+            .classify(query)
+            .await
+            .map_err(|e| NodeError::Failed(format!("intent classifier: {e}")))?;
+        self.usage.search_ms += t.elapsed().as_secs_f64() * 1e3;
+        Ok(Some(metarag_retrieve::router::merge_with_rules(
+            query, route,
+        )))
+    }
+
     /// Scores passages with the reranker (none configured: `None`).
     pub async fn rerank(
         &mut self,
@@ -405,11 +455,7 @@ mod tests {
     }
 
     fn gateway(budget: Budget) -> Gateway {
-        let deps = Deps {
-            llm: Arc::new(Echo),
-            retrievers: BTreeMap::new(),
-            reranker: None,
-        };
+        let deps = Deps::new(Arc::new(Echo));
         Gateway::new(Arc::new(deps), budget)
     }
 

@@ -536,15 +536,35 @@ fn coverage_in(question: &str, all: &HashSet<String>) -> f64 {
 
 /// The question's entities the passages do not mention (the missing hop to search for).
 pub fn uncovered_entities(question: &str, passages: &[Passage]) -> Vec<String> {
+    entity_coverage(question, passages).1
+}
+
+/// Share of the question's named entities the passages mention (1 when it names none),
+/// and the ones they do not.
+pub fn entity_coverage(question: &str, passages: &[Passage]) -> (f64, Vec<String>) {
     let mut all = HashSet::new();
     for p in passages {
         all.extend(content_terms(&p.title));
         all.extend(content_terms(&p.text));
     }
-    question_entities(question)
-        .into_iter()
-        .filter(|e| entity_covered(e, &all) == Some(false))
-        .collect()
+    let mut named = 0usize;
+    let mut missing = Vec::new();
+    for e in question_entities(question) {
+        match entity_covered(&e, &all) {
+            Some(true) => named += 1,
+            Some(false) => {
+                named += 1;
+                missing.push(e);
+            }
+            None => {}
+        }
+    }
+    let share = if named == 0 {
+        1.0
+    } else {
+        (named - missing.len()) as f64 / named as f64
+    };
+    (share, missing)
 }
 
 /// The form of answer a question asks for, which the write node's schema enforces where

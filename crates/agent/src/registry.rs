@@ -61,6 +61,9 @@ pub trait Strategy: Send + Sync + Sized + 'static {
     const DESCRIPTION: &'static str;
     /// Whether it reads evidence (retrieved or given). `false` for closed-book answering.
     const NEEDS_EVIDENCE: bool = true;
+    /// Whether it can stop before writing and return its context alone
+    /// ([`Run::generate`] false).
+    const CONTEXT_ONLY: bool = false;
     /// Its configuration section (`[strategies.NAME]` in the config file), with
     /// defaults for every field.
     type Config: DeserializeOwned + Serialize + Default + Clone + Send + Sync + 'static;
@@ -96,6 +99,8 @@ pub trait DynStrategy: Send + Sync {
     fn description(&self) -> &'static str;
     /// See [`Strategy::NEEDS_EVIDENCE`].
     fn needs_evidence(&self) -> bool;
+    /// See [`Strategy::CONTEXT_ONLY`].
+    fn context_only(&self) -> bool;
     /// The graph as a Mermaid flowchart.
     fn mermaid(&self) -> String;
     /// The strategy's configuration as JSON (for `metarag strategies --json`).
@@ -131,6 +136,8 @@ pub struct RunSetup {
     /// An earlier run's records to continue from (checked by
     /// [`DynStrategy::check_resume`]).
     pub resume: Option<serde_json::Value>,
+    /// Whether to write an answer (see [`Strategy::CONTEXT_ONLY`]).
+    pub generate: bool,
 }
 
 /// A strategy with its graph built once.
@@ -149,6 +156,9 @@ impl<S: Strategy> DynStrategy for Registered<S> {
     }
     fn needs_evidence(&self) -> bool {
         S::NEEDS_EVIDENCE
+    }
+    fn context_only(&self) -> bool {
+        S::CONTEXT_ONLY
     }
     fn mermaid(&self) -> String {
         self.graph.mermaid()
@@ -174,6 +184,7 @@ impl<S: Strategy> DynStrategy for Registered<S> {
                 setup.mode,
                 state,
             );
+            run.generate = setup.generate;
             let g = self
                 .graph
                 .run_observed(&mut run, &setup.budget, observer)
@@ -228,6 +239,7 @@ impl Registry {
         r.register::<Agentic>(sections)?;
         r.register::<Cot>(sections)?;
         r.register::<Mcts>(sections)?;
+        r.register::<Router>(sections)?;
         if let Some(unknown) = sections
             .keys()
             .find(|k| !r.strategies.contains_key(k.as_str()))
@@ -326,7 +338,8 @@ mod tests {
                 "critic",
                 "agentic",
                 "cot",
-                "mcts"
+                "mcts",
+                "router"
             ]
         );
         for s in r.iter() {

@@ -61,10 +61,15 @@ Return every intent that applies, the main one first.";
 pub async fn classify_with_llm<L: Llm + ?Sized>(llm: &L, query: &str) -> Result<Route> {
     let started = Instant::now();
     let completion = llm.chat(&intent_prompt(query)).await?;
-    let mut intents: Vec<Intent> = match serde_json::from_str::<IntentReply>(&completion.text) {
+    Ok(route_from_reply(query, &completion.text, started.elapsed()))
+}
+
+/// The route the model's reply names, merged with the cue-word rules. A reply that breaks
+/// the schema (an endpoint that ignores it) counts as no opinion: the rules or the factual
+/// default decide.
+pub fn route_from_reply(query: &str, reply: &str, took: std::time::Duration) -> Route {
+    let mut intents: Vec<Intent> = match serde_json::from_str::<IntentReply>(reply) {
         Ok(r) => r.intents.into_iter().map(Intent::from).collect(),
-        // A reply that breaks the schema (an endpoint that ignores it) counts as no
-        // opinion: the rules or the factual default decide.
         Err(e) => {
             tracing::warn!(error = %e, "intent reply is not valid JSON; using the rules");
             Vec::new()
@@ -74,8 +79,7 @@ pub async fn classify_with_llm<L: Llm + ?Sized>(llm: &L, query: &str) -> Result<
     if intents.is_empty() {
         intents.push(Intent::Factual);
     }
-    let route = Route::new(intents, RouteSource::Llm, started.elapsed());
-    Ok(merge_with_rules(query, route))
+    merge_with_rules(query, Route::new(intents, RouteSource::Llm, took))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use crate::trace::{
     EvidenceMode, PlanRecord, RetrievalReason, RetrievalRecord, Round, Step, StepKind,
     TRACE_VERSION, Trace,
 };
+use metarag_core::SearchMode;
 use std::sync::Arc;
 
 /// One run's state: shared fields every node may read and write, plus `ext`, the
@@ -29,6 +30,12 @@ pub struct Run<E> {
     pub complexity: Complexity,
     /// The retrieval route in force.
     pub route: RouteConfig,
+    /// How searches combine retrievers (a router narrows it to the memories the question
+    /// calls for).
+    pub search_mode: SearchMode,
+    /// Whether the run writes an answer; `false` for a context-only run of a strategy
+    /// that supports one.
+    pub generate: bool,
     /// The plan, for strategies that plan.
     pub plan: Option<PlanRecord>,
     /// Every passage retrieved so far (after guardrails).
@@ -101,6 +108,8 @@ impl<E> Run<E> {
             mode,
             complexity: Complexity::Complex,
             route,
+            search_mode: SearchMode::Hybrid,
+            generate: true,
             plan: None,
             pool: Vec::new(),
             hops: 0,

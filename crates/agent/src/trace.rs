@@ -81,6 +81,9 @@ pub enum RetrievalReason {
     Hop,
     /// Targeted re-retrieval of a remediation round.
     Remediation,
+    /// A reformulated query, after the context found for the first was judged not
+    /// relevant enough (the `router` strategy's single reformulation).
+    Reformulation,
     /// Gold context paragraphs taken as given.
     Context,
 }

@@ -212,7 +212,10 @@ impl App {
     }
 
     /// The retriever over the default index; an error naming the fix when it is empty.
-    pub async fn retriever(&self) -> Result<Arc<dyn DynRetriever>> {
+    /// Returns its embedder too (for the router's embedding classifier).
+    pub async fn retriever(
+        &self,
+    ) -> Result<(Arc<dyn DynRetriever>, Arc<dyn metarag_core::DynEmbedder>)> {
         let embedder = self.embedder()?;
         let index = self.open_index_for_reading(&self.config.index_dir(), &embedder)?;
         if StoreRead::stats(&index).await?.documents == 0 {
@@ -222,11 +225,15 @@ impl App {
             ))
             .into());
         }
-        Ok(Arc::new(HybridRetriever::new(
-            embedder,
-            index,
-            self.config.retrieval(),
-        )))
+        let dynamic: Arc<dyn metarag_core::DynEmbedder> = Arc::new(embedder.clone());
+        Ok((
+            Arc::new(HybridRetriever::new(
+                embedder,
+                index,
+                self.config.retrieval(),
+            )),
+            dynamic,
+        ))
     }
 
     /// Loads the configured local model (installed name or `llm.path`).
@@ -318,6 +325,7 @@ impl App {
         let mut builder = Agent::builder(handle.llm.clone())
             .config(self.config.raw.agent.clone())
             .registry(self.registry()?)
+            .embedder(Arc::new(embedder.clone()))
             .retriever(retriever);
         if let Some(r) = self.reranker(handle.local.as_ref())? {
             builder = builder.reranker(r);

@@ -39,6 +39,9 @@ pub enum SearchMode {
     Dense,
     /// The entity graph only.
     Graph,
+    /// BM25 and dense fused, without the entity graph (the text memory alone: what a
+    /// router sends a question that names no entity).
+    Text,
     /// BM25, dense and (where the index has one and its weight is above zero) the entity
     /// graph, fused by weighted reciprocal rank fusion.
     #[default]
@@ -52,12 +55,18 @@ impl SearchMode {
             SearchMode::Bm25 => &[RetrieverKind::Bm25],
             SearchMode::Dense => &[RetrieverKind::Dense],
             SearchMode::Graph => &[RetrieverKind::Graph],
+            SearchMode::Text => &[RetrieverKind::Bm25, RetrieverKind::Dense],
             SearchMode::Hybrid => &[
                 RetrieverKind::Bm25,
                 RetrieverKind::Dense,
                 RetrieverKind::Graph,
             ],
         }
+    }
+
+    /// Whether the mode fuses several rankings (by weighted RRF) rather than returning one.
+    pub fn fuses(self) -> bool {
+        matches!(self, SearchMode::Text | SearchMode::Hybrid)
     }
 }
 

@@ -85,6 +85,24 @@ impl<T: Embedder> DynEmbedder for T {
     }
 }
 
+impl Embedder for dyn DynEmbedder + '_ {
+    fn model_id(&self) -> &str {
+        DynEmbedder::model_id(self)
+    }
+    fn dimension(&self) -> usize {
+        DynEmbedder::dimension(self)
+    }
+    fn max_tokens(&self) -> usize {
+        DynEmbedder::max_tokens(self)
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.embed_dyn(texts).await
+    }
+    async fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        self.embed_query_dyn(query).await
+    }
+}
+
 /// The read side of a store: documents, chunks and their vectors, with the two primitive
 /// rankings (lexical and nearest-neighbour) that retrievers combine. A read-only replica
 /// or a second backend implements this alone.

@@ -101,32 +101,23 @@ impl<E: Embedder, S: StoreRead> HybridRetriever<E, S> {
     }
 
     /// Searches the memories a [`Route`] names: the entity graph's list only when the route
-    /// includes the graph (the text memory is always searched).
+    /// includes the graph (the text memory is always searched). A request for one
+    /// retriever alone (`bm25`, `dense`, `graph`) keeps its mode.
     pub async fn search_routed(
         &self,
         request: &SearchRequest,
         route: &Route,
     ) -> Result<(Vec<Hit>, SearchTimings)> {
-        let graph_weight = if route.memories.contains(&Memory::Graph) {
-            self.config.graph_weight
-        } else {
-            0.0
-        };
+        let mut request = request.clone();
+        if request.mode.fuses() {
+            request.mode = route.search_mode();
+        }
         let span = tracing::info_span!("retrieve.routed", intents = ?route.intents, k = request.k);
-        self.search_with(request, graph_weight)
-            .instrument(span)
-            .await
+        self.search_inner(&request).instrument(span).await
     }
 
     async fn search_inner(&self, request: &SearchRequest) -> Result<(Vec<Hit>, SearchTimings)> {
-        self.search_with(request, self.config.graph_weight).await
-    }
-
-    async fn search_with(
-        &self,
-        request: &SearchRequest,
-        graph_weight: f32,
-    ) -> Result<(Vec<Hit>, SearchTimings)> {
+        let graph_weight = self.config.graph_weight;
         if request.k == 0 {
             return Ok((Vec::new(), SearchTimings::default()));
         }
@@ -210,7 +201,7 @@ impl<E: Embedder, S: StoreRead> HybridRetriever<E, S> {
                 }
             }
         }
-        let ranked: Vec<(ChunkId, f32, Vec<SourceRank>)> = if request.mode == SearchMode::Hybrid {
+        let ranked: Vec<(ChunkId, f32, Vec<SourceRank>)> = if request.mode.fuses() {
             reciprocal_rank_fusion(&lists, self.config.rrf_k)
                 .into_iter()
                 .take(request.k)

@@ -6,7 +6,7 @@
 //! "what changed" temporal). A small LLM's classification (agent crate) is merged with the
 //! cues the same way.
 
-use metarag_core::{Embedder, Result};
+use metarag_core::{Embedder, Result, SearchMode};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -153,6 +153,17 @@ impl Route {
             micros: took.as_micros() as u64,
         }
     }
+
+    /// The search mode for the route's memories: hybrid (text and graph) when it includes
+    /// the graph, the text memory alone otherwise. The audit memory is not a ranking of
+    /// chunks; its events are read apart.
+    pub fn search_mode(&self) -> SearchMode {
+        if self.memories.contains(&Memory::Graph) {
+            SearchMode::Hybrid
+        } else {
+            SearchMode::Text
+        }
+    }
 }
 
 /// Example phrases per intent for the embedding classifier: short, generic, none taken
@@ -206,6 +217,10 @@ const EXAMPLES: &[(Intent, &str)] = &[
         "What happened before and after the change?",
     ),
 ];
+
+/// The embedding classifier's default margin: intents within this cosine of the best one
+/// are kept (the setting `docs/results/router.md` measures).
+pub const DEFAULT_MARGIN: f32 = 0.02;
 
 /// The embedding classifier: each intent's score is the query's best cosine similarity to
 /// one of its example phrases; intents within `margin` of the best are kept.

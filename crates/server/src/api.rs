@@ -19,17 +19,18 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use metarag_agent::strategies::router::ContextCheck;
 use metarag_agent::{Agent, Ask, Passage, Progress, Source, StopReason, Trace};
 use metarag_core::{Document, Filter, Hit, SearchMode, SearchRequest, StoreRead};
 use metarag_eval::runs::{
     Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface,
 };
-use metarag_index::EmbeddedIndex;
+use metarag_index::{AuditEvent, EmbeddedIndex};
 use metarag_ingest::{
     Chunker, CorpusMode, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, Upload,
 };
 use metarag_models::SentenceEmbedder;
-use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+use metarag_retrieve::{HybridRetriever, Memory, RetrievalConfig, Route};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -259,6 +260,64 @@ impl Service {
         })
     }
 
+    /// The verified context for a question without an answer (seed `002`'s router-only
+    /// mode): the `router` strategy run context-only, in an ask slot (its classifier and
+    /// reformulation may call the model), recorded in the run log; plus the audit
+    /// memory's events when the route calls for it.
+    pub async fn context(&self, body: ContextBody, surface: Surface) -> Result<ContextResponse> {
+        let ask = prepare(
+            self,
+            AskBody {
+                question: body.question,
+                strategy: "router".into(),
+                context: None,
+            },
+        )
+        .await?
+        .context_only();
+        let deadline = self.limits.ask_timeout;
+        let run = async {
+            let (_slot, queue_ms) = acquire(self).await?;
+            let mut trace = self.engine.agent.ask(&ask).await?;
+            let run_id = finish(self, &mut trace, queue_ms, surface)?;
+            let route: Option<Route> = trace
+                .records
+                .get("route")
+                .and_then(|v| serde_json::from_value(v.clone()).ok());
+            let checks: Vec<ContextCheck> = trace
+                .records
+                .get("context_checks")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            let audit = match &route {
+                Some(r) if r.memories.contains(&Memory::Audit) => {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs() as i64);
+                    let (from, to) = metarag_retrieve::router::time_range(&trace.question, now)
+                        .unwrap_or((None, None));
+                    self.engine.index.audit_events(from, to, None, 20)?
+                }
+                _ => Vec::new(),
+            };
+            Ok::<_, Error>(ContextResponse {
+                run_id,
+                route,
+                checks,
+                sources: trace.sources.clone(),
+                audit,
+                queue_ms,
+                trace,
+            })
+        };
+        tokio::time::timeout(deadline, run).await.map_err(|_| {
+            Error::timeout(format!(
+                "the context took longer than {} s",
+                deadline.as_secs()
+            ))
+        })?
+    }
+
     /// Answers a question: waits for a slot (or is refused when too many wait), runs the
     /// strategy, and records the run.
     pub async fn ask(&self, body: AskBody, surface: Surface) -> Result<AskResponse> {
@@ -317,6 +376,7 @@ pub fn router_for(state: Arc<Service>) -> Router {
         )
         .route("/search", post(search))
         .route("/ask", post(ask))
+        .route("/context", post(context))
         .route("/ask/stream", post(ask_stream))
         .route("/strategies", get(strategies))
         .route("/runs", get(list_runs))
@@ -713,6 +773,45 @@ fn json_error(e: axum::extract::rejection::JsonRejection) -> Error {
     } else {
         Error::bad_request(format!("the JSON body is invalid: {}", e.body_text()))
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Context
+
+/// `POST /v1/context`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ContextBody {
+    /// The question.
+    pub question: String,
+}
+
+/// `POST /v1/context`'s answer: what a larger generator needs to answer, without an
+/// answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ContextResponse {
+    /// The run's id in the run log.
+    pub run_id: String,
+    /// The question's intents and the memories searched.
+    pub route: Option<Route>,
+    /// Each relevance check of the context (a second one after the reformulation).
+    pub checks: Vec<ContextCheck>,
+    /// The numbered sources.
+    pub sources: Vec<Source>,
+    /// The audit memory's document events in the question's time range (temporal
+    /// questions only).
+    pub audit: Vec<AuditEvent>,
+    /// Milliseconds the request waited for a free slot.
+    pub queue_ms: f64,
+    /// The whole trace.
+    pub trace: Trace,
+}
+
+async fn context(
+    State(s): State<AppState>,
+    body: Result<Json<ContextBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<ContextResponse>> {
+    let Json(body) = body.map_err(json_error)?;
+    Ok(Json(s.context(body, Surface::Rest).await?))
 }
 
 // ---------------------------------------------------------------------------------------

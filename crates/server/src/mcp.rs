@@ -1,4 +1,4 @@
-//! The Model Context Protocol surface: the tools `search`, `ask`, `ingest`,
+//! The Model Context Protocol surface: the tools `search`, `ask`, `context`, `ingest`,
 //! `list_documents` and `get_document` over the same [`Service`] as the REST API, served
 //! over stdio (`metarag mcp`) and streamable HTTP (`/mcp` beside `/v1`).
 //!
@@ -6,7 +6,7 @@
 //! `{"error": {"code", "message"}}` body as the REST API, so the calling model reads why;
 //! protocol errors (an unknown tool, arguments that do not match the schema) are rmcp's.
 
-use crate::api::{AskBody, IngestRecords, SearchBody, Service, records_upload};
+use crate::api::{AskBody, ContextBody, IngestRecords, SearchBody, Service, records_upload};
 use crate::error::Error;
 use base64::Engine as _;
 use metarag_eval::runs::Surface;
@@ -118,6 +118,26 @@ impl McpServer {
                 "strategy": r.trace.strategy,
                 "rounds": r.trace.rounds.len(),
                 "stop": r.trace.stop.to_string(),
+            })
+        });
+        reply(result)
+    }
+
+    /// The verified context for a question, without an answer.
+    #[tool(
+        description = "Find the context for a question without answering it: classifies the question's intents, searches the memories they call for (text, entity graph, audit log), checks the passages cover the question's names and terms, reformulates the search once if not. Returns the numbered sources, the route and the checks, for you to answer from."
+    )]
+    async fn context(
+        &self,
+        Parameters(args): Parameters<ContextBody>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self.service.context(args, Surface::Mcp).await.map(|r| {
+            serde_json::json!({
+                "run_id": r.run_id,
+                "route": r.route,
+                "checks": r.checks,
+                "sources": r.sources,
+                "audit": r.audit,
             })
         });
         reply(result)

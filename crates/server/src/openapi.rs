@@ -9,8 +9,8 @@
 //! path is documented.
 
 use crate::api::{
-    AskBody, AskResponse, DocumentDetail, Health, IngestRecords, IngestResponse, Removed,
-    RunsResponse, SearchBody, SearchResponse, StrategyInfo, StreamEvent,
+    AskBody, AskResponse, ContextBody, ContextResponse, DocumentDetail, Health, IngestRecords,
+    IngestResponse, Removed, RunsResponse, SearchBody, SearchResponse, StrategyInfo, StreamEvent,
 };
 use crate::error::ErrorBody;
 use metarag_core::Document;
@@ -180,6 +180,24 @@ pub fn document() -> Value {
         json!({ "post": operation("Search the index (hybrid, bm25 or dense)", Some(search_req), with_ok(search_ok, search_errs), vec![]) }),
     );
 
+    let context_req = json_body(s.request::<ContextBody>());
+    let context_ok = ok(
+        "The route, the context checks, the numbered sources and the trace (no answer)",
+        s.response::<ContextResponse>(),
+    );
+    let context_e = e(
+        &[
+            ("409", "The index is empty"),
+            ("429", "Too many asks waiting; see Retry-After"),
+            ("503", "The request took longer than the server allows"),
+        ],
+        &mut s,
+    );
+    paths.insert(
+        "/v1/context".into(),
+        json!({ "post": operation("The verified context for a question, without an answer (the router strategy, context-only)", Some(context_req), with_ok(context_ok, context_e), vec![]) }),
+    );
+
     let ask_errs: &[(&str, &str)] = &[
         ("409", "The index is empty and no context was sent"),
         ("429", "Too many asks waiting; see Retry-After"),
@@ -322,6 +340,7 @@ mod tests {
             "/v1/documents/{id}",
             "/v1/search",
             "/v1/ask",
+            "/v1/context",
             "/v1/ask/stream",
             "/v1/strategies",
             "/v1/runs",

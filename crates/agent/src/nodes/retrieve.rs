@@ -46,7 +46,12 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
         .unwrap_or_else(|| (s.question.clone(), RetrievalReason::Initial));
     let k = s.route.top_k;
     let (added, _) = search_into_pool(s, &query, k, reason, s.route.rerank).await?;
-    if reason != RetrievalReason::Remediation {
+    // A repair of an earlier search is not a hop of the plan.
+    let repair = matches!(
+        reason,
+        RetrievalReason::Remediation | RetrievalReason::Reformulation
+    );
+    if !repair {
         s.hops += 1;
     }
     // The retrieval just recorded carries the pool's diagnostics.
@@ -64,7 +69,7 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
         "{reason:?} {query:?}: {added} new; coverage {:.2}{low_diversity}",
         diagnostics.query_coverage
     ));
-    if reason != RetrievalReason::Remediation
+    if !repair
         && s.hops < s.route.hops
         && diagnostics.query_coverage < s.cfg().evidence_coverage_threshold
         && let Some(next_query) = evidence::next_hop_query(&s.question, &s.pool)
@@ -91,9 +96,9 @@ async fn search_into_pool<E: Send>(
     // Later searches augment the pool: ask deep enough to find k passages not in it yet.
     let depth = k + s.pool.len();
     let search_ms = s.gw.usage.search_ms;
-    let mut hits =
-        s.gw.search(DEFAULT_RETRIEVER, &SearchRequest::new(query, depth))
-            .await?;
+    let mut request = SearchRequest::new(query, depth);
+    request.mode = s.search_mode;
+    let mut hits = s.gw.search(DEFAULT_RETRIEVER, &request).await?;
     let rerank_note = match (s.gw.reranker().is_some(), rerank) {
         (_, false) => "no: not in this route".to_string(),
         (false, true) => "skipped: no reranker configured".to_string(),
@@ -202,12 +207,13 @@ pub async fn gather_fused<E: Send>(
             let depth = k + s.pool.len();
             let mut request = SearchRequest::new(q.as_str(), depth);
             request.filter = filter.clone();
+            request.mode = s.search_mode;
             let mut hits = s.gw.search(DEFAULT_RETRIEVER, &request).await?;
             if *filter != metarag_core::Filter::default() && hits.len() < k {
                 filter_note = format!("; the filter left {} hits, unfiltered added", hits.len());
-                let unfiltered =
-                    s.gw.search(DEFAULT_RETRIEVER, &SearchRequest::new(q.as_str(), depth))
-                        .await?;
+                let mut unfiltered = SearchRequest::new(q.as_str(), depth);
+                unfiltered.mode = s.search_mode;
+                let unfiltered = s.gw.search(DEFAULT_RETRIEVER, &unfiltered).await?;
                 // The filtered hits keep their lead; the rest follow in their own order.
                 let seen: std::collections::HashSet<_> = hits.iter().map(|h| h.chunk.id).collect();
                 hits.extend(

@@ -12,6 +12,7 @@ mod mcts;
 mod metarag;
 mod react;
 mod reflexion;
+pub mod router;
 mod self_ask;
 mod standard;
 
@@ -25,6 +26,7 @@ pub use mcts::{Mcts, MctsConfig, NodeKind, TreeNode, best_node, check_tree};
 pub use metarag::{Metarag, MetaragConfig};
 pub use react::{React, ReactConfig};
 pub use reflexion::{Reflexion, ReflexionConfig};
+pub use router::{Router, RouterConfig};
 pub use self_ask::{SelfAsk, SelfAskConfig};
 pub use standard::Standard;
 

@@ -151,8 +151,8 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let mut builder = Agent::builder(handle.llm.clone())
         .config(config)
         .registry(registry);
-    if let Some(retriever) = retriever {
-        builder = builder.retriever(retriever);
+    if let Some((retriever, embedder)) = retriever {
+        builder = builder.retriever(retriever).embedder(embedder);
         if let Some(r) = app.reranker(handle.local.as_ref())? {
             builder = builder.reranker(r);
         }

@@ -1,14 +1,16 @@
-//! `metarag context`: seed `002`'s router-only mode. Classifies the question's intents,
-//! searches the memories they call for, and prints the context without generating an
-//! answer, for a larger generator elsewhere.
+//! `metarag context`: seed `002`'s router-only mode. Runs the `router` strategy without
+//! its write node: classifies the question's intents, searches the memories they call for,
+//! verifies the context and reformulates once if it fails, and prints the sources (plus
+//! the audit memory's events for a temporal question) for a larger generator elsewhere.
 
 use crate::app::App;
 use crate::output::{print_json, truncate};
 use anyhow::Result;
 use clap::{Args as ClapArgs, ValueEnum};
-use metarag_core::SearchRequest;
-use metarag_retrieve::router::merge_with_rules;
-use metarag_retrieve::{EmbeddingRouter, HybridRetriever, Memory, Route};
+use metarag_agent::strategies::router::ContextCheck;
+use metarag_agent::{Agent, Ask, Trace};
+use metarag_retrieve::{Memory, Route};
+use serde_json::Value;
 use std::process::ExitCode;
 
 /// Which classifier routes the question.
@@ -18,6 +20,28 @@ pub enum RouterArg {
     Embedding,
     /// The local chat model with a JSON schema, then cue words.
     Llm,
+    /// Cue words alone.
+    Rules,
+}
+
+impl RouterArg {
+    /// The name `[strategies.router] classifier` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouterArg::Embedding => "embedding",
+            RouterArg::Llm => "llm",
+            RouterArg::Rules => "rules",
+        }
+    }
+}
+
+/// Who rewrites a query whose context fails the check.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ReformulateArg {
+    /// The chat model.
+    Llm,
+    /// The question's missing terms and the names the best passages mention.
+    Rules,
 }
 
 /// `metarag context`
@@ -25,47 +49,100 @@ pub enum RouterArg {
 pub struct Args {
     /// The question.
     pub question: String,
-    /// Chunks returned (default: retrieval.k).
+    /// Passages per search (default: `[strategies.router] top_k`).
     #[arg(long)]
     pub k: Option<usize>,
-    /// The classifier.
-    #[arg(long, value_enum, default_value = "embedding")]
-    pub router: RouterArg,
+    /// The classifier (default: `[strategies.router] classifier`).
+    #[arg(long, value_enum)]
+    pub router: Option<RouterArg>,
+    /// Who reformulates (default: `[strategies.router] reformulate_with`).
+    #[arg(long, value_enum)]
+    pub reformulate: Option<ReformulateArg>,
+    /// Reformulations after a failed check (default: `[strategies.router]
+    /// max_iterations`, 1).
+    #[arg(long)]
+    pub max_iterations: Option<usize>,
+    /// The chat model (an installed name or a .gguf file), for the LLM classifier and
+    /// reformulation.
+    #[arg(long)]
+    pub model: Option<String>,
 }
 
-/// Classifies `question` with the chosen router.
-pub async fn route(app: &App, question: &str, router: RouterArg) -> Result<Route> {
-    let embedder = app.embedder()?;
-    Ok(match router {
-        RouterArg::Embedding => {
-            let r = EmbeddingRouter::new(embedder, ROUTER_MARGIN).await?;
-            merge_with_rules(question, r.classify(question).await?)
+/// The router section of the configuration with the command line's overrides.
+fn router_section(app: &App, args: &Args) -> metarag_agent::StrategySections {
+    let mut sections = app.config.raw.strategies.clone();
+    let entry = sections
+        .entry("router".to_string())
+        .or_insert_with(|| serde_json::json!({}));
+    if let Value::Object(m) = entry {
+        if let Some(r) = args.router {
+            m.insert("classifier".into(), r.as_str().into());
         }
-        RouterArg::Llm => {
-            let handle = app.llm(true, None).await?;
-            metarag_agent::router::classify_with_llm(&*handle.llm, question).await?
+        if let Some(r) = args.reformulate {
+            let name = match r {
+                ReformulateArg::Llm => "llm",
+                ReformulateArg::Rules => "rules",
+            };
+            m.insert("reformulate_with".into(), name.into());
         }
-    })
+        if let Some(n) = args.max_iterations {
+            m.insert("max_iterations".into(), n.into());
+        }
+        if let Some(k) = args.k {
+            m.insert("top_k".into(), k.into());
+        }
+    }
+    sections
 }
 
-/// Intents within this cosine of the best one are kept by the embedding router.
-pub const ROUTER_MARGIN: f32 = 0.02;
+/// Runs the router context-only and returns its trace.
+pub async fn routed_context(app: &App, args: &Args) -> Result<Trace> {
+    let registry = metarag_agent::Registry::builtin_with(&router_section(app, args))?;
+    let (retriever, embedder) = app.retriever().await?;
+    let handle = app.llm(true, args.model.as_deref()).await?;
+    let mut builder = Agent::builder(handle.llm.clone())
+        .config(app.config.raw.agent.clone())
+        .registry(registry)
+        .retriever(retriever)
+        .embedder(embedder);
+    if let Some(r) = app.reranker(handle.local.as_ref())? {
+        builder = builder.reranker(r);
+    }
+    let agent = builder.build()?;
+    Ok(agent
+        .ask(&Ask::new(args.question.clone(), "router").context_only())
+        .await?)
+}
 
-/// Routes, retrieves and prints the context.
+/// The route a router trace recorded.
+pub fn trace_route(trace: &Trace) -> Option<Route> {
+    trace
+        .records
+        .get("route")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+}
+
+/// Routes, retrieves, verifies and prints the context.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
-    let embedder = app.embedder()?;
-    let index = app.open_index_for_reading(&app.config.index_dir(), &embedder)?;
-    let route = route(app, &args.question, args.router).await?;
-    let request = SearchRequest::new(&args.question, args.k.unwrap_or(app.config.raw.retrieval.k));
-    let retriever = HybridRetriever::new(embedder, index, app.config.retrieval());
-    let (hits, timings) = retriever.search_routed(&request, &route).await?;
+    let trace = routed_context(app, &args).await?;
+    let route = trace_route(&trace);
+    let checks: Vec<ContextCheck> = trace
+        .records
+        .get("context_checks")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
     // The audit memory for a temporal route: the document changes in the range the
     // question states (the latest ones when it states none).
-    let audit = if route.memories.contains(&Memory::Audit) {
+    let audit = if route
+        .as_ref()
+        .is_some_and(|r| r.memories.contains(&Memory::Audit))
+    {
         let (from, to) =
             metarag_retrieve::router::time_range(&args.question, crate::commands::audit::now())
                 .unwrap_or((None, None));
-        retriever.store().audit_events(from, to, None, 20)?
+        let embedder = app.embedder()?;
+        app.open_index_for_reading(&app.config.index_dir(), &embedder)?
+            .audit_events(from, to, None, 20)?
     } else {
         Vec::new()
     };
@@ -73,40 +150,57 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         print_json(&serde_json::json!({
             "question": args.question,
             "route": route,
+            "checks": checks,
             "audit": audit,
-            "context": hits,
-            "search_ms": timings.search.as_secs_f64() * 1e3,
+            "sources": trace.sources,
+            "retrievals": trace.retrievals,
+            "usage": trace.usage,
+            "stop": trace.stop,
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let names = |v: Vec<String>| v.join(", ");
-    println!(
-        "intents: {} ({:?}); memories: {}",
-        names(
-            route
-                .intents
-                .iter()
-                .map(|i| i.as_str().to_string())
-                .collect()
-        ),
-        route.source,
-        names(
-            route
-                .memories
-                .iter()
-                .map(|m| format!("{m:?}").to_lowercase())
-                .collect()
-        ),
-    );
+    if let Some(route) = &route {
+        let intents: Vec<&str> = route.intents.iter().map(|i| i.as_str()).collect();
+        let memories: Vec<String> = route
+            .memories
+            .iter()
+            .map(|m| format!("{m:?}").to_lowercase())
+            .collect();
+        println!(
+            "intents: {} ({:?}, {:.1} ms); memories: {}",
+            intents.join(", "),
+            route.source,
+            route.micros as f64 / 1e3,
+            memories.join(", "),
+        );
+    }
+    for c in &checks {
+        println!(
+            "context for {:?}: {} (terms {:.2}, entities {:.2}{})",
+            c.query,
+            if c.relevant {
+                "relevant"
+            } else {
+                "not relevant"
+            },
+            c.term_coverage,
+            c.entity_coverage,
+            if c.uncovered.is_empty() {
+                String::new()
+            } else {
+                format!("; missing {}", c.uncovered.join(", "))
+            }
+        );
+    }
     if !audit.is_empty() {
         println!("\naudit memory:");
         for e in &audit {
             println!("  {}\t{}\t{}", e.at, e.kind, truncate(&e.title, 60));
         }
     }
-    for (i, h) in hits.iter().enumerate() {
-        println!("\n[{}] {} (chunk {})", i + 1, h.chunk.title, h.chunk.id);
-        println!("{}", truncate(&h.chunk.draft.text, 600));
+    for s in &trace.sources {
+        println!("\n[{}] {}", s.n, s.passage.title);
+        println!("{}", truncate(&s.spans.join(" "), 600));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,4 @@
-//! `metarag search`: hybrid, BM25 or dense search over the index, with filters.
+//! `metarag search`: hybrid, text (BM25 + dense), BM25, dense or graph search over the index, with filters.
 
 use crate::app::App;
 use crate::output::{parse_date, print_json, truncate};
@@ -19,6 +19,8 @@ pub enum ModeArg {
     Dense,
     /// The entity graph only.
     Graph,
+    /// BM25 and dense fused, without the entity graph.
+    Text,
 }
 
 impl From<ModeArg> for metarag_core::SearchMode {
@@ -28,6 +30,7 @@ impl From<ModeArg> for metarag_core::SearchMode {
             ModeArg::Bm25 => metarag_core::SearchMode::Bm25,
             ModeArg::Dense => metarag_core::SearchMode::Dense,
             ModeArg::Graph => metarag_core::SearchMode::Graph,
+            ModeArg::Text => metarag_core::SearchMode::Text,
         }
     }
 }

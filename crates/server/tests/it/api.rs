@@ -116,7 +116,11 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
         index.clone(),
         RetrievalConfig::default(),
     ));
-    let agent = Agent::builder(llm).retriever(retriever).build().unwrap();
+    let agent = Agent::builder(llm)
+        .retriever(retriever)
+        .embedder(Arc::new(embedder.clone()))
+        .build()
+        .unwrap();
     let keys = KeyStore::new(dir.path().join("keys.json"));
     let engine = Engine {
         index,
@@ -275,12 +279,41 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["trace"]["mode"], "context");
 
+    // The router's context without an answer; a "when" question also reads the audit
+    // memory, which holds the uploads above.
+    let (status, ctx) = s
+        .post(
+            "/v1/context",
+            json!({"question": "When was the Hoover Dam built?"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{ctx}");
+    assert_eq!(ctx["sources"][0]["title"], "Hoover Dam", "{ctx}");
+    assert!(
+        ctx["route"]["memories"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("audit")),
+        "{ctx}"
+    );
+    assert!(!ctx["audit"].as_array().unwrap().is_empty(), "{ctx}");
+    assert_eq!(ctx["trace"]["stop"]["detail"], "context only", "{ctx}");
+    assert!(ctx["trace"]["rounds"].as_array().unwrap().is_empty());
+    let (status, bad) = s.post("/v1/context", json!({"question": " "})).await;
+    assert_eq!(status, 400, "{bad}");
+
     let (status, runs) = s.get("/v1/runs?strategy=standard").await;
     assert_eq!(status, 200, "{runs}");
     assert_eq!(runs["runs"].as_array().unwrap().len(), 2);
     assert_eq!(runs["runs"][1]["id"], run_id.as_str());
     assert_eq!(runs["runs"][1]["surface"], "rest");
-    assert_eq!(runs["strategies"][0]["runs"], 2);
+    let standard = runs["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["strategy"] == "standard")
+        .unwrap();
+    assert_eq!(standard["runs"], 2, "{runs}");
     let (status, run) = s.get(&format!("/v1/runs/{run_id}")).await;
     assert_eq!(status, 200, "{run}");
     assert_eq!(run["trace"]["question"], "When was the Hoover Dam built?");

@@ -30,7 +30,14 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     names.sort();
     assert_eq!(
         names,
-        ["ask", "get_document", "ingest", "list_documents", "search"]
+        [
+            "ask",
+            "context",
+            "get_document",
+            "ingest",
+            "list_documents",
+            "search"
+        ]
     );
     let ask = tools.iter().find(|t| t.name == "ask").unwrap();
     let schema = serde_json::to_value(&ask.input_schema).unwrap();
@@ -110,6 +117,26 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
         .await
         .unwrap();
     assert_eq!(runs["runs"][0]["id"], a["run_id"]);
+
+    // The router's context without an answer: route, checks and sources.
+    let ctx = client
+        .call_tool(call(
+            "context",
+            json!({"question": "When was the Hoover Dam built?"}),
+        ))
+        .await
+        .unwrap();
+    assert_ne!(ctx.is_error, Some(true), "{ctx:?}");
+    let c = ctx.structured_content.unwrap();
+    assert_eq!(c["sources"][0]["title"], "Hoover Dam", "{c}");
+    assert!(
+        c["route"]["intents"]
+            .as_array()
+            .is_some_and(|i| !i.is_empty()),
+        "{c}"
+    );
+    assert!(!c["checks"].as_array().unwrap().is_empty(), "{c}");
+    assert!(c.get("answer").is_none());
 
     // A tool that fails on its input says why, as a result the model can read; what is
     // stored stays.
@@ -205,7 +232,7 @@ async fn mcp_over_streamable_http_with_and_without_a_key() {
         .iter()
         .find(|m| m["id"] == 2)
         .map(|m| m["result"]["tools"].as_array().unwrap().len());
-    assert_eq!(n, Some(5), "{tools:?}");
+    assert_eq!(n, Some(6), "{tools:?}");
     let r = post(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_documents", "arguments": {}}}),
         session.clone(),

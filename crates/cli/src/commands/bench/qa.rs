@@ -334,11 +334,13 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
             );
         }
         let index = app.open_index_for_reading(&dir, &embedder)?;
-        builder = builder.retriever(Arc::new(metarag_retrieve::HybridRetriever::new(
-            embedder,
-            index,
-            app.config.retrieval(),
-        )));
+        builder = builder
+            .embedder(Arc::new(embedder.clone()))
+            .retriever(Arc::new(metarag_retrieve::HybridRetriever::new(
+                embedder,
+                index,
+                app.config.retrieval(),
+            )));
         if let Some(r) = app.reranker(handle.local.as_ref())? {
             builder = builder.reranker(r);
         }
