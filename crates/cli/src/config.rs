@@ -248,6 +248,8 @@ pub struct RawIndex {
     pub hnsw_ef_search: usize,
     /// BM25 weight of title matches relative to text matches.
     pub bm25_title_boost: f32,
+    /// Most query terms BM25 scores, the rarest first (0: all).
+    pub bm25_max_terms: usize,
     /// Build and keep the entity graph (rule-based, no model calls).
     pub graph: bool,
 }
@@ -288,6 +290,7 @@ impl Default for RawIndex {
             hnsw_ef_construction: 128,
             hnsw_ef_search: 128,
             bm25_title_boost: 1.0,
+            bm25_max_terms: 0,
             graph: true,
         }
     }
@@ -590,6 +593,7 @@ impl Config {
         c.hnsw_ef_construction = self.raw.index.hnsw_ef_construction;
         c.hnsw_ef_search = self.raw.index.hnsw_ef_search;
         c.bm25_title_boost = self.raw.index.bm25_title_boost;
+        c.bm25_max_terms = self.raw.index.bm25_max_terms;
         c.graph = self.raw.index.graph;
         c
     }

@@ -25,6 +25,8 @@ pub(crate) struct Bm25 {
     writer: Option<Mutex<IndexWriter>>,
     analyzer: Mutex<TextAnalyzer>,
     title_boost: f32,
+    /// Most query terms scored (the rarest by document frequency); 0 for all.
+    max_terms: usize,
     chunk_id: Field,
     doc_id: Field,
     title: Field,
@@ -58,7 +60,12 @@ fn schema() -> Schema {
 impl Bm25 {
     /// Opens (creating if needed) for reading and writing, or, with `writer_memory`
     /// `None`, for reading only (no writer, so no tantivy writer lock is taken).
-    pub fn open(dir: &Path, writer_memory: Option<usize>, title_boost: f32) -> Result<Self> {
+    pub fn open(
+        dir: &Path,
+        writer_memory: Option<usize>,
+        title_boost: f32,
+        max_terms: usize,
+    ) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let mmap = MmapDirectory::open(dir).map_err(|e| Error::Tantivy(e.into()))?;
         let index = Index::open_or_create(mmap, schema())?;
@@ -95,6 +102,7 @@ impl Bm25 {
             writer,
             analyzer: Mutex::new(analyzer()),
             title_boost,
+            max_terms,
             chunk_id,
             doc_id,
             title,
@@ -181,6 +189,25 @@ impl Bm25 {
         out
     }
 
+    /// The `max_terms` rarest of `terms` by document frequency in the text field (title
+    /// and text together for ties), in query order. A long question is a union of long
+    /// posting lists; its common words add little to the ranking but most of the cost at
+    /// a million chunks (`docs/results/performance.md`). Terms no chunk contains are
+    /// dropped first: they match nothing.
+    fn rarest(&self, searcher: &tantivy::Searcher, terms: Vec<String>) -> Result<Vec<String>> {
+        let mut df: Vec<(usize, u64)> = Vec::with_capacity(terms.len());
+        for (i, t) in terms.iter().enumerate() {
+            let text = searcher.doc_freq(&Term::from_field_text(self.text, t))?;
+            let title = searcher.doc_freq(&Term::from_field_text(self.title, t))?;
+            df.push((i, text.max(title)));
+        }
+        df.retain(|&(_, f)| f > 0);
+        df.sort_by_key(|&(i, f)| (f, i));
+        df.truncate(self.max_terms);
+        df.sort_by_key(|&(i, _)| i);
+        Ok(df.into_iter().map(|(i, _)| terms[i].clone()).collect())
+    }
+
     /// Top `n` chunks by BM25; `allowed` restricts to those documents.
     pub fn search(
         &self,
@@ -190,9 +217,13 @@ impl Bm25 {
     ) -> Result<Vec<(ChunkId, f32)>> {
         // The query is built from analyzed terms rather than parsed, so questions containing
         // `:`, quotes or parentheses are never read as query syntax.
-        let terms = self.terms(query);
+        let mut terms = self.terms(query);
         if terms.is_empty() || n == 0 {
             return Ok(Vec::new());
+        }
+        let searcher = self.reader.searcher();
+        if self.max_terms > 0 && terms.len() > self.max_terms {
+            terms = self.rarest(&searcher, terms)?;
         }
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
         for t in &terms {
@@ -228,7 +259,6 @@ impl Bm25 {
                 ),
             ])),
         };
-        let searcher = self.reader.searcher();
         let top = searcher.search(&query, &TopDocs::with_limit(n).order_by_score())?;
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {

@@ -71,6 +71,9 @@ pub struct IndexConfig {
     /// Weight of a query term matching a chunk's title relative to its text. Titles name
     /// the entity a passage is about, so they are worth more than a body match.
     pub bm25_title_boost: f32,
+    /// Most query terms BM25 scores, the rarest by document frequency (0: every term).
+    /// Bounds the cost of long questions over large indexes.
+    pub bm25_max_terms: usize,
     /// Whether the entity graph is built and kept up to date (a rule-based pass over each
     /// chunk at ingest, no model calls).
     pub graph: bool,
@@ -87,6 +90,7 @@ impl IndexConfig {
             hnsw_ef_search: 128,
             writer_memory: 64 << 20,
             bm25_title_boost: 1.0,
+            bm25_max_terms: 0,
             graph: true,
         }
     }
@@ -144,6 +148,7 @@ impl EmbeddedIndex {
             &dir.join("bm25"),
             writable.then_some(config.writer_memory),
             config.bm25_title_boost,
+            config.bm25_max_terms,
         )?;
         let dense = dense::Dense::open(&dir.join("dense.usearch"), &config, generation, writable)?;
         let bm25_current = bm25.generation()? == generation;
