@@ -187,6 +187,44 @@ fn bm25_and_dense_rank_the_matching_chunk_first() {
 }
 
 #[test]
+fn a_term_cap_keeps_the_rarest_query_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config();
+    cfg.bm25_max_terms = 1;
+    let index = EmbeddedIndex::open(dir.path(), cfg).unwrap();
+    index
+        .apply(
+            vec![
+                update("a", "One", &["The canal has locks and a quay."], 0, None),
+                update("b", "Two", &["The canal has a dam."], 1, None),
+                update("c", "Three", &["The canal has a bridge."], 2, None),
+            ],
+            vec![],
+        )
+        .unwrap();
+    // "canal" is in every chunk, "quay" in one: with one term allowed, only "quay" is
+    // scored, so only its chunk matches.
+    let hits = index.lexical("canal quay", 3, &Filter::default()).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(index.chunks(&[hits[0].id]).unwrap()[0].doc_id.as_str(), "a");
+    // A term no chunk contains is dropped before the cap, not kept as the rarest.
+    let hits = index
+        .lexical("zeppelin canal", 3, &Filter::default())
+        .unwrap();
+    assert_eq!(hits.len(), 3);
+    drop(index);
+    // Without the cap every term is scored.
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    assert_eq!(
+        index
+            .lexical("canal quay", 3, &Filter::default())
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
 fn filters_restrict_both_rankings() {
     let dir = tempfile::tempdir().unwrap();
     let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
