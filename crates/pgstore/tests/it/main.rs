@@ -1,0 +1,399 @@
+//! The store conformance suite, one list of checks run against both stores (the embedded
+//! index and Postgres), plus Postgres's own: migrations, the embedder check, a batch cut
+//! off mid-write, and hybrid search over both with the real embedder.
+
+use metarag_core::{
+    ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Embedder, Filter, SearchRequest, Store,
+    StoreRead,
+};
+use metarag_index::{EmbeddedIndex, IndexConfig};
+use metarag_pgstore::{Error, PgConfig, PgStore};
+use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+use metarag_testkit::PgServer;
+
+const DIM: usize = 8;
+
+/// A unit vector pointing mostly along axis `axis`.
+fn vector(axis: usize) -> Vec<f32> {
+    let mut v = [0.05; DIM];
+    v[axis % DIM] = 1.0;
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / n).collect()
+}
+
+fn update(id: &str, title: &str, texts: &[&str], axis: usize, date: Option<i64>) -> DocumentUpdate {
+    update_with(id, title, texts, date, |i| vector(axis + i))
+}
+
+fn update_with(
+    id: &str,
+    title: &str,
+    texts: &[&str],
+    date: Option<i64>,
+    vec_of: impl Fn(usize) -> Vec<f32>,
+) -> DocumentUpdate {
+    let mut offset = 0;
+    let chunks = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let draft = ChunkDraft {
+                ordinal: i as u32,
+                section: vec!["Intro".into()],
+                pages: (i == 0).then_some((1, 1)),
+                bytes: offset..offset + t.len(),
+                token_count: t.split_whitespace().count() as u32 + 2,
+                text: t.to_string(),
+            };
+            offset += t.len() + 1;
+            (draft, vec_of(i))
+        })
+        .collect();
+    DocumentUpdate {
+        document: Document {
+            id: DocId::new(id).unwrap(),
+            title: title.into(),
+            source: format!("/{id}"),
+            format: DocFormat::Text,
+            content_hash: format!("hash-{}", texts.join("|").len()),
+            bytes: 10,
+            date,
+            ingested_at: 0,
+            chunk_count: texts.len() as u32,
+            text: Some(texts.join("\n")),
+        },
+        chunks,
+    }
+}
+
+fn corpus() -> Vec<DocumentUpdate> {
+    vec![
+        update(
+            "a",
+            "Panama Canal",
+            &["The locks were designed by Henry Goldmark."],
+            0,
+            Some(1_000),
+        ),
+        update(
+            "b",
+            "Suez Canal",
+            &["A sea-level canal without locks: it has no gates."],
+            4,
+            Some(2_000),
+        ),
+        update(
+            "c",
+            "Hoover Dam",
+            &["An arch-gravity dam on the Colorado River."],
+            6,
+            None,
+        ),
+    ]
+}
+
+async fn doc_of<S: StoreRead>(s: &S, id: metarag_core::ChunkId) -> String {
+    s.chunks(&[id]).await.unwrap()[0].doc_id.to_string()
+}
+
+/// The checks every store passes.
+async fn conformance<S: Store>(s: &S, name: &str) {
+    s.apply(corpus(), vec![]).await.unwrap();
+    let stats = s.stats().await.unwrap();
+    assert_eq!((stats.documents, stats.chunks), (3, 3), "{name}");
+
+    // Ranking: stemming and case folding, a title match, and cosine.
+    let hits = s
+        .lexical("Who was designing the LOCKS?", 3, &Filter::default())
+        .await
+        .unwrap();
+    assert_eq!(doc_of(s, hits[0].id).await, "a", "{name}");
+    let hits = s.lexical("hoover", 3, &Filter::default()).await.unwrap();
+    assert_eq!(doc_of(s, hits[0].id).await, "c", "{name}: title match");
+    assert!(
+        s.lexical("title:(\"locks\" OR", 3, &Filter::default())
+            .await
+            .is_ok(),
+        "{name}: query syntax is plain text"
+    );
+    assert!(
+        s.lexical("the of and", 3, &Filter::default())
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}: stop words alone match nothing"
+    );
+    let near = s.nearest(&vector(6), 2, &Filter::default()).await.unwrap();
+    assert_eq!(doc_of(s, near[0].id).await, "c", "{name}");
+    assert!(
+        (near[0].score - 1.0).abs() < 1e-4,
+        "{name}: {}",
+        near[0].score
+    );
+    assert!(near[0].score > near[1].score, "{name}");
+
+    // Filters restrict both rankings.
+    let only_b = Filter {
+        doc_ids: vec![DocId::new("b").unwrap()],
+        ..Default::default()
+    };
+    let hits = s.lexical("locks", 3, &only_b).await.unwrap();
+    assert_eq!(hits.len(), 1, "{name}");
+    assert_eq!(doc_of(s, hits[0].id).await, "b", "{name}");
+    let near = s.nearest(&vector(0), 3, &only_b).await.unwrap();
+    assert_eq!(near.len(), 1, "{name}");
+    let title = Filter {
+        title_contains: Some("CANAL".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        s.nearest(&vector(6), 3, &title).await.unwrap().len(),
+        2,
+        "{name}"
+    );
+    let dated = Filter {
+        date_from: Some(1_500),
+        date_to: Some(3_000),
+        ..Default::default()
+    };
+    let near = s.nearest(&vector(0), 3, &dated).await.unwrap();
+    assert_eq!(near.len(), 1, "{name}");
+    assert_eq!(doc_of(s, near[0].id).await, "b", "{name}");
+
+    // Replacing a document replaces all its chunks; the old ones are gone.
+    let old: Vec<_> = s
+        .lexical("Goldmark", 3, &Filter::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.id)
+        .collect();
+    s.apply(
+        vec![update(
+            "a",
+            "Panama Canal",
+            &[
+                "The canal opened in 1914.",
+                "Its locks lift ships 26 metres.",
+            ],
+            1,
+            Some(1_000),
+        )],
+        vec![],
+    )
+    .await
+    .unwrap();
+    assert!(s.chunks(&old).await.unwrap().is_empty(), "{name}");
+    assert!(
+        s.lexical("Goldmark", 3, &Filter::default())
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}"
+    );
+    let doc = s
+        .document(&DocId::new("a").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(doc.chunk_count, 2, "{name}");
+    assert!(doc.text.unwrap().contains("1914"), "{name}");
+    let hits = s
+        .lexical("ships metres", 3, &Filter::default())
+        .await
+        .unwrap();
+    let chunk = &s.chunks(&[hits[0].id]).await.unwrap()[0];
+    assert_eq!(
+        (
+            chunk.draft.ordinal,
+            chunk.draft.section.clone(),
+            chunk.title.as_str()
+        ),
+        (1, vec!["Intro".to_string()], "Panama Canal"),
+        "{name}"
+    );
+
+    // Removal; unknown ids are ignored.
+    s.apply(
+        vec![],
+        vec![DocId::new("b").unwrap(), DocId::new("zz").unwrap()],
+    )
+    .await
+    .unwrap();
+    let ids: Vec<String> = s
+        .documents()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id.to_string())
+        .collect();
+    assert_eq!(ids, ["a", "c"], "{name}");
+    assert!(
+        s.document(&DocId::new("b").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(s.stats().await.unwrap().chunks, 3, "{name}");
+
+    // A vector of the wrong length fails the whole batch; nothing stored changes.
+    let bad = update_with("d", "Bad", &["x"], None, |_| vec![0.0; DIM + 1]);
+    let err = s
+        .apply(vec![update("e", "Good", &["fine"], 2, None), bad], vec![])
+        .await
+        .unwrap_err();
+    assert_eq!(err.fault(), metarag_core::Fault::User, "{name}: {err}");
+    assert_eq!(s.stats().await.unwrap().documents, 2, "{name}");
+    let err = s
+        .nearest(&[1.0; DIM + 2], 3, &Filter::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.fault(), metarag_core::Fault::User, "{name}: {err}");
+}
+
+fn pg_config(url: &str) -> PgConfig {
+    PgConfig::new(url, "test-embedder", DIM)
+}
+
+#[tokio::test]
+async fn both_stores_pass_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = EmbeddedIndex::open(dir.path(), IndexConfig::new("test-embedder", DIM)).unwrap();
+    conformance(&embedded, "embedded").await;
+    let pg = metarag_testkit::postgres();
+    let store = PgStore::connect(pg_config(&pg.url())).await.unwrap();
+    conformance(&store, "postgres").await;
+}
+
+#[tokio::test]
+async fn migrations_are_idempotent_and_concurrent_servers_agree() {
+    let pg = metarag_testkit::postgres();
+    let url = pg.url();
+    // Two servers starting at once: the advisory lock applies each migration once.
+    let (a, b) = tokio::join!(
+        PgStore::connect(pg_config(&url)),
+        PgStore::connect(pg_config(&url))
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let latest = metarag_pgstore::schema::latest();
+    assert_eq!(a.schema_version().await.unwrap(), latest);
+    // Written through one, read through the other.
+    a.apply(corpus(), vec![]).await.unwrap();
+    assert_eq!(b.stats().await.unwrap().documents, 3);
+    drop((a, b));
+    let again = PgStore::connect(pg_config(&url)).await.unwrap();
+    assert_eq!(again.schema_version().await.unwrap(), latest);
+    assert_eq!(again.stats().await.unwrap().chunks, 3);
+    // Another embedder is refused, naming both.
+    let err = PgStore::connect(PgConfig::new(&url, "other-model", 16))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::EmbedderMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("test-embedder"), "{err}");
+    assert_eq!(err.fault(), metarag_core::Fault::User);
+    // A database that cannot be reached is the user's to fix, and says where.
+    let err = PgStore::connect(pg_config("postgres://postgres@127.0.0.1:1/none"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
+    assert_eq!(err.fault(), metarag_core::Fault::User);
+}
+
+#[tokio::test]
+async fn a_batch_cut_off_mid_write_leaves_nothing_of_it() {
+    let pg = metarag_testkit::postgres();
+    let store = PgStore::connect(pg_config(&pg.url())).await.unwrap();
+    store.apply(corpus(), vec![]).await.unwrap();
+    let texts: Vec<String> = (0..40)
+        .map(|i| format!("passage number {i} about canals"))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let batch: Vec<DocumentUpdate> = (0..200)
+        .map(|d| update(&format!("bulk-{d}"), "Bulk", &refs, d, None))
+        .collect();
+    // Dropped part-way (the future is cancelled as a killed request would be): the
+    // transaction rolls back.
+    let cut = tokio::time::timeout(
+        std::time::Duration::from_millis(150),
+        store.apply(batch, vec![]),
+    )
+    .await;
+    assert!(
+        cut.is_err(),
+        "the batch finished before it could be cut off"
+    );
+    // The rollback runs on the connection's task; wait for the pool to see it.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let stats = store.stats().await.unwrap();
+    assert_eq!((stats.documents, stats.chunks), (3, 3));
+}
+
+#[tokio::test]
+async fn hybrid_search_ranks_alike_over_both_stores() {
+    // Real passages and the real embedder; the same fusion code over both stores. The
+    // rankings differ (tantivy's BM25 weighs rare terms up; `ts_rank_cd` has no inverse
+    // document frequency), so the check is the stated tolerance: each store finds the
+    // passage the query names in its top 5, and 3 of the top 5 are in common.
+    let embedder = metarag_testkit::embedder();
+    let path = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .take(300)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut updates = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let title = l["title"].as_str().unwrap();
+        let text = l["text"].as_str().unwrap();
+        let v = embedder
+            .embed(&[format!("{title}\n{text}")])
+            .await
+            .unwrap()
+            .remove(0);
+        updates.push(update_with(
+            &format!("p{i}"),
+            title,
+            &[text],
+            None,
+            move |_| v.clone(),
+        ));
+    }
+    let dim = embedder.dimension();
+    let dir = tempfile::tempdir().unwrap();
+    let mut icfg = IndexConfig::new(embedder.model_id(), dim);
+    icfg.graph = false;
+    let embedded = EmbeddedIndex::open(dir.path(), icfg).unwrap();
+    Store::apply(&embedded, updates.clone(), vec![])
+        .await
+        .unwrap();
+    let pg = metarag_testkit::postgres();
+    let store = PgStore::connect(PgConfig::new(pg.url(), embedder.model_id(), dim))
+        .await
+        .unwrap();
+    store.apply(updates, vec![]).await.unwrap();
+    let a = HybridRetriever::new(embedder.clone(), embedded, RetrievalConfig::default());
+    let b = HybridRetriever::new(embedder.clone(), store, RetrievalConfig::default());
+    let mut checked = 0;
+    for l in lines.iter().step_by(30) {
+        let q = l["title"].as_str().unwrap();
+        let req = SearchRequest::new(q, 5);
+        let (ha, _) = a.search_timed(&req).await.unwrap();
+        let (hb, _) = b.search_timed(&req).await.unwrap();
+        let ta: Vec<&str> = ha.iter().map(|h| h.chunk.title.as_str()).collect();
+        let tb: Vec<&str> = hb.iter().map(|h| h.chunk.title.as_str()).collect();
+        assert!(ta.contains(&q) && tb.contains(&q), "{q}: {ta:?} vs {tb:?}");
+        let common = ta.iter().filter(|t| tb.contains(t)).count();
+        assert!(common >= 3, "{q}: {ta:?} vs {tb:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 10);
+}
+
+#[test]
+fn the_test_server_is_reachable_with_pgvector() {
+    let pg: PgServer = metarag_testkit::postgres();
+    assert!(pg.url().starts_with("postgres://postgres@127.0.0.1:"));
+    let other = pg.create_database("second").unwrap();
+    assert!(other.ends_with("/second"));
+}
