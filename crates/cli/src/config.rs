@@ -53,6 +53,27 @@ pub struct RawConfig {
     pub strategies: metarag_agent::StrategySections,
     /// `metarag serve`: address, upload and time limits, the ask queue.
     pub server: RawServer,
+    /// A Postgres store (`metarag migrate --to postgres`, `bench retrieval --postgres`).
+    pub store: RawStore,
+}
+
+/// `[store]`: the Postgres database a team's servers share.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawStore {
+    /// `postgres://user:password@host:port/database` (`METARAG_STORE__URL`).
+    pub url: Option<String>,
+    /// Connections in the pool.
+    pub pool_size: usize,
+}
+
+impl Default for RawStore {
+    fn default() -> Self {
+        RawStore {
+            url: None,
+            pool_size: 8,
+        }
+    }
 }
 
 /// `[server]`: what `metarag serve` listens on and what one client may make it do.

@@ -17,8 +17,8 @@ mod output;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use commands::{
-    ask, audit, bench, cache, chat, context, docs, graph, import, ingest, keys, mcp, models, runs,
-    search, serve, serve_llm, strategies, tree,
+    ask, audit, bench, cache, chat, context, docs, graph, import, ingest, keys, mcp, migrate,
+    models, runs, search, serve, serve_llm, strategies, tree,
 };
 use metarag_core::Fault;
 use std::path::PathBuf;
@@ -48,6 +48,9 @@ enum Command {
     /// Import a JSON/JSONL vector dump (`{id, text, embedding, metadata}`), keeping its
     /// vectors after checking they come from the index's embedding model.
     Import(import::Args),
+    /// Copy the embedded index (documents, chunks and vectors, not embedded again) into a
+    /// Postgres store with pgvector.
+    Migrate(migrate::Args),
     /// Route a question to the memories its intents call for and print the context found,
     /// without generating an answer (for a generator elsewhere).
     Context(context::Args),
@@ -194,6 +197,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Ingest(args) => ingest::run(&app, args).await,
         Command::Import(args) => import::run(&app, args).await,
+        Command::Migrate(args) => migrate::run(&app, args).await,
         Command::Context(args) => context::run(&app, args).await,
         Command::Audit(args) => audit::run(&app, args).await,
         Command::Docs { command } => docs::run(&app, command).await,

@@ -501,6 +501,22 @@ impl EmbeddedIndex {
         db.chunks(&ids)
     }
 
+    /// One document as the update that would store it again: its record with its text, and
+    /// its chunks with their embeddings (copying an index to another store without
+    /// embedding again). `None` when there is no such document.
+    pub fn export_document(&self, id: &DocId) -> Result<Option<DocumentUpdate>> {
+        let db = self.db();
+        let Some(document) = db.document(id)? else {
+            return Ok(None);
+        };
+        let chunks = db
+            .chunks_with_vectors(id)?
+            .into_iter()
+            .map(|(c, v)| (c.draft, v))
+            .collect();
+        Ok(Some(DocumentUpdate { document, chunks }))
+    }
+
     /// Counts of documents, chunks and tokens.
     pub fn stats(&self) -> Result<StoreStats> {
         let mut s = self.db().stats()?;

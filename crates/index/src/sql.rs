@@ -195,6 +195,20 @@ impl Db {
         Ok(out)
     }
 
+    /// The chunks of one document in order, each with its embedding.
+    pub fn chunks_with_vectors(&self, id: &DocId) -> Result<Vec<(Chunk, Vec<f32>)>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {CHUNK_COLS}, c.embedding FROM chunks c JOIN documents d ON d.doc_id = c.doc_id WHERE c.doc_id = ?1 ORDER BY c.ordinal"
+        ))?;
+        let mut rows = stmt.query([id.as_str()])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let chunk = row_to_chunk(row)??;
+            out.push((chunk, blob_to_vector(&row.get::<_, Vec<u8>>(11)?)?));
+        }
+        Ok(out)
+    }
+
     /// Visits every chunk in id order, with its embedding when `with_vectors`.
     pub fn for_each_chunk(
         &self,

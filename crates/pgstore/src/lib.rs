@@ -147,6 +147,29 @@ impl PgStore {
         &self.config
     }
 
+    /// Every stored document's content hash, by id (a copy skips the documents already
+    /// there unchanged).
+    pub async fn content_hashes(&self) -> Result<std::collections::HashMap<String, String>> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query("SELECT id, content_hash FROM documents", &[])
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// `VACUUM (ANALYZE)` after a bulk write: the GIN index keeps new entries in a pending
+    /// list that every full-text query scans until a vacuum merges it, and the planner sees
+    /// empty tables until autovacuum's next pass. Measured on the HotpotQA corpus just
+    /// copied: BM25 p50 33 ms before, see `docs/results/postgres.md` for after.
+    pub async fn analyze(&self) -> Result<()> {
+        let client = self.pool.get().await?;
+        // One statement per call: VACUUM cannot run inside the implicit transaction of a
+        // multi-statement string.
+        client.batch_execute("VACUUM (ANALYZE) documents").await?;
+        client.batch_execute("VACUUM (ANALYZE) chunks").await?;
+        Ok(())
+    }
+
     /// The schema version of the database.
     pub async fn schema_version(&self) -> Result<i32> {
         let client = self.pool.get().await?;
@@ -168,17 +191,29 @@ impl PgStore {
         let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(query.to_string())];
         let conditions = filter_sql(filter, &mut params);
         params.push(Box::new(n as i64));
-        // The OR of the query's English lexemes (stemmed, stop words removed), so a chunk
-        // matching some of the terms ranks, as BM25 does; the weights make a title match
-        // count like a text match (the embedded index's title boost 1.0).
+        // BM25's shape in SQL: each of the query's English lexemes (stemmed, stop words
+        // removed) scores the chunks containing it by `ts_rank` (term frequency, divided by
+        // 1 + log of the chunk's length) times the term's inverse document frequency, counted
+        // through the GIN index; a chunk's score is the sum over the terms it contains.
+        // `ts_rank_cd` over the OR of the terms alone has no IDF: a common word weighs as
+        // much as a name, and recall@10 on HotpotQA fell to half of tantivy's
+        // (docs/results/postgres.md). The weights make a title match count like a text
+        // match (the embedded index's title boost 1.0).
         let sql = format!(
-            "WITH q AS (
-                 SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS q
+            "WITH terms AS (
+                 SELECT DISTINCT to_tsquery('simple', quote_literal(lexeme)) AS q
                  FROM unnest(to_tsvector('english', $1))
+             ),
+             total AS (SELECT count(*)::float8 AS n FROM chunks),
+             idf AS (
+                 SELECT t.q, ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5)) AS w
+                 FROM terms t, total,
+                      LATERAL (SELECT count(*)::float8 AS n FROM chunks c WHERE c.tsv @@ t.q) df
              )
-             SELECT c.id, ts_rank_cd('{{0.1, 0.2, 1.0, 1.0}}', c.tsv, q.q, 1)::real AS score
-             FROM q, chunks c JOIN documents d ON d.id = c.doc_id
-             WHERE q.q IS NOT NULL AND c.tsv @@ q.q{conditions}
+             SELECT c.id, sum(idf.w * ts_rank('{{0.1, 0.2, 1.0, 1.0}}', c.tsv, idf.q, 1))::real AS score
+             FROM idf JOIN chunks c ON c.tsv @@ idf.q JOIN documents d ON d.id = c.doc_id
+             WHERE true{conditions}
+             GROUP BY c.id
              ORDER BY score DESC, c.id
              LIMIT ${}",
             params.len()
@@ -208,11 +243,19 @@ impl PgStore {
             vec![Box::new(Vector::from(vector.to_vec()))];
         let conditions = filter_sql(filter, &mut params);
         params.push(Box::new(n as i64));
+        // Ordered by the distance alone so the HNSW index serves the ORDER BY ... LIMIT
+        // (a second sort key makes Postgres scan every row); the document table is joined
+        // only when a filter needs it.
+        let join = if conditions.is_empty() {
+            ""
+        } else {
+            "JOIN documents d ON d.id = c.doc_id"
+        };
         let sql = format!(
             "SELECT c.id, (1 - (c.embedding <=> $1))::real AS score
-             FROM chunks c JOIN documents d ON d.id = c.doc_id
+             FROM chunks c {join}
              WHERE true{conditions}
-             ORDER BY c.embedding <=> $1, c.id
+             ORDER BY c.embedding <=> $1
              LIMIT ${}",
             params.len()
         );

@@ -15,6 +15,7 @@ pub mod import;
 pub mod ingest;
 pub mod keys;
 pub mod mcp;
+pub mod migrate;
 pub mod models;
 pub mod runs;
 pub mod search;

@@ -46,6 +46,10 @@ pub struct RetrievalArgs {
     /// Index directory (default: a per-corpus, per-embedder directory under the data dir).
     #[arg(long)]
     index: Option<PathBuf>,
+    /// Also copy the corpus index into this Postgres database (`[store] url` if given as
+    /// `config`) and evaluate the same questions over it, in the same run.
+    #[arg(long, value_name = "URL")]
+    pub postgres: Option<String>,
     /// Also write the JSON report here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -92,9 +96,37 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
         questions.truncate(n);
     }
     let index = app.open_index(&dir, &embedder)?;
-    let retriever = HybridRetriever::new(embedder, index, app.config.retrieval());
+    let retriever = HybridRetriever::new(embedder.clone(), index, app.config.retrieval());
     let modes: Vec<_> = args.modes.iter().map(|&m| m.into()).collect();
     let report = metarag_eval::evaluate_retrieval(&retriever, &questions, &modes, &args.k).await?;
+    // The same questions over Postgres: the index copied (vectors included), then the
+    // modes it supports (it keeps no entity graph).
+    let postgres = match &args.postgres {
+        None => None,
+        Some(url) => {
+            let url = if url == "config" {
+                app.config.raw.store.url.clone().ok_or_else(|| {
+                    crate::app::UserError("--postgres config: no `[store] url` set".into())
+                })?
+            } else {
+                url.clone()
+            };
+            let cfg = retriever.store().config();
+            let store =
+                crate::commands::migrate::connect(app, &url, &cfg.embedder, cfg.dimension).await?;
+            let copy =
+                crate::commands::migrate::copy(retriever.store(), &store, 64, !app.json).await?;
+            let pg_modes: Vec<_> = modes
+                .iter()
+                .copied()
+                .filter(|m| *m != metarag_core::SearchMode::Graph)
+                .collect();
+            let pg = HybridRetriever::new(embedder, store, app.config.retrieval());
+            let report =
+                metarag_eval::evaluate_retrieval(&pg, &questions, &pg_modes, &args.k).await?;
+            Some((copy, report))
+        }
+    };
     let retrieval = app.config.retrieval();
     let json = serde_json::json!({
         "corpus": args.corpus,
@@ -111,6 +143,7 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
         "candidates": retrieval.candidates,
         "ingest": ingest,
         "retrieval": report,
+        "postgres": postgres.as_ref().map(|(copy, report)| serde_json::json!({"copy": copy, "retrieval": report})),
     });
     write_json(args.out.as_deref(), &json)?;
     if app.json {
@@ -132,6 +165,21 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
             ingest.tokens as f64 / ingest.embed_seconds.max(1e-9),
         )?;
     }
+    table(&mut md, &report)?;
+    if let Some((copy, pg)) = &postgres {
+        writeln!(
+            md,
+            "\nPostgres (copied {} documents, {} chunks in {:.1}s; {} unchanged):\n",
+            copy.copied, copy.chunks, copy.seconds, copy.unchanged
+        )?;
+        table(&mut md, pg)?;
+    }
+    println!("{md}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row per mode: recall at each cut-off, MRR, latencies.
+fn table(md: &mut String, report: &metarag_eval::RetrievalReport) -> std::fmt::Result {
     let ks: Vec<String> = report.ks.iter().map(|k| format!("R@{k} (all)")).collect();
     writeln!(
         md,
@@ -156,6 +204,5 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
             m.embed_ms_p50
         )?;
     }
-    println!("{md}");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
