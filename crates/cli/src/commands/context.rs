@@ -9,9 +9,11 @@ use anyhow::Result;
 use clap::{Args as ClapArgs, ValueEnum};
 use metarag_agent::strategies::router::ContextCheck;
 use metarag_agent::{Agent, Ask, Trace};
+use metarag_core::{Capabilities, ChatRequest, Completion, DynLlm, Fault, Llm};
 use metarag_retrieve::{Memory, Route};
 use serde_json::Value;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Which classifier routes the question.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -95,17 +97,82 @@ fn router_section(app: &App, args: &Args) -> metarag_agent::StrategySections {
     sections
 }
 
+/// The chat model, loaded on its first call: `metarag context` needs it only to classify
+/// with the LLM or to reformulate, so a context that passes its check never loads it, and
+/// a machine with only the embedding model installed still gets its context.
+struct LazyLlm {
+    app: App,
+    model: Option<String>,
+    name: String,
+    cell: tokio::sync::OnceCell<Arc<dyn DynLlm>>,
+}
+
+impl LazyLlm {
+    fn new(app: &App, model: Option<String>) -> Self {
+        let name = model
+            .clone()
+            .unwrap_or_else(|| app.config.raw.llm.model.clone());
+        LazyLlm {
+            app: app.clone(),
+            model,
+            name,
+            cell: tokio::sync::OnceCell::new(),
+        }
+    }
+}
+
+impl Llm for LazyLlm {
+    fn model_id(&self) -> &str {
+        self.cell.get().map_or(&self.name, |l| Llm::model_id(l))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.cell
+            .get()
+            .map(|l| Llm::capabilities(l))
+            .unwrap_or_default()
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
+        let llm = self
+            .cell
+            .get_or_try_init(|| async {
+                self.app
+                    .llm(true, self.model.as_deref())
+                    .await
+                    .map(|h| h.llm)
+            })
+            .await
+            .map_err(|e| {
+                metarag_core::Error::backend(
+                    "loading the chat model",
+                    Fault::User,
+                    Box::<dyn std::error::Error + Send + Sync>::from(format!("{e:#}")),
+                )
+            })?;
+        llm.chat(request).await
+    }
+}
+
 /// Runs the router context-only and returns its trace.
 pub async fn routed_context(app: &App, args: &Args) -> Result<Trace> {
     let registry = metarag_agent::Registry::builtin_with(&router_section(app, args))?;
     let (retriever, embedder) = app.retriever().await?;
-    let handle = app.llm(true, args.model.as_deref()).await?;
-    let mut builder = Agent::builder(handle.llm.clone())
+    // The LLM reranker needs the local model itself, loaded now; otherwise the model loads
+    // only if a node calls it.
+    let (llm, local): (Arc<dyn DynLlm>, _) =
+        if app.config.raw.rerank.backend == crate::config::RerankBackend::Llm {
+            let handle = app.llm(true, args.model.as_deref()).await?;
+            (handle.llm, handle.local)
+        } else {
+            (Arc::new(LazyLlm::new(app, args.model.clone())), None)
+        };
+    let mut builder = Agent::builder(llm)
         .config(app.config.raw.agent.clone())
         .registry(registry)
         .retriever(retriever)
         .embedder(embedder);
-    if let Some(r) = app.reranker(handle.local.as_ref())? {
+    if let Some(r) = app.reranker(local.as_ref())? {
         builder = builder.reranker(r);
     }
     let agent = builder.build()?;

@@ -98,13 +98,16 @@ fn ingest_search_update_remove() {
         serde_json::json!(["text", "graph"])
     );
     assert!(
-        ctx["context"]
+        ctx["sources"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|h| h["chunk"]["title"] == "Panama Canal"),
+            .any(|h| h["title"] == "Panama Canal"),
         "{ctx:#}"
     );
+    // The context passed its check, so the chat model was never loaded or called.
+    assert_eq!(ctx["checks"][0]["relevant"], true, "{ctx:#}");
+    assert_eq!(ctx["usage"]["llm_calls"], 0, "{ctx:#}");
     let out = env.run(&["graph", "show", "Zzyzx Quorbel"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Zzyzx Quorbel"));
@@ -441,10 +444,12 @@ fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
             "critic",
             "agentic",
             "cot",
-            "mcts"
+            "mcts",
+            "router"
         ]
     );
     assert_eq!(list[6]["config"]["threshold"], 0.4);
+    assert_eq!(list[12]["config"]["classifier"], "embedding");
     let out = env.run(&["graph", "--strategy", "agentic"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("grade -->|too few relevant| rewrite"));
