@@ -129,7 +129,7 @@ impl Llm for LazyLlm {
     fn capabilities(&self) -> Capabilities {
         self.cell
             .get()
-            .map(|l| Llm::capabilities(l))
+            .map(Llm::capabilities)
             .unwrap_or_default()
     }
 
