@@ -120,6 +120,27 @@ pub struct ContextCheck {
     pub relevant: bool,
 }
 
+impl ContextCheck {
+    /// One line: the verdict, both coverages and the names missing.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}: terms {:.2}, entities {:.2}{}",
+            if self.relevant {
+                "relevant"
+            } else {
+                "not relevant"
+            },
+            self.term_coverage,
+            self.entity_coverage,
+            if self.uncovered.is_empty() {
+                String::new()
+            } else {
+                format!(" (missing {})", self.uncovered.join(", "))
+            }
+        )
+    }
+}
+
 /// The router's part of the run state.
 #[derive(Debug, Default)]
 pub struct RouterState {
@@ -266,21 +287,7 @@ async fn route(s: &mut Run<RouterState>, c: &RouterConfig) -> NodeResult {
 /// it fails and a reformulation is left (over retrieved evidence only).
 fn verify(s: &mut Run<RouterState>, c: &RouterConfig) -> NodeResult {
     let check = check_context(&s.question, s.queries.last(), &s.pool, c);
-    s.note = Some(format!(
-        "{}: terms {:.2}, entities {:.2}{}",
-        if check.relevant {
-            "relevant"
-        } else {
-            "not relevant"
-        },
-        check.term_coverage,
-        check.entity_coverage,
-        if check.uncovered.is_empty() {
-            String::new()
-        } else {
-            format!(" (missing {})", check.uncovered.join(", "))
-        }
-    ));
+    s.note = Some(check.summary());
     let again = !check.relevant
         && s.mode == EvidenceMode::Retrieval
         && s.ext.reformulations < c.max_iterations;

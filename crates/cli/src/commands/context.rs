@@ -127,10 +127,7 @@ impl Llm for LazyLlm {
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.cell
-            .get()
-            .map(Llm::capabilities)
-            .unwrap_or_default()
+        self.cell.get().map(Llm::capabilities).unwrap_or_default()
     }
 
     async fn chat(&self, request: &ChatRequest) -> metarag_core::Result<Completion> {
@@ -242,22 +239,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         );
     }
     for c in &checks {
-        println!(
-            "context for {:?}: {} (terms {:.2}, entities {:.2}{})",
-            c.query,
-            if c.relevant {
-                "relevant"
-            } else {
-                "not relevant"
-            },
-            c.term_coverage,
-            c.entity_coverage,
-            if c.uncovered.is_empty() {
-                String::new()
-            } else {
-                format!("; missing {}", c.uncovered.join(", "))
-            }
-        );
+        println!("context for {:?}: {}", c.query, c.summary());
     }
     if !audit.is_empty() {
         println!("\naudit memory:");
