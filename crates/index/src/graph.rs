@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS mentions(
     PRIMARY KEY(entity_id, chunk_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(chunk_id);
+-- An entity's most confident mentions read in index order, not sorted from all of them: a
+-- hub entity at a million chunks has tens of thousands (docs/results/performance.md).
+CREATE INDEX IF NOT EXISTS mentions_by_entity_confidence ON mentions(entity_id, confidence DESC, chunk_id);
 CREATE TABLE IF NOT EXISTS relations(
     subject INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
     predicate TEXT NOT NULL,
@@ -432,9 +435,11 @@ fn neighbours(
 ) -> Result<Vec<(i64, f32)>> {
     let mut strength: HashMap<i64, (f32, u64)> = HashMap::new();
     let mut rel = conn.prepare_cached(
-        "SELECT r.object, max(r.confidence), e.df FROM relations r JOIN entities e ON e.id = r.object WHERE r.subject = ?1 GROUP BY r.object
+        // At most 512 relations each way: a hub's relations are bounded like
+        // its mentions, so one walk step costs the same at any index size.
+        "SELECT r.object, max(r.confidence), e.df FROM (SELECT * FROM relations WHERE subject = ?1 LIMIT 512) r JOIN entities e ON e.id = r.object GROUP BY r.object
          UNION ALL
-         SELECT r.subject, max(r.confidence), e.df FROM relations r JOIN entities e ON e.id = r.subject WHERE r.object = ?1 GROUP BY r.subject",
+         SELECT r.subject, max(r.confidence), e.df FROM (SELECT * FROM relations WHERE object = ?1 LIMIT 512) r JOIN entities e ON e.id = r.subject GROUP BY r.subject",
     )?;
     for row in rel.query_map([entity], |r| {
         Ok((
