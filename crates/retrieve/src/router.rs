@@ -156,6 +156,17 @@ impl Route {
         }
     }
 
+    /// The intents and the memories as text: `("factual, temporal", "text + graph")`.
+    pub fn names(&self) -> (String, String) {
+        let intents: Vec<&str> = self.intents.iter().map(|i| i.as_str()).collect();
+        let memories: Vec<String> = self
+            .memories
+            .iter()
+            .map(|m| format!("{m:?}").to_lowercase())
+            .collect();
+        (intents.join(", "), memories.join(" + "))
+    }
+
     /// The search mode for the route's memories: hybrid (text and graph) when it includes
     /// the graph, the text memory alone otherwise. The audit memory is not a ranking of
     /// chunks; its events are read apart.

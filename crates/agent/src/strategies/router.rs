@@ -259,17 +259,10 @@ async fn route(s: &mut Run<RouterState>, c: &RouterConfig) -> NodeResult {
         }
     };
     s.search_mode = route.search_mode();
-    let intents: Vec<&str> = route.intents.iter().map(|i| i.as_str()).collect();
-    let memories: Vec<String> = route
-        .memories
-        .iter()
-        .map(|m| format!("{m:?}").to_lowercase())
-        .collect();
+    let (intents, memories) = route.names();
     s.note = Some(format!(
-        "{} ({:?}) -> {}; search {:?}{}",
-        intents.join(", "),
+        "{intents} ({:?}) -> {memories}; search {:?}{}",
         route.source,
-        memories.join(" + "),
         s.search_mode,
         fallback.map(|f| format!("; {f}")).unwrap_or_default()
     ));

@@ -224,18 +224,11 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(route) = &route {
-        let intents: Vec<&str> = route.intents.iter().map(|i| i.as_str()).collect();
-        let memories: Vec<String> = route
-            .memories
-            .iter()
-            .map(|m| format!("{m:?}").to_lowercase())
-            .collect();
+        let (intents, memories) = route.names();
         println!(
-            "intents: {} ({:?}, {:.1} ms); memories: {}",
-            intents.join(", "),
+            "intents: {intents} ({:?}, {:.1} ms); memories: {memories}",
             route.source,
             route.micros as f64 / 1e3,
-            memories.join(", "),
         );
     }
     for c in &checks {
