@@ -3,20 +3,23 @@
 //! strategy registry, the run log and the server's engine.
 
 use crate::commands::ingest::{FormatArg, failure_line};
-use crate::config::{Config, LlmBackend, RerankBackend};
+use crate::config::{Config, LlmBackend, RerankBackend, StoreBackend};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use metarag_agent::{Agent, Registry};
-use metarag_core::{DocFormat, DynLlm, DynReranker, DynRetriever, Embedder, Llm, StoreRead};
-use metarag_eval::runs::RunLog;
+use metarag_core::{
+    DocFormat, DynLlm, DynReranker, DynRetriever, DynStore, Embedder, Llm, Store, StoreRead,
+};
+use metarag_eval::runs::{RunLog, SqliteRunLog};
 use metarag_index::EmbeddedIndex;
 use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestEvent, IngestOptions, Ingester};
 use metarag_models::{
     CachedLlm, CallCache, CrossEncoder, Ledger, LlmReranker, LocalLlm, LocalLlmConfig, MeteredLlm,
     ModelStore, OpenAiLlm, SentenceEmbedder,
 };
+use metarag_pgstore::{PgConfig, PgDatabase, PgStore};
 use metarag_retrieve::HybridRetriever;
-use metarag_server::Engine;
+use metarag_server::{Engine, KeyStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,6 +27,20 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UserError(pub String);
+
+/// The configured store, open: the embedded index of the data directory or Postgres.
+pub struct OpenStore {
+    /// Documents, chunks and vectors, behind the backend-neutral trait.
+    pub store: Arc<dyn DynStore>,
+    /// The embedded index itself (its graph, audit memory and exports), when that is the
+    /// backend.
+    pub index: Option<Arc<EmbeddedIndex>>,
+    /// The Postgres database, when that is the backend (the run log and keys live there
+    /// too).
+    pub database: Option<PgDatabase>,
+    /// Where it is, for messages.
+    pub location: String,
+}
 
 /// Configuration plus output mode: what every command needs.
 #[derive(Clone)]
@@ -81,6 +98,114 @@ impl App {
                 }))
             }
         }
+    }
+
+    /// The Postgres database `[store]` names, connected and migrated; `None` for the
+    /// embedded backend.
+    pub async fn database(&self) -> Result<Option<PgDatabase>> {
+        let s = &self.config.raw.store;
+        match s.backend {
+            StoreBackend::Embedded => Ok(None),
+            StoreBackend::Postgres => {
+                let url = s.url.as_deref().context("store.url is not set")?;
+                Ok(Some(PgDatabase::connect(url, s.pool_size).await?))
+            }
+        }
+    }
+
+    /// Settings of a Postgres store for an embedder: the pool and the HNSW parameters of
+    /// `[store]` and `[index]`.
+    pub fn pg_config(&self, url: &str, embedder: &str, dimension: usize) -> PgConfig {
+        let mut c = PgConfig::new(url, embedder, dimension);
+        c.pool_size = self.config.raw.store.pool_size;
+        c.hnsw_m = self.config.raw.index.hnsw_m;
+        c.hnsw_ef_construction = self.config.raw.index.hnsw_ef_construction;
+        c.hnsw_ef_search = self.config.raw.index.hnsw_ef_search;
+        c
+    }
+
+    /// The configured store for `embedder`: the data directory's index (for writing, or
+    /// read-only beside another process that writes), or the Postgres database (`db`, or
+    /// connected now).
+    pub async fn store(
+        &self,
+        embedder: &SentenceEmbedder,
+        write: bool,
+        db: Option<PgDatabase>,
+    ) -> Result<OpenStore> {
+        self.store_for(embedder.model_id(), embedder.dimension(), write, db)
+            .await
+    }
+
+    async fn store_for(
+        &self,
+        embedder: &str,
+        dimension: usize,
+        write: bool,
+        db: Option<PgDatabase>,
+    ) -> Result<OpenStore> {
+        let db = match db {
+            Some(db) => Some(db),
+            None => self.database().await?,
+        };
+        match db {
+            Some(db) => {
+                let location = db.url().to_string();
+                let config = self.pg_config(
+                    self.config.raw.store.url.as_deref().unwrap_or_default(),
+                    embedder,
+                    dimension,
+                );
+                let store = PgStore::open(db.clone(), config).await?;
+                Ok(OpenStore {
+                    store: Arc::new(store),
+                    index: None,
+                    database: Some(db),
+                    location,
+                })
+            }
+            None => {
+                let dir = self.config.index_dir();
+                let cfg = self.config.index(embedder, dimension);
+                let index = Arc::new(if write {
+                    EmbeddedIndex::open(&dir, cfg)?
+                } else {
+                    EmbeddedIndex::open_for_reading(&dir, cfg)?
+                });
+                Ok(OpenStore {
+                    store: index.clone(),
+                    index: Some(index),
+                    database: None,
+                    location: dir.display().to_string(),
+                })
+            }
+        }
+    }
+
+    /// The configured store opened with the embedder recorded in it (for commands that
+    /// don't embed); `None` when nothing was ever stored there.
+    pub async fn existing_store(&self, write: bool) -> Result<Option<OpenStore>> {
+        let db = self.database().await?;
+        let recorded = match &db {
+            Some(db) => db.recorded_embedder().await?,
+            None => EmbeddedIndex::recorded_embedder(&self.config.index_dir())?,
+        };
+        match recorded {
+            None => Ok(None),
+            Some((name, dim)) => Ok(Some(self.store_for(&name, dim, write, db).await?)),
+        }
+    }
+
+    /// The embedded index for a command that needs its own features (the entity graph,
+    /// the audit memory, vector imports): a clear error over Postgres, which has none.
+    pub fn require_embedded(&self, what: &str) -> Result<()> {
+        if self.config.raw.store.backend == StoreBackend::Postgres {
+            return Err(UserError(format!(
+                "{what} needs the embedded index; this configuration stores documents in Postgres (store.backend = \"postgres\")"
+            ))
+            .into());
+        }
+        Ok(())
     }
 
     /// The chunker for an embedder, sized by its max sequence length unless configured.
@@ -142,6 +267,18 @@ impl App {
         embedder: &SentenceEmbedder,
     ) -> Result<metarag_ingest::IngestReport> {
         let index = self.open_index(dir, embedder)?;
+        self.ingest_into_store(&index, paths, options, embedder)
+            .await
+    }
+
+    /// Ingests `paths` into `store` with a progress bar; returns the report.
+    pub async fn ingest_into_store<S: Store>(
+        &self,
+        store: &S,
+        paths: &[PathBuf],
+        options: IngestOptions,
+        embedder: &SentenceEmbedder,
+    ) -> Result<metarag_ingest::IngestReport> {
         let chunker = self.chunker(embedder)?;
         let (files, mut missing) = metarag_ingest::discover(paths, &options)?;
         let bar = ProgressBar::new(files.len() as u64);
@@ -168,7 +305,7 @@ impl App {
             }
             IngestEvent::Failed(f) => bar.suspend(|| eprintln!("warning: {}", failure_line(f))),
         };
-        let ingester = Ingester::new(&chunker, embedder, &index, options);
+        let ingester = Ingester::new(&chunker, embedder, store, options);
         let mut report = ingester.run(&files, &on_event).await?;
         bar.finish_and_clear();
         for f in &missing {
@@ -217,11 +354,11 @@ impl App {
         &self,
     ) -> Result<(Arc<dyn DynRetriever>, Arc<dyn metarag_core::DynEmbedder>)> {
         let embedder = self.embedder()?;
-        let index = self.open_index_for_reading(&self.config.index_dir(), &embedder)?;
-        if StoreRead::stats(&index).await?.documents == 0 {
+        let opened = self.store(&embedder, false, None).await?;
+        if StoreRead::stats(&opened.store).await?.documents == 0 {
             return Err(UserError(format!(
                 "the index at {} is empty: ingest documents first (`metarag ingest PATH`) or pass --context FILE",
-                self.config.index_dir().display()
+                opened.location
             ))
             .into());
         }
@@ -229,7 +366,7 @@ impl App {
         Ok((
             Arc::new(HybridRetriever::new(
                 embedder,
-                index,
+                opened.store,
                 self.config.retrieval(),
             )),
             dynamic,
@@ -305,21 +442,52 @@ impl App {
         })
     }
 
-    /// The run log of the data directory.
-    pub fn run_log(&self) -> Result<RunLog> {
-        Ok(RunLog::open(&self.config.runs_path())?)
+    /// The run log: in the Postgres database `db` when that is the store (so every
+    /// server lists every run), else the data directory's SQLite file.
+    pub fn run_log(&self, db: Option<&PgDatabase>) -> Result<RunLog> {
+        Ok(match db {
+            Some(db) => RunLog::postgres(db.clone()),
+            None => RunLog::open(&self.config.runs_path())?,
+        })
     }
 
-    /// What `serve` and `mcp` serve: the index, its embedder and chunker, the agent over
-    /// the configured chat model, and the run log.
-    pub async fn engine(&self, model: Option<&str>, cache: bool) -> Result<Engine> {
+    /// The run log of the configured store, connecting to Postgres if that is it.
+    pub async fn configured_run_log(&self) -> Result<RunLog> {
+        let db = self.database().await?;
+        self.run_log(db.as_ref())
+    }
+
+    /// The data directory's own SQLite run log (benchmarks record there, synchronously,
+    /// whatever the store: they are one machine's experiments).
+    pub fn local_run_log(&self) -> Result<SqliteRunLog> {
+        Ok(SqliteRunLog::open(&self.config.runs_path())?)
+    }
+
+    /// The API keys: in the Postgres database `db` when that is the store, else the data
+    /// directory's key file.
+    pub fn key_store(&self, db: Option<&PgDatabase>) -> KeyStore {
+        match db {
+            Some(db) => KeyStore::postgres(db.clone()),
+            None => KeyStore::new(self.config.keys_path()),
+        }
+    }
+
+    /// What `serve` and `mcp` serve: the store, its embedder and chunker, the agent over
+    /// the configured chat model, and the run log (`db`: the Postgres database when that
+    /// is the store, already connected).
+    pub async fn engine(
+        &self,
+        model: Option<&str>,
+        cache: bool,
+        db: Option<PgDatabase>,
+    ) -> Result<Engine> {
         let embedder = self.embedder()?;
-        let index = Arc::new(self.open_index(&self.config.index_dir(), &embedder)?);
+        let opened = self.store(&embedder, true, db).await?;
         let chunker = Arc::new(self.chunker(&embedder)?);
         let handle = self.llm(cache, model).await?;
         let retriever = Arc::new(HybridRetriever::new(
             embedder.clone(),
-            index.clone(),
+            opened.store.clone(),
             self.config.retrieval(),
         ));
         let mut builder = Agent::builder(handle.llm.clone())
@@ -331,13 +499,14 @@ impl App {
             builder = builder.reranker(r);
         }
         Ok(Engine {
-            index,
+            store: opened.store,
+            audit: opened.index,
             embedder,
             chunker,
             ingest: self.ingest_options(None, Vec::new(), Vec::new()),
             retrieval: self.config.retrieval(),
             agent: builder.build()?,
-            runs: self.run_log()?,
+            runs: self.run_log(opened.database.as_ref())?,
             pricing: self.config.price(),
         })
     }

@@ -53,15 +53,32 @@ pub struct RawConfig {
     pub strategies: metarag_agent::StrategySections,
     /// `metarag serve`: address, upload and time limits, the ask queue.
     pub server: RawServer,
-    /// A Postgres store (`metarag migrate --to postgres`, `bench retrieval --postgres`).
+    /// Where documents, runs and API keys live: the embedded index in the data directory
+    /// (default) or a Postgres database several servers share.
     pub store: RawStore,
 }
 
-/// `[store]`: the Postgres database a team's servers share.
+/// Which store holds the documents (and, with them, the run log and the API keys).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreBackend {
+    /// The embedded index (tantivy + usearch + SQLite) in the data directory; runs in
+    /// `runs.sqlite`, keys in `keys.json` beside it.
+    #[default]
+    Embedded,
+    /// A Postgres database with pgvector, shared by every server pointed at it: documents,
+    /// chunks and vectors, the run log and the API keys all live there.
+    Postgres,
+}
+
+/// `[store]`: the embedded index, or the Postgres database a team's servers share.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RawStore {
-    /// `postgres://user:password@host:port/database` (`METARAG_STORE__URL`).
+    /// `embedded` (default) or `postgres` (`METARAG_STORE__BACKEND`).
+    pub backend: StoreBackend,
+    /// `postgres://user:password@host:port/database` (`METARAG_STORE__URL`); needed by
+    /// the Postgres backend, and the default of `metarag migrate --to postgres`.
     pub url: Option<String>,
     /// Connections in the pool.
     pub pool_size: usize,
@@ -70,6 +87,7 @@ pub struct RawStore {
 impl Default for RawStore {
     fn default() -> Self {
         RawStore {
+            backend: StoreBackend::Embedded,
             url: None,
             pool_size: 8,
         }
@@ -416,6 +434,17 @@ impl Config {
         if raw.ingest.batch_chunks == 0 {
             return Err(invalid("ingest.batch_chunks", "must be positive"));
         }
+        if raw.store.backend == StoreBackend::Postgres
+            && raw.store.url.as_deref().is_none_or(|u| u.trim().is_empty())
+        {
+            return Err(invalid(
+                "store.url",
+                "must be set when store.backend = \"postgres\" (postgres://user:password@host:port/database)",
+            ));
+        }
+        if raw.store.pool_size == 0 {
+            return Err(invalid("store.pool_size", "must be positive"));
+        }
         if raw.index.hnsw_m < 2 {
             return Err(invalid("index.hnsw_m", "must be at least 2"));
         }
@@ -631,6 +660,28 @@ mod tests {
         raw.home = Some("/tmp/x".into());
         let err = Config::validate(raw).unwrap_err().to_string();
         assert!(err.contains("retrieval.rrf_k"), "{err}");
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn the_postgres_backend_needs_a_url_and_is_picked_by_env() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("METARAG_HOME", "/tmp/metarag-test-home");
+            jail.set_env("METARAG_STORE__BACKEND", "postgres");
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(e.contains("store.url"), "{e}");
+            jail.set_env("METARAG_STORE__URL", "postgres://app@db:5432/rag");
+            let c = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(c.raw.store.backend, StoreBackend::Postgres);
+            Ok(())
+        });
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("METARAG_HOME", "/tmp/metarag-test-home");
+            jail.create_file("metarag.toml", "[store]\nbackend = \"mysql\"\n")?;
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(e.contains("mysql"), "{e}");
+            Ok(())
+        });
     }
 
     #[test]

@@ -27,7 +27,9 @@ pub use llm::{
 pub use search::{
     Filter, GraphWalk, Hit, RetrieverKind, ScoredChunk, SearchMode, SearchRequest, SourceRank,
 };
-pub use traits::{BoxFuture, DynEmbedder, DynRetriever, Embedder, Retriever, Store, StoreRead};
+pub use traits::{
+    BoxFuture, DynEmbedder, DynRetriever, DynStore, Embedder, Retriever, Store, StoreRead,
+};
 pub use types::{
     Chunk, ChunkDraft, DocFormat, Document, DocumentUpdate, StoreStats, embedding_input,
 };

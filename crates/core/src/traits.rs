@@ -113,6 +113,8 @@ pub trait StoreRead: Send + Sync {
     fn documents(&self) -> impl Future<Output = Result<Vec<Document>>> + Send;
     /// The chunks with these ids, in the same order; ids not present are skipped.
     fn chunks(&self, ids: &[ChunkId]) -> impl Future<Output = Result<Vec<Chunk>>> + Send;
+    /// The chunks of one document, in order (empty for an unknown document).
+    fn document_chunks(&self, id: &DocId) -> impl Future<Output = Result<Vec<Chunk>>> + Send;
     /// Counts and the embedder the index was built with.
     fn stats(&self) -> impl Future<Output = Result<StoreStats>> + Send;
     /// Up to `n` chunks ranked by BM25 for `query`, best first.
@@ -164,6 +166,9 @@ impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
     fn chunks(&self, ids: &[ChunkId]) -> impl Future<Output = Result<Vec<Chunk>>> + Send {
         (**self).chunks(ids)
     }
+    fn document_chunks(&self, id: &DocId) -> impl Future<Output = Result<Vec<Chunk>>> + Send {
+        (**self).document_chunks(id)
+    }
     fn stats(&self) -> impl Future<Output = Result<StoreStats>> + Send {
         (**self).stats()
     }
@@ -201,6 +206,139 @@ impl<T: Store + ?Sized> Store for Arc<T> {
         removals: Vec<DocId>,
     ) -> impl Future<Output = Result<()>> + Send {
         (**self).apply(updates, removals)
+    }
+}
+
+/// Object-safe twin of [`Store`] (its read side included), for a backend picked from
+/// configuration at run time: `Arc<dyn DynStore>` is a [`Store`] again, so the ingester,
+/// the retrievers and the server take either the embedded index or Postgres.
+pub trait DynStore: Send + Sync {
+    /// See [`StoreRead::document`].
+    fn document_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<Option<Document>>>;
+    /// See [`StoreRead::documents`].
+    fn documents_dyn(&self) -> BoxFuture<'_, Result<Vec<Document>>>;
+    /// See [`StoreRead::chunks`].
+    fn chunks_dyn<'a>(&'a self, ids: &'a [ChunkId]) -> BoxFuture<'a, Result<Vec<Chunk>>>;
+    /// See [`StoreRead::document_chunks`].
+    fn document_chunks_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<Vec<Chunk>>>;
+    /// See [`StoreRead::stats`].
+    fn stats_dyn(&self) -> BoxFuture<'_, Result<StoreStats>>;
+    /// See [`StoreRead::lexical`].
+    fn lexical_dyn<'a>(
+        &'a self,
+        query: &'a str,
+        n: usize,
+        filter: &'a Filter,
+    ) -> BoxFuture<'a, Result<Vec<ScoredChunk>>>;
+    /// See [`StoreRead::nearest`].
+    fn nearest_dyn<'a>(
+        &'a self,
+        vector: &'a [f32],
+        n: usize,
+        filter: &'a Filter,
+    ) -> BoxFuture<'a, Result<Vec<ScoredChunk>>>;
+    /// See [`StoreRead::graph`].
+    fn graph_dyn<'a>(
+        &'a self,
+        query: &'a str,
+        n: usize,
+        walk: &'a GraphWalk,
+        filter: &'a Filter,
+    ) -> BoxFuture<'a, Result<Vec<ScoredChunk>>>;
+    /// See [`Store::apply`].
+    fn apply_dyn(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> BoxFuture<'_, Result<()>>;
+}
+
+impl<T: Store> DynStore for T {
+    fn document_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<Option<Document>>> {
+        Box::pin(self.document(id))
+    }
+    fn documents_dyn(&self) -> BoxFuture<'_, Result<Vec<Document>>> {
+        Box::pin(self.documents())
+    }
+    fn chunks_dyn<'a>(&'a self, ids: &'a [ChunkId]) -> BoxFuture<'a, Result<Vec<Chunk>>> {
+        Box::pin(self.chunks(ids))
+    }
+    fn document_chunks_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<Vec<Chunk>>> {
+        Box::pin(self.document_chunks(id))
+    }
+    fn stats_dyn(&self) -> BoxFuture<'_, Result<StoreStats>> {
+        Box::pin(self.stats())
+    }
+    fn lexical_dyn<'a>(
+        &'a self,
+        query: &'a str,
+        n: usize,
+        filter: &'a Filter,
+    ) -> BoxFuture<'a, Result<Vec<ScoredChunk>>> {
+        Box::pin(self.lexical(query, n, filter))
+    }
+    fn nearest_dyn<'a>(
+        &'a self,
+        vector: &'a [f32],
+        n: usize,
+        filter: &'a Filter,
+    ) -> BoxFuture<'a, Result<Vec<ScoredChunk>>> {
+        Box::pin(self.nearest(vector, n, filter))
+    }
+    fn graph_dyn<'a>(
+        &'a self,
+        query: &'a str,
+        n: usize,
+        walk: &'a GraphWalk,
+        filter: &'a Filter,
+    ) -> BoxFuture<'a, Result<Vec<ScoredChunk>>> {
+        Box::pin(self.graph(query, n, walk, filter))
+    }
+    fn apply_dyn(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.apply(updates, removals))
+    }
+}
+
+impl StoreRead for dyn DynStore + '_ {
+    async fn document(&self, id: &DocId) -> Result<Option<Document>> {
+        self.document_dyn(id).await
+    }
+    async fn documents(&self) -> Result<Vec<Document>> {
+        self.documents_dyn().await
+    }
+    async fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
+        self.chunks_dyn(ids).await
+    }
+    async fn document_chunks(&self, id: &DocId) -> Result<Vec<Chunk>> {
+        self.document_chunks_dyn(id).await
+    }
+    async fn stats(&self) -> Result<StoreStats> {
+        self.stats_dyn().await
+    }
+    async fn lexical(&self, query: &str, n: usize, filter: &Filter) -> Result<Vec<ScoredChunk>> {
+        self.lexical_dyn(query, n, filter).await
+    }
+    async fn nearest(&self, vector: &[f32], n: usize, filter: &Filter) -> Result<Vec<ScoredChunk>> {
+        self.nearest_dyn(vector, n, filter).await
+    }
+    async fn graph(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>> {
+        self.graph_dyn(query, n, walk, filter).await
+    }
+}
+
+impl Store for dyn DynStore + '_ {
+    async fn apply(&self, updates: Vec<DocumentUpdate>, removals: Vec<DocId>) -> Result<()> {
+        self.apply_dyn(updates, removals).await
     }
 }
 

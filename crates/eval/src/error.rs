@@ -28,11 +28,11 @@ pub enum Error {
     /// Retrieval failed.
     #[error(transparent)]
     Backend(#[from] metarag_core::Error),
-    /// The run log (SQLite) could not be opened, read or written.
-    #[error("run log {path}: {reason}")]
+    /// The run log (SQLite or Postgres) could not be opened, read or written.
+    #[error("run log {at}: {reason}")]
     RunLog {
-        /// The database file.
-        path: PathBuf,
+        /// The database file, or the Postgres URL without its password.
+        at: String,
         /// What went wrong.
         reason: String,
     },

@@ -9,6 +9,8 @@
 use crate::error::{Error, Result};
 use metarag_agent::{StopReason, Trace};
 pub use metarag_models::Pricing;
+use metarag_pgstore::PgDatabase;
+use metarag_pgstore::tokio_postgres::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -169,28 +171,31 @@ pub struct RunQuery {
     pub offset: usize,
 }
 
-/// The run log. Cheap to clone; one connection behind a mutex (SQLite serialises writers
-/// anyway, and a record is one insert).
+/// The run log of one data directory, in SQLite. Cheap to clone; one connection behind a
+/// mutex (SQLite serialises writers anyway, and a record is one insert). Synchronous: the
+/// benchmark records from its result callback; [`RunLog`] wraps it for async callers.
 #[derive(Clone)]
-pub struct RunLog {
+pub struct SqliteRunLog {
     path: PathBuf,
     conn: Arc<Mutex<Connection>>,
 }
 
-impl std::fmt::Debug for RunLog {
+impl std::fmt::Debug for SqliteRunLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunLog").field("path", &self.path).finish()
+        f.debug_struct("SqliteRunLog")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
-impl RunLog {
+impl SqliteRunLog {
     /// Opens (creating if needed) the log at `path`, applying pending migrations.
-    pub fn open(path: &Path) -> Result<RunLog> {
+    pub fn open(path: &Path) -> Result<SqliteRunLog> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
         let db = |e: rusqlite::Error| Error::RunLog {
-            path: path.to_path_buf(),
+            at: path.display().to_string(),
             reason: e.to_string(),
         };
         let mut conn = Connection::open(path).map_err(db)?;
@@ -204,7 +209,7 @@ impl RunLog {
             .map_err(db)? as usize;
         if version > MIGRATIONS.len() {
             return Err(Error::RunLog {
-                path: path.to_path_buf(),
+                at: path.display().to_string(),
                 reason: format!(
                     "schema version {version} is newer than this binary knows ({}); upgrade metarag",
                     MIGRATIONS.len()
@@ -218,7 +223,7 @@ impl RunLog {
                 .map_err(db)?;
             tx.commit().map_err(db)?;
         }
-        Ok(RunLog {
+        Ok(SqliteRunLog {
             path: path.to_path_buf(),
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -231,7 +236,7 @@ impl RunLog {
 
     fn err(&self, e: rusqlite::Error) -> Error {
         Error::RunLog {
-            path: self.path.clone(),
+            at: self.path.display().to_string(),
             reason: e.to_string(),
         }
     }
@@ -249,19 +254,17 @@ impl RunLog {
         queue_ms: f64,
         pricing: Pricing,
     ) -> Result<String> {
-        let created_ms = now_ms();
-        let id = run_id(created_ms, &trace.question, &trace.strategy);
-        let json = serde_json::to_string(trace).map_err(|e| Error::RunLog {
-            path: self.path.clone(),
-            reason: format!("serialising the trace: {e}"),
-        })?;
-        let u = &trace.usage;
-        let diagnosis = trace
-            .rounds
-            .iter()
-            .rev()
-            .find_map(|r| r.diagnosis.as_ref())
-            .map(|d| format!("{:?}", d.category));
+        let row =
+            NewRun::of(trace, surface, queue_ms, pricing).map_err(|reason| Error::RunLog {
+                at: self.path.display().to_string(),
+                reason,
+            })?;
+        self.insert(&row)?;
+        Ok(row.summary.id)
+    }
+
+    fn insert(&self, row: &NewRun) -> Result<()> {
+        let s = &row.summary;
         self.conn()
             .execute(
                 "INSERT INTO runs (id, created_ms, surface, question, strategy, model, answer,
@@ -270,31 +273,31 @@ impl RunLog {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
                     ?16, ?17, ?18, ?19, ?20, ?21)",
                 params![
-                    id,
-                    created_ms,
-                    surface.as_str(),
-                    trace.question,
-                    trace.strategy,
-                    trace.model,
-                    trace.answer,
-                    trace.short_answer,
-                    trace.stop.to_string(),
-                    matches!(trace.stop, StopReason::Failed(_)),
-                    trace.rounds.len() as i64,
-                    diagnosis,
-                    trace.sources.len() as i64,
-                    trace.graph.wall_ms,
-                    queue_ms,
-                    u.llm_calls as i64,
-                    u.cached_calls as i64,
-                    u.prompt_tokens as i64,
-                    u.completion_tokens as i64,
-                    pricing.cost(u.prompt_tokens, u.completion_tokens),
-                    json,
+                    s.id,
+                    s.created_ms,
+                    s.surface.as_str(),
+                    s.question,
+                    s.strategy,
+                    s.model,
+                    s.answer,
+                    s.short_answer,
+                    s.stop,
+                    s.failed,
+                    s.rounds as i64,
+                    s.diagnosis,
+                    s.sources as i64,
+                    s.wall_ms,
+                    s.queue_ms,
+                    s.llm_calls as i64,
+                    s.cached_calls as i64,
+                    s.prompt_tokens as i64,
+                    s.completion_tokens as i64,
+                    s.cost_usd,
+                    row.trace,
                 ],
             )
             .map_err(|e| self.err(e))?;
-        Ok(id)
+        Ok(())
     }
 
     /// Runs, newest first.
@@ -338,7 +341,7 @@ impl RunLog {
             return Ok(None);
         };
         let trace = serde_json::from_str(&json).map_err(|e| Error::RunLog {
-            path: self.path.clone(),
+            at: self.path.display().to_string(),
             reason: format!("run {id}: the stored trace does not parse: {e}"),
         })?;
         Ok(Some(RunDetail { summary, trace }))
@@ -367,33 +370,334 @@ impl RunLog {
             .map_err(|e| self.err(e))?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(|e| self.err(e))?;
-        let mut out: Vec<StrategyStats> = Vec::new();
-        let mut times: Vec<f64> = Vec::new();
-        for (strategy, failed, ms, calls, tokens, cost) in rows {
-            if out.last().is_none_or(|s| s.strategy != strategy) {
-                finish(out.last_mut(), &mut times);
-                out.push(StrategyStats {
-                    strategy,
-                    runs: 0,
-                    failed: 0,
-                    p50_ms: 0.0,
-                    p95_ms: 0.0,
-                    mean_calls: 0.0,
-                    mean_tokens: 0.0,
-                    cost_usd: 0.0,
-                });
-            }
-            let s = out.last_mut().expect("pushed above");
-            s.runs += 1;
-            s.failed += u64::from(failed);
-            s.mean_calls += calls as f64;
-            s.mean_tokens += tokens as f64;
-            s.cost_usd += cost;
-            times.push(ms);
-        }
-        finish(out.last_mut(), &mut times);
-        Ok(out)
+        Ok(aggregate(rows))
     }
+}
+
+/// The run log in the Postgres database that several `metarag serve` processes share
+/// (tables kept by `metarag-pgstore`'s migrations), so a run recorded by one server is
+/// listed by every other.
+#[derive(Clone, Debug)]
+pub struct PgRunLog {
+    db: PgDatabase,
+}
+
+impl PgRunLog {
+    /// The run log of `db`.
+    pub fn new(db: PgDatabase) -> Self {
+        PgRunLog { db }
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> Error {
+        Error::RunLog {
+            at: self.db.url().to_string(),
+            reason: e.to_string(),
+        }
+    }
+
+    async fn insert(&self, row: &NewRun) -> Result<()> {
+        let s = &row.summary;
+        let client = self.db.client().await.map_err(|e| self.err(e))?;
+        client
+            .execute(
+                "INSERT INTO runs (id, created_ms, surface, question, strategy, model, answer,
+                    short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms,
+                    llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, trace)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                    $16, $17, $18, $19, $20, $21)",
+                &[
+                    &s.id as &(dyn ToSql + Sync),
+                    &s.created_ms,
+                    &s.surface.as_str(),
+                    &s.question,
+                    &s.strategy,
+                    &s.model,
+                    &s.answer,
+                    &s.short_answer,
+                    &s.stop,
+                    &s.failed,
+                    &(s.rounds as i32),
+                    &s.diagnosis,
+                    &(s.sources as i32),
+                    &s.wall_ms,
+                    &s.queue_ms,
+                    &(s.llm_calls as i64),
+                    &(s.cached_calls as i64),
+                    &(s.prompt_tokens as i64),
+                    &(s.completion_tokens as i64),
+                    &s.cost_usd,
+                    &row.trace,
+                ],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<RunSummary>> {
+        let limit = if query.limit == 0 { 50 } else { query.limit };
+        let client = self.db.client().await.map_err(|e| self.err(e))?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs
+                     WHERE ($1::text IS NULL OR strategy = $1) AND ($2::text IS NULL OR surface = $2)
+                     ORDER BY created_ms DESC, id DESC LIMIT $3 OFFSET $4"
+                ),
+                &[
+                    &query.strategy as &(dyn ToSql + Sync),
+                    &query.surface.map(Surface::as_str),
+                    &(limit as i64),
+                    &(query.offset as i64),
+                ],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(rows.iter().map(pg_summary_row).collect())
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<RunDetail>> {
+        let client = self.db.client().await.map_err(|e| self.err(e))?;
+        let row = client
+            .query_opt(
+                &format!("SELECT {SUMMARY_COLUMNS}, trace FROM runs WHERE id = $1"),
+                &[&id],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let trace = serde_json::from_str(row.get::<_, &str>(20))
+            .map_err(|e| self.err(format!("run {id}: the stored trace does not parse: {e}")))?;
+        Ok(Some(RunDetail {
+            summary: pg_summary_row(&row),
+            trace,
+        }))
+    }
+
+    async fn stats(&self) -> Result<Vec<StrategyStats>> {
+        let client = self.db.client().await.map_err(|e| self.err(e))?;
+        let rows = client
+            .query(
+                "SELECT strategy, failed, wall_ms, llm_calls, prompt_tokens + completion_tokens,
+                    cost_usd FROM runs ORDER BY strategy",
+                &[],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(aggregate(
+            rows.iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+                .collect(),
+        ))
+    }
+}
+
+fn pg_summary_row(r: &metarag_pgstore::tokio_postgres::Row) -> RunSummary {
+    RunSummary {
+        id: r.get(0),
+        created_ms: r.get(1),
+        surface: Surface::parse(r.get(2)),
+        question: r.get(3),
+        strategy: r.get(4),
+        model: r.get(5),
+        answer: r.get(6),
+        short_answer: r.get(7),
+        stop: r.get(8),
+        failed: r.get(9),
+        rounds: r.get::<_, i32>(10) as u32,
+        diagnosis: r.get(11),
+        sources: r.get::<_, i32>(12) as u32,
+        wall_ms: r.get(13),
+        queue_ms: r.get(14),
+        llm_calls: r.get::<_, i64>(15) as u64,
+        cached_calls: r.get::<_, i64>(16) as u64,
+        prompt_tokens: r.get::<_, i64>(17) as u64,
+        completion_tokens: r.get::<_, i64>(18) as u64,
+        cost_usd: r.get(19),
+    }
+}
+
+/// Where runs are recorded: the data directory's SQLite file, or the Postgres database a
+/// team's servers share (`store.backend = "postgres"`). Cheap to clone.
+#[derive(Clone, Debug)]
+pub enum RunLog {
+    /// `runs.sqlite` in the data directory.
+    Sqlite(SqliteRunLog),
+    /// The `runs` table of a shared Postgres database.
+    Postgres(PgRunLog),
+}
+
+impl RunLog {
+    /// The SQLite log at `path` (created if needed, migrations applied).
+    pub fn open(path: &Path) -> Result<RunLog> {
+        Ok(RunLog::Sqlite(SqliteRunLog::open(path)?))
+    }
+
+    /// The log in a Postgres database (its schema is migrated when `db` connects).
+    pub fn postgres(db: PgDatabase) -> RunLog {
+        RunLog::Postgres(PgRunLog::new(db))
+    }
+
+    /// The file or URL it writes to, for messages.
+    pub fn location(&self) -> String {
+        match self {
+            RunLog::Sqlite(l) => l.path().display().to_string(),
+            RunLog::Postgres(l) => l.db.url().to_string(),
+        }
+    }
+
+    /// Records a finished run; returns its id.
+    pub async fn record(
+        &self,
+        trace: &Trace,
+        surface: Surface,
+        queue_ms: f64,
+        pricing: Pricing,
+    ) -> Result<String> {
+        let row =
+            NewRun::of(trace, surface, queue_ms, pricing).map_err(|reason| Error::RunLog {
+                at: self.location(),
+                reason,
+            })?;
+        match self {
+            RunLog::Sqlite(l) => {
+                let (l, row) = (l.clone(), row);
+                // SQLite may wait on another process's write lock: off the async workers.
+                blocking(move || l.insert(&row).map(|()| row.summary.id)).await
+            }
+            RunLog::Postgres(l) => {
+                l.insert(&row).await?;
+                Ok(row.summary.id)
+            }
+        }
+    }
+
+    /// Runs, newest first.
+    pub async fn list(&self, query: &RunQuery) -> Result<Vec<RunSummary>> {
+        match self {
+            RunLog::Sqlite(l) => {
+                let (l, query) = (l.clone(), query.clone());
+                blocking(move || l.list(&query)).await
+            }
+            RunLog::Postgres(l) => l.list(query).await,
+        }
+    }
+
+    /// One run with its trace, or `None`.
+    pub async fn get(&self, id: &str) -> Result<Option<RunDetail>> {
+        match self {
+            RunLog::Sqlite(l) => {
+                let (l, id) = (l.clone(), id.to_string());
+                blocking(move || l.get(&id)).await
+            }
+            RunLog::Postgres(l) => l.get(id).await,
+        }
+    }
+
+    /// Per-strategy aggregates over every recorded run.
+    pub async fn stats(&self) -> Result<Vec<StrategyStats>> {
+        match self {
+            RunLog::Sqlite(l) => {
+                let l = l.clone();
+                blocking(move || l.stats()).await
+            }
+            RunLog::Postgres(l) => l.stats().await,
+        }
+    }
+}
+
+/// Runs a SQLite call on the blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::RunLog {
+            at: "run log".into(),
+            reason: format!("the run log task failed: {e}"),
+        })?
+}
+
+/// One run's row, computed once for either backend.
+struct NewRun {
+    summary: RunSummary,
+    trace: String,
+}
+
+impl NewRun {
+    fn of(
+        trace: &Trace,
+        surface: Surface,
+        queue_ms: f64,
+        pricing: Pricing,
+    ) -> std::result::Result<NewRun, String> {
+        let created_ms = now_ms();
+        let json =
+            serde_json::to_string(trace).map_err(|e| format!("serialising the trace: {e}"))?;
+        let u = &trace.usage;
+        let diagnosis = trace
+            .rounds
+            .iter()
+            .rev()
+            .find_map(|r| r.diagnosis.as_ref())
+            .map(|d| format!("{:?}", d.category));
+        Ok(NewRun {
+            summary: RunSummary {
+                id: run_id(created_ms, &trace.question, &trace.strategy),
+                created_ms,
+                surface,
+                question: trace.question.clone(),
+                strategy: trace.strategy.clone(),
+                model: trace.model.clone(),
+                answer: trace.answer.clone(),
+                short_answer: trace.short_answer.clone(),
+                stop: trace.stop.to_string(),
+                failed: matches!(trace.stop, StopReason::Failed(_)),
+                rounds: trace.rounds.len() as u32,
+                diagnosis,
+                sources: trace.sources.len() as u32,
+                wall_ms: trace.graph.wall_ms,
+                queue_ms,
+                llm_calls: u.llm_calls,
+                cached_calls: u.cached_calls,
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+                cost_usd: pricing.cost(u.prompt_tokens, u.completion_tokens),
+            },
+            trace: json,
+        })
+    }
+}
+
+/// Per-strategy aggregates from `(strategy, failed, wall ms, calls, tokens, cost)` rows
+/// ordered by strategy.
+fn aggregate(rows: Vec<(String, bool, f64, i64, i64, f64)>) -> Vec<StrategyStats> {
+    let mut out: Vec<StrategyStats> = Vec::new();
+    let mut times: Vec<f64> = Vec::new();
+    for (strategy, failed, ms, calls, tokens, cost) in rows {
+        if out.last().is_none_or(|s| s.strategy != strategy) {
+            finish(out.last_mut(), &mut times);
+            out.push(StrategyStats {
+                strategy,
+                runs: 0,
+                failed: 0,
+                p50_ms: 0.0,
+                p95_ms: 0.0,
+                mean_calls: 0.0,
+                mean_tokens: 0.0,
+                cost_usd: 0.0,
+            });
+        }
+        let s = out.last_mut().expect("pushed above");
+        s.runs += 1;
+        s.failed += u64::from(failed);
+        s.mean_calls += calls as f64;
+        s.mean_tokens += tokens as f64;
+        s.cost_usd += cost;
+        times.push(ms);
+    }
+    finish(out.last_mut(), &mut times);
+    out
 }
 
 /// Turns a strategy's sums into means and its collected times into percentiles.
@@ -466,14 +770,14 @@ mod tests {
     fn migrations_apply_once_and_a_newer_schema_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runs.db");
-        RunLog::open(&path).unwrap();
+        SqliteRunLog::open(&path).unwrap();
         // Reopening applies nothing and keeps the version.
-        let log = RunLog::open(&path).unwrap();
+        let log = SqliteRunLog::open(&path).unwrap();
         assert_eq!(log.list(&RunQuery::default()).unwrap().len(), 0);
         let conn = Connection::open(&path).unwrap();
         conn.pragma_update(None, "user_version", 99).unwrap();
         drop(conn);
-        let err = RunLog::open(&path).unwrap_err().to_string();
+        let err = SqliteRunLog::open(&path).unwrap_err().to_string();
         assert!(err.contains("newer than this binary"), "{err}");
     }
 }

@@ -695,6 +695,12 @@ impl StoreRead for EmbeddedIndex {
         self.blocking(move |i| EmbeddedIndex::chunks(i, &ids)).await
     }
 
+    async fn document_chunks(&self, id: &DocId) -> metarag_core::Result<Vec<Chunk>> {
+        let id = id.clone();
+        self.blocking(move |i| EmbeddedIndex::document_chunks(i, &id))
+            .await
+    }
+
     async fn stats(&self) -> metarag_core::Result<StoreStats> {
         self.blocking(EmbeddedIndex::stats).await
     }

@@ -23,7 +23,11 @@ mod error;
 pub mod schema;
 
 pub use error::{Error, Result};
+/// The driver, re-exported so the layers above that keep their own tables here (the run
+/// log, the API keys) use the same version.
+pub use tokio_postgres;
 
+pub use deadpool_postgres::Object;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use metarag_core::{
     Chunk, ChunkDraft, ChunkId, DocFormat, DocId, Document, DocumentUpdate, Filter, ScoredChunk,
@@ -83,9 +87,97 @@ fn redacted(url: &str) -> String {
     }
 }
 
+/// A pool of connections to a metarag database whose schema is migrated: what the
+/// store, the run log (`metarag-eval`) and the API keys (`metarag-server`) share when
+/// several servers run on one database. Cheap to clone; clones share the pool.
+#[derive(Clone)]
+pub struct PgDatabase {
+    pool: Pool,
+    url: String,
+}
+
+impl std::fmt::Debug for PgDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgDatabase")
+            .field("url", &self.url)
+            .finish()
+    }
+}
+
+impl PgDatabase {
+    /// Connects with a pool of `pool_size` connections and applies the schema migrations
+    /// the database lacks.
+    pub async fn connect(url: &str, pool_size: usize) -> Result<Self> {
+        let pg = tokio_postgres::Config::from_str(url)
+            .map_err(|e| Error::Url(format!("{}: {e}", redacted(url))))?;
+        let manager = Manager::from_config(
+            pg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .build()
+            .map_err(|e| Error::Pool(e.to_string()))?;
+        let db = PgDatabase {
+            pool,
+            url: redacted(url),
+        };
+        // The first connection says whether the server is there at all: any failure here
+        // (refused, authentication, unknown database) is the URL's to fix.
+        let mut client = db.pool.get().await.map_err(|e| Error::Connect {
+            url: db.url.clone(),
+            reason: e.to_string(),
+        })?;
+        let applied = schema::migrate(&mut client).await?;
+        if !applied.is_empty() {
+            tracing::info!(?applied, "postgres schema migrated");
+        }
+        Ok(db)
+    }
+
+    /// A connection from the pool.
+    pub async fn client(&self) -> Result<Object> {
+        Ok(self.pool.get().await?)
+    }
+
+    /// The URL, password masked (for messages).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The embedder the database's vectors were made with, and their dimension; `None`
+    /// before the first store was opened on it.
+    pub async fn recorded_embedder(&self) -> Result<Option<(String, usize)>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT key, value FROM metarag_meta WHERE key IN ('embedder', 'dimension')",
+                &[],
+            )
+            .await?;
+        let get = |k: &str| {
+            rows.iter()
+                .find(|r| r.get::<_, &str>(0) == k)
+                .map(|r| r.get::<_, String>(1))
+        };
+        match (get("embedder"), get("dimension")) {
+            (Some(name), Some(dim)) => Ok(Some((
+                name,
+                dim.parse()
+                    .map_err(|_| Error::Corrupt(format!("metarag_meta.dimension = {dim:?}")))?,
+            ))),
+            _ => Ok(None),
+        }
+    }
+}
+
 /// The Postgres store. Cheap to clone; clones share the pool.
 #[derive(Clone)]
 pub struct PgStore {
+    db: PgDatabase,
     pool: Pool,
     config: PgConfig,
 }
@@ -110,27 +202,14 @@ impl PgStore {
     /// Connects, applies the schema migrations the database lacks, and records or checks
     /// the embedder.
     pub async fn connect(config: PgConfig) -> Result<Self> {
-        let pg = tokio_postgres::Config::from_str(&config.url)
-            .map_err(|e| Error::Url(format!("{}: {e}", redacted(&config.url))))?;
-        let manager = Manager::from_config(
-            pg,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(config.pool_size.max(1))
-            .build()
-            .map_err(|e| Error::Pool(e.to_string()))?;
-        let mut client = pool.get().await.map_err(|e| Error::Connect {
-            url: redacted(&config.url),
-            reason: e.to_string(),
-        })?;
-        let applied = schema::migrate(&mut client).await?;
-        if !applied.is_empty() {
-            tracing::info!(?applied, "postgres schema migrated");
-        }
+        let db = PgDatabase::connect(&config.url, config.pool_size).await?;
+        Self::open(db, config).await
+    }
+
+    /// The store on a database already connected (and migrated): records or checks the
+    /// embedder of `config` (its URL and pool size are not used again).
+    pub async fn open(db: PgDatabase, config: PgConfig) -> Result<Self> {
+        let mut client = db.client().await?;
         schema::setup_embedder(
             &mut client,
             &config.embedder,
@@ -139,7 +218,16 @@ impl PgStore {
             config.hnsw_ef_construction,
         )
         .await?;
-        Ok(PgStore { pool, config })
+        Ok(PgStore {
+            pool: db.pool.clone(),
+            db,
+            config,
+        })
+    }
+
+    /// The database it is stored in (its pool is shared with the run log and the keys).
+    pub fn database(&self) -> &PgDatabase {
+        &self.db
     }
 
     /// The configuration it was opened with.
@@ -477,6 +565,20 @@ impl StoreRead for PgStore {
             by_id.insert(c.id.0, c);
         }
         Ok(ids.iter().filter_map(|id| by_id.remove(&id.0)).collect())
+    }
+
+    async fn document_chunks(&self, id: &DocId) -> metarag_core::Result<Vec<Chunk>> {
+        let client = self.pool.get().await.map_err(Error::from)?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.doc_id = $1 ORDER BY c.ordinal"
+                ),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(Error::from)?;
+        Ok(rows.iter().map(chunk_from).collect::<Result<_>>()?)
     }
 
     async fn stats(&self) -> metarag_core::Result<StoreStats> {

@@ -50,6 +50,43 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
     CREATE INDEX chunks_doc ON chunks (doc_id);
     "#,
+    // 2: what several servers on one database share beside the documents: the run log
+    // (every answered question with its trace) and the API keys (hashes only). The trace
+    // is TEXT, not JSONB: JSONB refuses the `\u0000` escape a hostile document's text can
+    // put into a trace, and the run log must never lose a run to that.
+    r#"
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        created_ms BIGINT NOT NULL,
+        surface TEXT NOT NULL,
+        question TEXT NOT NULL,
+        strategy TEXT NOT NULL,
+        model TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        short_answer TEXT NOT NULL,
+        stop TEXT NOT NULL,
+        failed BOOLEAN NOT NULL,
+        rounds INTEGER NOT NULL,
+        diagnosis TEXT,
+        sources INTEGER NOT NULL,
+        wall_ms DOUBLE PRECISION NOT NULL,
+        queue_ms DOUBLE PRECISION NOT NULL,
+        llm_calls BIGINT NOT NULL,
+        cached_calls BIGINT NOT NULL,
+        prompt_tokens BIGINT NOT NULL,
+        completion_tokens BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION NOT NULL,
+        trace TEXT NOT NULL
+    );
+    CREATE INDEX runs_created ON runs (created_ms);
+    CREATE INDEX runs_strategy ON runs (strategy);
+    CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        sha256 TEXT NOT NULL UNIQUE,
+        created_ms BIGINT NOT NULL
+    );
+    "#,
 ];
 
 /// The newest schema version this build knows.

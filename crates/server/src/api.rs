@@ -21,7 +21,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use metarag_agent::strategies::router::ContextCheck;
 use metarag_agent::{Agent, Ask, Passage, Progress, Source, StopReason, Trace};
-use metarag_core::{Document, Filter, Hit, SearchMode, SearchRequest, StoreRead};
+use metarag_core::{Document, DynStore, Filter, Hit, SearchMode, SearchRequest, StoreRead};
 use metarag_eval::runs::{
     Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface,
 };
@@ -40,8 +40,12 @@ use tokio::sync::{Semaphore, mpsc};
 
 /// What the API serves: one index, the models over it, the agent, and the run log.
 pub struct Engine {
-    /// The index documents are ingested into and searched.
-    pub index: Arc<EmbeddedIndex>,
+    /// The store documents are ingested into and searched: the embedded index, or the
+    /// Postgres database several servers share.
+    pub store: Arc<dyn DynStore>,
+    /// The audit memory (document versions and removals), kept by the embedded index;
+    /// `None` over Postgres, which keeps none yet, so `/v1/context` returns no events.
+    pub audit: Option<Arc<EmbeddedIndex>>,
     /// The embedder the index was built with.
     pub embedder: SentenceEmbedder,
     /// The chunker for that embedder.
@@ -105,7 +109,7 @@ pub struct Service {
     metrics: Metrics,
     asks: Semaphore,
     ingest_lock: tokio::sync::Mutex<()>,
-    searcher: HybridRetriever<SentenceEmbedder, Arc<EmbeddedIndex>>,
+    searcher: HybridRetriever<SentenceEmbedder, Arc<dyn DynStore>>,
     started: Instant,
 }
 
@@ -117,7 +121,7 @@ impl Service {
     pub fn new(engine: Engine, limits: Limits, keys: Option<Keys>) -> Arc<Service> {
         let searcher = HybridRetriever::new(
             engine.embedder.clone(),
-            engine.index.clone(),
+            engine.store.clone(),
             engine.retrieval.clone(),
         );
         Arc::new(Service {
@@ -189,7 +193,7 @@ impl Service {
             let ingester = Ingester::new(
                 &shared.engine.chunker,
                 &shared.engine.embedder,
-                &shared.engine.index,
+                &shared.engine.store,
                 options,
             );
             let report = handle.block_on(ingester.run_uploads(&uploads, &on_event));
@@ -220,17 +224,17 @@ impl Service {
 
     /// Every document, without its text.
     pub async fn documents(&self) -> Result<Vec<Document>> {
-        Ok(StoreRead::documents(&self.engine.index).await?)
+        Ok(StoreRead::documents(&self.engine.store).await?)
     }
 
     /// One document with its text, and its chunks if asked.
     pub async fn document(&self, id: String, chunks: bool) -> Result<DocumentDetail> {
         let id = metarag_core::DocId::new(id)?;
-        let document = StoreRead::document(&self.engine.index, &id)
+        let document = StoreRead::document(&self.engine.store, &id)
             .await?
             .ok_or_else(|| Error::not_found(format!("no document with id `{id}`")))?;
         let chunks = if chunks {
-            self.engine.index.document_chunks(&id)?
+            StoreRead::document_chunks(&self.engine.store, &id).await?
         } else {
             Vec::new()
         };
@@ -279,7 +283,7 @@ impl Service {
         let run = async {
             let (_slot, queue_ms) = acquire(self).await?;
             let mut trace = self.engine.agent.ask(&ask).await?;
-            let run_id = finish(self, &mut trace, queue_ms, surface)?;
+            let run_id = finish(self, &mut trace, queue_ms, surface).await?;
             let route: Option<Route> = trace
                 .records
                 .get("route")
@@ -289,14 +293,14 @@ impl Service {
                 .get("context_checks")
                 .and_then(|v| serde_json::from_value(v.clone()).ok())
                 .unwrap_or_default();
-            let audit = match &route {
-                Some(r) if r.memories.contains(&Memory::Audit) => {
+            let audit = match (&route, &self.engine.audit) {
+                (Some(r), Some(index)) if r.memories.contains(&Memory::Audit) => {
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| d.as_secs() as i64);
                     let (from, to) = metarag_retrieve::router::time_range(&trace.question, now)
                         .unwrap_or((None, None));
-                    self.engine.index.audit_events(from, to, None, 20)?
+                    index.audit_events(from, to, None, 20)?
                 }
                 _ => Vec::new(),
             };
@@ -326,7 +330,7 @@ impl Service {
         let run = async {
             let (_slot, queue_ms) = acquire(self).await?;
             let mut trace = self.engine.agent.ask(&ask).await?;
-            let run_id = finish(self, &mut trace, queue_ms, surface)?;
+            let run_id = finish(self, &mut trace, queue_ms, surface).await?;
             Ok::<_, Error>(AskResponse {
                 run_id,
                 answer: trace.answer.clone(),
@@ -401,14 +405,14 @@ pub fn router_for(state: Arc<Service>) -> Router {
 /// Requires a key on every protected route once any key exists.
 async fn authorize(State(s): State<AppState>, req: Request, next: Next) -> Response {
     if let Some(keys) = &s.keys {
-        match keys.any() {
+        match keys.any().await {
             Ok(false) => {}
             Ok(true) => {
                 let header = req
                     .headers()
                     .get(header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok());
-                if let Err(e) = keys.check(header) {
+                if let Err(e) = keys.check(header).await {
                     return e.into_response();
                 }
             }
@@ -478,7 +482,7 @@ pub struct Health {
 
 async fn health(State(s): State<AppState>) -> Result<Json<Health>> {
     limited(&s, async {
-        let stats = StoreRead::stats(&s.engine.index).await?;
+        let stats = StoreRead::stats(&s.engine.store).await?;
         Ok(Json(Health {
             status: "ok".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -487,7 +491,7 @@ async fn health(State(s): State<AppState>) -> Result<Json<Health>> {
             documents: stats.documents,
             chunks: stats.chunks,
             auth: match &s.keys {
-                Some(k) => k.any()?,
+                Some(k) => k.any().await?,
                 None => false,
             },
             uptime_s: s.started.elapsed().as_secs_f64(),
@@ -718,10 +722,10 @@ async fn delete_document(
     let _one_at_a_time = s.ingest_lock.lock().await;
     limited(&s, async {
         let id = metarag_core::DocId::new(id)?;
-        if s.engine.index.content_hash(&id)?.is_none() {
+        if StoreRead::document(&s.engine.store, &id).await?.is_none() {
             return Err(Error::not_found(format!("no document with id `{id}`")));
         }
-        metarag_core::Store::apply(&s.engine.index, Vec::new(), vec![id.clone()]).await?;
+        metarag_core::Store::apply(&s.engine.store, Vec::new(), vec![id.clone()]).await?;
         Ok(Json(Removed {
             removed: vec![id.to_string()],
         }))
@@ -896,7 +900,7 @@ async fn prepare(s: &Service, body: AskBody) -> Result<Ask> {
         }
         None => {
             let empty = strategy.needs_evidence()
-                && StoreRead::stats(&s.engine.index).await?.documents == 0;
+                && StoreRead::stats(&s.engine.store).await?.documents == 0;
             if empty {
                 return Err(Error::conflict(
                     "the index is empty: upload documents first (POST /v1/ingest) or send `context` paragraphs",
@@ -950,7 +954,7 @@ async fn acquire(s: &Service) -> Result<(Slot<'_>, f64)> {
 }
 
 /// Records a finished run in the log and the metrics; returns its id.
-fn finish(s: &Service, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Result<String> {
+async fn finish(s: &Service, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Result<String> {
     trace.queue_ms = queue_ms;
     s.metrics.ask(
         &trace.strategy,
@@ -960,7 +964,8 @@ fn finish(s: &Service, trace: &mut Trace, queue_ms: f64, surface: Surface) -> Re
     );
     Ok(s.engine
         .runs
-        .record(trace, surface, queue_ms, s.engine.pricing)?)
+        .record(trace, surface, queue_ms, s.engine.pricing)
+        .await?)
 }
 
 async fn ask(
@@ -1126,7 +1131,7 @@ async fn ask_stream(
                 }),
             };
             let mut trace = s.engine.agent.ask_observed(&tapped, &observer).await?;
-            let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest)?;
+            let run_id = finish(&s, &mut trace, queue_ms, Surface::Rest).await?;
             Ok::<_, Error>((run_id, trace))
         })
         .await
@@ -1200,28 +1205,21 @@ async fn list_runs(
     if limit > 500 {
         return Err(Error::bad_request("`limit` is at most 500"));
     }
-    let runs = s.engine.runs.clone();
     let query = RunQuery {
         strategy: q.strategy,
         surface: q.surface,
         limit,
         offset: q.offset.unwrap_or(0),
     };
-    let (runs, strategies) =
-        tokio::task::spawn_blocking(move || Ok::<_, Error>((runs.list(&query)?, runs.stats()?)))
-            .await
-            .map_err(|e| Error::internal(e.to_string()))??;
+    let runs = s.engine.runs.list(&query).await?;
+    let strategies = s.engine.runs.stats().await?;
     Ok(Json(RunsResponse { runs, strategies }))
 }
 
 async fn get_run(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<RunDetail>> {
-    let runs = s.engine.runs.clone();
-    let found = tokio::task::spawn_blocking(move || runs.get(&id).map(|r| (id, r)))
-        .await
-        .map_err(|e| Error::internal(e.to_string()))??;
-    match found {
-        (_, Some(run)) => Ok(Json(run)),
-        (id, None) => Err(Error::not_found(format!("no run with id `{id}`"))),
+    match s.engine.runs.get(&id).await? {
+        Some(run) => Ok(Json(run)),
+        None => Err(Error::not_found(format!("no run with id `{id}`"))),
     }
 }
 

@@ -1,14 +1,17 @@
-//! API keys: created by `metarag keys add`, kept in the data directory as SHA-256 hashes
-//! only (the key itself is shown once), checked on every `/v1` request as
-//! `Authorization: Bearer KEY`. The file is re-read when it changes, so a key added or
-//! removed while the server runs takes effect on the next request.
+//! API keys: created by `metarag keys add`, kept as SHA-256 hashes only (the key itself is
+//! shown once) in the data directory's `keys.json` or, when the store is Postgres, in the
+//! database every server shares; checked on every `/v1` request as `Authorization: Bearer
+//! KEY`. The file is re-read when it changes, the table after a second or on an unknown
+//! key, so a key added or removed while the server runs takes effect at once (or, for a
+//! removal seen by another server, within a second).
 
 use crate::error::{Error, Result};
+use metarag_pgstore::PgDatabase;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// One key as stored: never the key itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,63 +31,65 @@ struct KeyFile {
     keys: Vec<KeyRecord>,
 }
 
-/// The key file of a data directory.
+/// Where keys are kept: the data directory's key file, or the Postgres database a team's
+/// servers share (`store.backend = "postgres"`), so a key made on one machine opens every
+/// server.
 #[derive(Debug, Clone)]
-pub struct KeyStore {
-    path: PathBuf,
+pub enum KeyStore {
+    /// `keys.json` in the data directory (it need not exist yet).
+    File(PathBuf),
+    /// The `api_keys` table of a shared Postgres database.
+    Postgres(PgDatabase),
 }
 
 impl KeyStore {
     /// The key file at `path` (it need not exist yet).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        KeyStore { path: path.into() }
+        KeyStore::File(path.into())
     }
 
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The keys of a Postgres database (its schema is migrated when `db` connects).
+    pub fn postgres(db: PgDatabase) -> Self {
+        KeyStore::Postgres(db)
     }
 
-    /// Every stored key (none if the file does not exist).
-    pub fn list(&self) -> Result<Vec<KeyRecord>> {
-        Ok(self.read()?.keys)
-    }
-
-    fn read(&self) -> Result<KeyFile> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                Error::internal(format!(
-                    "{}: not a key file ({e}); fix or remove it",
-                    self.path.display()
-                ))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(KeyFile::default()),
-            Err(e) => Err(Error::internal(format!("{}: {e}", self.path.display()))),
+    /// The file or URL, for messages.
+    pub fn location(&self) -> String {
+        match self {
+            KeyStore::File(path) => path.display().to_string(),
+            KeyStore::Postgres(db) => db.url().to_string(),
         }
     }
 
-    /// Writes through a temporary file and a rename, so a crash never leaves half a file,
-    /// readable by the owner only.
-    fn write(&self, file: &KeyFile) -> Result<()> {
-        let io = |e: std::io::Error| Error::internal(format!("{}: {e}", self.path.display()));
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
+    /// Every stored key (none if the file does not exist), oldest first.
+    pub async fn list(&self) -> Result<Vec<KeyRecord>> {
+        match self {
+            KeyStore::File(path) => Ok(read_file(path)?.keys),
+            KeyStore::Postgres(db) => {
+                let client = db.client().await.map_err(pg_error)?;
+                let rows = client
+                    .query(
+                        "SELECT id, name, sha256, created_ms FROM api_keys ORDER BY created_ms, id",
+                        &[],
+                    )
+                    .await
+                    .map_err(pg_error)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| KeyRecord {
+                        id: r.get(0),
+                        name: r.get(1),
+                        sha256: r.get(2),
+                        created_ms: r.get(3),
+                    })
+                    .collect())
+            }
         }
-        let tmp = self.path.with_extension("json.tmp");
-        let text =
-            serde_json::to_string_pretty(file).map_err(|e| Error::internal(e.to_string()))?;
-        std::fs::write(&tmp, text).map_err(io)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
-        }
-        std::fs::rename(&tmp, &self.path).map_err(io)
     }
 
     /// Creates a key named `name`; returns its record and the key, which is not stored and
     /// cannot be shown again.
-    pub fn add(&self, name: &str) -> Result<(KeyRecord, String)> {
+    pub async fn add(&self, name: &str) -> Result<(KeyRecord, String)> {
         if name.trim().is_empty() {
             return Err(Error::bad_request("a key needs a name"));
         }
@@ -100,63 +105,161 @@ impl KeyStore {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
         };
-        let mut file = self.read()?;
-        file.keys.push(record.clone());
-        self.write(&file)?;
+        match self {
+            KeyStore::File(path) => {
+                let mut file = read_file(path)?;
+                file.keys.push(record.clone());
+                write_file(path, &file)?;
+            }
+            KeyStore::Postgres(db) => {
+                let client = db.client().await.map_err(pg_error)?;
+                client
+                    .execute(
+                        "INSERT INTO api_keys (id, name, sha256, created_ms) VALUES ($1, $2, $3, $4)",
+                        &[&record.id, &record.name, &record.sha256, &record.created_ms],
+                    )
+                    .await
+                    .map_err(pg_error)?;
+            }
+        }
         Ok((record, key))
     }
 
     /// Removes the key with this id; false if there is none.
-    pub fn remove(&self, id: &str) -> Result<bool> {
-        let mut file = self.read()?;
-        let before = file.keys.len();
-        file.keys.retain(|k| k.id != id);
-        if file.keys.len() == before {
-            return Ok(false);
+    pub async fn remove(&self, id: &str) -> Result<bool> {
+        match self {
+            KeyStore::File(path) => {
+                let mut file = read_file(path)?;
+                let before = file.keys.len();
+                file.keys.retain(|k| k.id != id);
+                if file.keys.len() == before {
+                    return Ok(false);
+                }
+                write_file(path, &file)?;
+                Ok(true)
+            }
+            KeyStore::Postgres(db) => {
+                let client = db.client().await.map_err(pg_error)?;
+                let n = client
+                    .execute("DELETE FROM api_keys WHERE id = $1", &[&id])
+                    .await
+                    .map_err(pg_error)?;
+                Ok(n > 0)
+            }
         }
-        self.write(&file)?;
-        Ok(true)
     }
 }
 
-/// The server's view of the key file: the hashes, re-read when the file changes.
+fn pg_error(e: impl std::fmt::Display) -> Error {
+    Error::internal(format!("API keys in Postgres: {e}"))
+}
+
+fn read_file(path: &Path) -> Result<KeyFile> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            Error::internal(format!(
+                "{}: not a key file ({e}); fix or remove it",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(KeyFile::default()),
+        Err(e) => Err(Error::internal(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// Writes through a temporary file and a rename, so a crash never leaves half a file,
+/// readable by the owner only.
+fn write_file(path: &Path, file: &KeyFile) -> Result<()> {
+    let io = |e: std::io::Error| Error::internal(format!("{}: {e}", path.display()));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(file).map_err(|e| Error::internal(e.to_string()))?;
+    std::fs::write(&tmp, text).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// How long a server trusts its copy of the keys in Postgres before reading them again: a
+/// key removed on another server stops working within this time. A key it does not know
+/// makes it read them at once, so a key just added anywhere works on its first request.
+const SHARED_KEYS_TTL: Duration = Duration::from_secs(1);
+
+/// What the server last read of the keys, and when.
+#[derive(Debug, Default)]
+struct Cached {
+    /// The key file's modification time (file store).
+    modified: Option<SystemTime>,
+    /// When they were read (Postgres store).
+    read_at: Option<Instant>,
+    keys: Vec<KeyRecord>,
+}
+
+/// The server's view of the keys: the hashes, re-read when the file changes (or, in
+/// Postgres, after [`SHARED_KEYS_TTL`] and whenever an unknown key arrives).
 #[derive(Debug)]
 pub struct Keys {
     store: KeyStore,
-    cached: Mutex<(Option<SystemTime>, Vec<KeyRecord>)>,
+    cached: Mutex<Cached>,
 }
 
 impl Keys {
     /// Keys from `store`, read now.
-    pub fn new(store: KeyStore) -> Result<Self> {
+    pub async fn new(store: KeyStore) -> Result<Self> {
         let keys = Keys {
             store,
-            cached: Mutex::new((None, Vec::new())),
+            cached: Mutex::new(Cached::default()),
         };
-        keys.current()?;
+        keys.current(true).await?;
         Ok(keys)
     }
 
-    /// The stored keys, re-read if the file changed since the last look.
-    fn current(&self) -> Result<Vec<KeyRecord>> {
-        let modified = std::fs::metadata(self.store.path())
-            .and_then(|m| m.modified())
-            .ok();
-        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
-        if cached.0 != modified || modified.is_none() {
-            *cached = (modified, self.store.list()?);
+    /// The stored keys, re-read if they may have changed since the last look (or always,
+    /// with `fresh`).
+    async fn current(&self, fresh: bool) -> Result<Vec<KeyRecord>> {
+        match &self.store {
+            KeyStore::File(path) => {
+                let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+                let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+                if fresh || cached.modified != modified || modified.is_none() {
+                    cached.keys = read_file(path)?.keys;
+                    cached.modified = modified;
+                }
+                Ok(cached.keys.clone())
+            }
+            KeyStore::Postgres(_) => {
+                {
+                    let cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+                    if !fresh
+                        && cached
+                            .read_at
+                            .is_some_and(|t| t.elapsed() < SHARED_KEYS_TTL)
+                    {
+                        return Ok(cached.keys.clone());
+                    }
+                }
+                // Read without holding the lock across the query.
+                let keys = self.store.list().await?;
+                let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+                cached.keys = keys.clone();
+                cached.read_at = Some(Instant::now());
+                Ok(keys)
+            }
         }
-        Ok(cached.1.clone())
     }
 
     /// Whether any key exists (then every `/v1` request needs one).
-    pub fn any(&self) -> Result<bool> {
-        Ok(!self.current()?.is_empty())
+    pub async fn any(&self) -> Result<bool> {
+        Ok(!self.current(false).await?.is_empty())
     }
 
     /// Checks an `Authorization` header value; `Ok` with the key's id.
-    pub fn check(&self, header: Option<&str>) -> Result<String> {
-        let keys = self.current()?;
+    pub async fn check(&self, header: Option<&str>) -> Result<String> {
         let Some(value) = header else {
             return Err(Error::unauthorized(
                 "this server requires an API key: send `Authorization: Bearer KEY` (create one with `metarag keys add NAME`)",
@@ -168,10 +271,21 @@ impl Keys {
             .ok_or_else(|| Error::unauthorized("the Authorization header must be `Bearer KEY`"))?
             .trim();
         let hash = sha256_hex(key);
-        keys.iter()
-            .find(|k| constant_time_eq(k.sha256.as_bytes(), hash.as_bytes()))
-            .map(|k| k.id.clone())
-            .ok_or_else(|| Error::unauthorized("the API key is not valid"))
+        let find = |keys: &[KeyRecord]| {
+            keys.iter()
+                .find(|k| constant_time_eq(k.sha256.as_bytes(), hash.as_bytes()))
+                .map(|k| k.id.clone())
+        };
+        if let Some(id) = find(&self.current(false).await?) {
+            return Ok(id);
+        }
+        // Added on another server since the last read?
+        if matches!(self.store, KeyStore::Postgres(_))
+            && let Some(id) = find(&self.current(true).await?)
+        {
+            return Ok(id);
+        }
+        Err(Error::unauthorized("the API key is not valid"))
     }
 }
 
@@ -192,28 +306,32 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn keys_are_stored_hashed_and_checked() {
+    #[tokio::test]
+    async fn keys_are_stored_hashed_and_checked() {
         let dir = tempfile::tempdir().unwrap();
-        let store = KeyStore::new(dir.path().join("keys.json"));
-        let keys = Keys::new(store.clone()).unwrap();
-        assert!(!keys.any().unwrap());
-        let (record, key) = store.add("ci").unwrap();
-        let text = std::fs::read_to_string(store.path()).unwrap();
+        let path = dir.path().join("keys.json");
+        let store = KeyStore::new(&path);
+        let keys = Keys::new(store.clone()).await.unwrap();
+        assert!(!keys.any().await.unwrap());
+        let (record, key) = store.add("ci").await.unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&key), "the key itself must not be stored");
-        assert!(keys.any().unwrap());
+        assert!(keys.any().await.unwrap());
         assert_eq!(
-            keys.check(Some(&format!("Bearer {key}"))).unwrap(),
+            keys.check(Some(&format!("Bearer {key}"))).await.unwrap(),
             record.id
         );
         assert_eq!(
-            keys.check(Some("Bearer mrk_wrong")).unwrap_err().status,
+            keys.check(Some("Bearer mrk_wrong"))
+                .await
+                .unwrap_err()
+                .status,
             401
         );
-        assert_eq!(keys.check(Some(&key)).unwrap_err().status, 401);
-        assert_eq!(keys.check(None).unwrap_err().status, 401);
-        assert!(store.remove(&record.id).unwrap());
-        assert!(!store.remove(&record.id).unwrap());
-        assert!(keys.check(Some(&format!("Bearer {key}"))).is_err());
+        assert_eq!(keys.check(Some(&key)).await.unwrap_err().status, 401);
+        assert_eq!(keys.check(None).await.unwrap_err().status, 401);
+        assert!(store.remove(&record.id).await.unwrap());
+        assert!(!store.remove(&record.id).await.unwrap());
+        assert!(keys.check(Some(&format!("Bearer {key}"))).await.is_err());
     }
 }

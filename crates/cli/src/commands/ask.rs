@@ -183,10 +183,14 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         save_tree(&trace, path)?;
     }
     // The run log is a record, not the answer: failing to write it is a warning.
-    match app
-        .run_log()
-        .and_then(|log| Ok(log.record(&trace, Surface::Cli, 0.0, app.config.price())?))
-    {
+    let recorded = async {
+        let log = app.configured_run_log().await?;
+        Ok::<_, anyhow::Error>(
+            log.record(&trace, Surface::Cli, 0.0, app.config.price())
+                .await?,
+        )
+    };
+    match recorded.await {
         Ok(id) => tracing::info!(run = %id, "run recorded"),
         Err(e) => eprintln!("warning: the run was not recorded: {e:#}"),
     }

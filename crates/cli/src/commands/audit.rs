@@ -29,6 +29,7 @@ pub struct Args {
 
 /// Prints the events.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
+    app.require_embedded("`metarag audit` (the audit memory)")?;
     let Some(index) = app.open_existing_index(false)? else {
         return Err(
             UserError("no index yet; add documents with `metarag ingest <paths>`".into()).into(),

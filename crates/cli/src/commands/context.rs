@@ -204,9 +204,11 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         let (from, to) =
             metarag_retrieve::router::time_range(&args.question, crate::commands::audit::now())
                 .unwrap_or((None, None));
-        let embedder = app.embedder()?;
-        app.open_index_for_reading(&app.config.index_dir(), &embedder)?
-            .audit_events(from, to, None, 20)?
+        // The audit memory is the embedded index's; a Postgres store keeps none.
+        match app.existing_store(false).await?.and_then(|o| o.index) {
+            Some(index) => index.audit_events(from, to, None, 20)?,
+            None => Vec::new(),
+        }
     } else {
         Vec::new()
     };

@@ -37,10 +37,10 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
 }
 
 async fn list(app: &App) -> Result<ExitCode> {
-    let (docs, stats) = match app.open_existing_index(false)? {
-        Some(index) => (
-            StoreRead::documents(&index).await?,
-            Some(StoreRead::stats(&index).await?),
+    let (docs, stats) = match app.existing_store(false).await? {
+        Some(opened) => (
+            StoreRead::documents(&opened.store).await?,
+            Some(StoreRead::stats(&opened.store).await?),
         ),
         None => (Vec::new(), None),
     };
@@ -76,14 +76,16 @@ async fn list(app: &App) -> Result<ExitCode> {
 async fn show(app: &App, id: &str, with_chunks: bool) -> Result<ExitCode> {
     let id = DocId::new(id)?;
     let index = app
-        .open_existing_index(false)?
-        .ok_or_else(|| UserError("the index is empty".into()))?;
+        .existing_store(false)
+        .await?
+        .ok_or_else(|| UserError("the index is empty".into()))?
+        .store;
     let doc = StoreRead::document(&index, &id).await?.ok_or_else(|| {
         UserError(format!(
             "no document with id `{id}` (see `metarag docs list`)"
         ))
     })?;
-    let chunks = index.document_chunks(&id)?;
+    let chunks = StoreRead::document_chunks(&index, &id).await?;
     if app.json {
         print_json(&serde_json::json!({ "document": doc, "chunks": chunks }))?;
         return Ok(ExitCode::SUCCESS);
@@ -119,12 +121,14 @@ async fn show(app: &App, id: &str, with_chunks: bool) -> Result<ExitCode> {
 
 async fn rm(app: &App, ids: &[String]) -> Result<ExitCode> {
     let index = app
-        .open_existing_index(true)?
-        .ok_or_else(|| UserError("the index is empty".into()))?;
+        .existing_store(true)
+        .await?
+        .ok_or_else(|| UserError("the index is empty".into()))?
+        .store;
     let mut removals = Vec::new();
     for id in ids {
         let id = DocId::new(id.as_str())?;
-        if index.content_hash(&id)?.is_none() {
+        if StoreRead::document(&index, &id).await?.is_none() {
             return Err(UserError(format!(
                 "no document with id `{id}` (see `metarag docs list`)"
             ))

@@ -69,6 +69,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         print!("{}", app.registry()?.get(&args.strategy)?.mermaid());
         return Ok(ExitCode::SUCCESS);
     };
+    app.require_embedded("`metarag graph` (the entity graph)")?;
     let Some(index) = app.open_existing_index(false)? else {
         return Err(
             UserError("no index yet; add documents with `metarag ingest <paths>`".into()).into(),

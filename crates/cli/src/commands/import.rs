@@ -28,13 +28,13 @@ pub struct Args {
 /// Imports the dump; exit code 3 when some records failed.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let embedder = app.embedder()?;
-    let index = app.open_index(&app.config.index_dir(), &embedder)?;
+    let opened = app.store(&embedder, true, None).await?;
     let chunker = app.chunker(&embedder)?;
     let options = ImportOptions {
         check_sample: if args.trust_vectors { 0 } else { args.check },
         ..ImportOptions::default()
     };
-    let report = import_dump(&args.file, &chunker, &embedder, &index, &options).await?;
+    let report = import_dump(&args.file, &chunker, &embedder, &opened.store, &options).await?;
     if app.json {
         print_json(&report)?;
     } else {

@@ -46,8 +46,9 @@ pub struct Args {
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let embedder = app.embedder()?;
     let options = app.ingest_options(args.format, args.include, args.exclude);
+    let opened = app.store(&embedder, true, None).await?;
     let report = app
-        .ingest_into(&app.config.index_dir(), &args.paths, options, &embedder)
+        .ingest_into_store(&opened.store, &args.paths, options, &embedder)
         .await?;
     if app.json {
         print_json(&report)?;

@@ -4,7 +4,6 @@ use crate::app::{App, UserError};
 use crate::output::print_json;
 use anyhow::Result;
 use clap::Subcommand;
-use metarag_server::KeyStore;
 use std::process::ExitCode;
 
 /// `metarag keys ...`
@@ -25,11 +24,12 @@ pub enum Command {
 }
 
 /// `metarag keys ...`
-pub fn run(app: &App, command: Command) -> Result<ExitCode> {
-    let store = KeyStore::new(app.config.keys_path());
+pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
+    let db = app.database().await?;
+    let store = app.key_store(db.as_ref());
     match command {
         Command::Add { name } => {
-            let (record, key) = store.add(&name)?;
+            let (record, key) = store.add(&name).await?;
             if app.json {
                 print_json(
                     &serde_json::json!({ "id": record.id, "name": record.name, "key": key }),
@@ -43,7 +43,7 @@ pub fn run(app: &App, command: Command) -> Result<ExitCode> {
             }
         }
         Command::List => {
-            let keys = store.list()?;
+            let keys = store.list().await?;
             if app.json {
                 print_json(&keys)?;
             } else if keys.is_empty() {
@@ -55,7 +55,7 @@ pub fn run(app: &App, command: Command) -> Result<ExitCode> {
             }
         }
         Command::Rm { id } => {
-            if !store.remove(&id)? {
+            if !store.remove(&id).await? {
                 return Err(
                     UserError(format!("no key with id `{id}` (see `metarag keys list`)")).into(),
                 );

@@ -18,7 +18,7 @@ pub struct Args {
 
 /// `metarag mcp`: the MCP tools over stdin/stdout.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
-    let engine = app.engine(args.model.as_deref(), args.cache).await?;
+    let engine = app.engine(args.model.as_deref(), args.cache, None).await?;
     let service = metarag_server::Service::new(engine, app.config.raw.server.limits(), None);
     // stdout carries the protocol: everything else goes to stderr.
     eprintln!(

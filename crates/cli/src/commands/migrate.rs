@@ -8,7 +8,7 @@ use clap::{Args as ClapArgs, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use metarag_core::{DocumentUpdate, Store, StoreRead};
 use metarag_index::EmbeddedIndex;
-use metarag_pgstore::{PgConfig, PgStore};
+use metarag_pgstore::PgStore;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -52,12 +52,7 @@ pub struct CopyReport {
 
 /// Connects to the Postgres store for an index built with `embedder` (`dimension`-d).
 pub async fn connect(app: &App, url: &str, embedder: &str, dimension: usize) -> Result<PgStore> {
-    let mut c = PgConfig::new(url, embedder, dimension);
-    c.pool_size = app.config.raw.store.pool_size;
-    c.hnsw_m = app.config.raw.index.hnsw_m;
-    c.hnsw_ef_construction = app.config.raw.index.hnsw_ef_construction;
-    c.hnsw_ef_search = app.config.raw.index.hnsw_ef_search;
-    Ok(PgStore::connect(c).await?)
+    Ok(PgStore::connect(app.pg_config(url, embedder, dimension)).await?)
 }
 
 /// Copies every document of `index` that `store` lacks or holds in another version, `batch`

@@ -32,8 +32,8 @@ pub enum Command {
 }
 
 /// `metarag runs ...`
-pub fn run(app: &App, command: Command) -> Result<ExitCode> {
-    let log = app.run_log()?;
+pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
+    let log = app.configured_run_log().await?;
     match command {
         Command::List {
             strategy,
@@ -47,16 +47,18 @@ pub fn run(app: &App, command: Command) -> Result<ExitCode> {
                     )
                 })
                 .transpose()?;
-            let runs = log.list(&RunQuery {
-                strategy,
-                surface,
-                limit,
-                offset: 0,
-            })?;
+            let runs = log
+                .list(&RunQuery {
+                    strategy,
+                    surface,
+                    limit,
+                    offset: 0,
+                })
+                .await?;
             if app.json {
                 print_json(&runs)?;
             } else if runs.is_empty() {
-                eprintln!("no runs recorded in {}", log.path().display());
+                eprintln!("no runs recorded in {}", log.location());
             } else {
                 for r in runs {
                     println!(
@@ -73,7 +75,7 @@ pub fn run(app: &App, command: Command) -> Result<ExitCode> {
             }
         }
         Command::Show { id } => {
-            let run = log.get(&id)?.ok_or_else(|| {
+            let run = log.get(&id).await?.ok_or_else(|| {
                 UserError(format!("no run with id `{id}` (see `metarag runs list`)"))
             })?;
             if app.json {
@@ -84,7 +86,7 @@ pub fn run(app: &App, command: Command) -> Result<ExitCode> {
             }
         }
         Command::Stats => {
-            let stats = log.stats()?;
+            let stats = log.stats().await?;
             if app.json {
                 print_json(&stats)?;
             } else {

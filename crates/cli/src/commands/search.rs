@@ -62,7 +62,7 @@ pub struct Args {
 /// Searches the index and prints the hits with their scores and documents.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let embedder = app.embedder()?;
-    let index = app.open_index_for_reading(&app.config.index_dir(), &embedder)?;
+    let index = app.store(&embedder, false, None).await?.store;
     let filter = Filter {
         doc_ids: args
             .docs

@@ -3,7 +3,7 @@
 use crate::app::{App, UserError};
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
-use metarag_server::{KeyStore, Keys};
+use metarag_server::Keys;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -32,14 +32,16 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             "--addr `{addr_text}` is not an IP address and port, like 127.0.0.1:8080"
         ))
     })?;
-    let keys = Keys::new(KeyStore::new(app.config.keys_path()))?;
-    if !addr.ip().is_loopback() && !keys.any()? {
+    // Over Postgres one pool serves the store, the run log and the keys.
+    let db = app.database().await?;
+    let keys = Keys::new(app.key_store(db.as_ref())).await?;
+    if !addr.ip().is_loopback() && !keys.any().await? {
         return Err(UserError(format!(
             "listening on {addr} (beyond this machine) needs an API key: create one with `metarag keys add NAME`, then send it as `Authorization: Bearer KEY`"
         ))
         .into());
     }
-    let engine = app.engine(args.model.as_deref(), args.cache).await?;
+    let engine = app.engine(args.model.as_deref(), args.cache, db).await?;
     let mut limits = app.config.raw.server.limits();
     if !addr.ip().is_loopback() {
         // Beyond loopback every request carries a key, which DNS rebinding cannot

@@ -645,3 +645,221 @@ fn killed_ingests_and_removals_leave_a_consistent_index() {
         .collect();
     assert_eq!(phases, ["ingest", "re-ingest", "docs rm"]);
 }
+
+/// A `metarag serve` process on a free loopback port; killed when dropped.
+struct Server {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Server {
+    fn start(home: &Path, env: &[(&str, &str)]) -> Server {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_metarag"))
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--model",
+                metarag_testkit::LLM,
+            ])
+            .envs(env.iter().copied())
+            .env("METARAG_HOME", home)
+            .env_remove("RUST_LOG")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // It prints its address once the models are loaded and the port is bound.
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let mut seen = String::new();
+        let base = loop {
+            line.clear();
+            let n = stderr.read_line(&mut line).unwrap();
+            seen.push_str(&line);
+            if n == 0 {
+                let _ = child.kill();
+                panic!("metarag serve exited:\n{seen}");
+            }
+            if let Some(rest) = line.split("at http://").nth(1) {
+                break format!("http://{}", rest.split('/').next().unwrap());
+            }
+        };
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Server { child, base }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Issue 19's deployment: two servers with their own data directories (two machines'
+/// worth of local state) on one Postgres share documents, runs and API keys, and nothing
+/// lives only in one of them.
+#[test]
+fn two_servers_on_one_postgres_share_documents_runs_and_keys() {
+    metarag_testkit::local_llm();
+    let pg = metarag_testkit::postgres();
+    let url = pg.url();
+    let pg_env = [
+        ("METARAG_STORE__BACKEND", "postgres"),
+        ("METARAG_STORE__URL", url.as_str()),
+    ];
+    let (a_home, b_home) = (Env::new(), Env::new());
+    let cli = |env: &Env, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_metarag"))
+            .args(args)
+            .envs(pg_env)
+            .env("METARAG_HOME", env.home.path())
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap()
+    };
+    // A key made on one machine is in the database, so it opens both servers.
+    let out = cli(&a_home, &["keys", "add", "team", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!a_home.home.path().join("keys.json").exists());
+    // A second key, made on the other machine, for after the first is removed.
+    let out = cli(&b_home, &["keys", "add", "ops", "--json"]);
+    let ops_key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let listed = cli(&b_home, &["keys", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["name"], "team", "{listed}");
+    assert_eq!(listed[1]["name"], "ops", "{listed}");
+
+    let a = Server::start(a_home.home.path(), &pg_env);
+    let b = Server::start(b_home.home.path(), &pg_env);
+    let http = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(300))
+        .build()
+        .unwrap();
+    let auth = format!("Bearer {key}");
+    let get = |url: String| {
+        let r = http.get(url).header("Authorization", &auth).send().unwrap();
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().unwrap_or(Value::Null))
+    };
+    let post = |url: String, body: Value| {
+        let r = http
+            .post(url)
+            .header("Authorization", &auth)
+            .json(&body)
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().unwrap_or(Value::Null))
+    };
+    // Both need the key.
+    for s in [&a, &b] {
+        let r = http.get(s.url("/v1/documents")).send().unwrap();
+        assert_eq!(r.status().as_u16(), 401);
+    }
+
+    // Ingested through A, searchable and listed through B.
+    let (status, body) = post(
+        a.url("/v1/ingest"),
+        serde_json::json!({"records": [
+            {"doc_id": "brannock", "title": "Brannock Light",
+             "text": "The Brannock lighthouse was kept by Mara Ellison from 1921 to 1948. She logged every ship that passed the point."},
+            {"doc_id": "harbour", "title": "Harbour Office",
+             "text": "The harbour office opened in 1910 and recorded tonnage for the port authority."}
+        ]}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["report"]["added"], 2, "{body}");
+    let (status, hits) = post(
+        b.url("/v1/search"),
+        serde_json::json!({"query": "who kept the Brannock lighthouse", "k": 2}),
+    );
+    assert_eq!(status, 200, "{hits}");
+    assert_eq!(
+        hits["hits"][0]["chunk"]["title"], "Brannock Light",
+        "{hits}"
+    );
+    let (_, docs) = get(b.url("/v1/documents"));
+    assert_eq!(docs.as_array().unwrap().len(), 2, "{docs}");
+
+    // A run recorded by A is listed, and shown whole, by B.
+    let (status, answer) = post(
+        a.url("/v1/ask"),
+        serde_json::json!({"question": "Who kept the Brannock lighthouse?", "strategy": "standard"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let run_id = answer["run_id"].as_str().unwrap().to_string();
+    let (status, runs) = get(b.url("/v1/runs"));
+    assert_eq!(status, 200, "{runs}");
+    assert_eq!(runs["runs"][0]["id"], run_id.as_str(), "{runs}");
+    assert_eq!(runs["strategies"][0]["strategy"], "standard", "{runs}");
+    let (status, run) = get(b.url(&format!("/v1/runs/{run_id}")));
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(
+        run["trace"]["question"],
+        "Who kept the Brannock lighthouse?"
+    );
+    // The CLI on either machine reads the same log.
+    let out = cli(&b_home, &["runs", "list", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()[0]["id"],
+        run_id.as_str()
+    );
+
+    // Removed through B: gone for A and for the CLI.
+    let r = http
+        .delete(b.url("/v1/documents/harbour"))
+        .header("Authorization", &auth)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let (_, docs) = get(a.url("/v1/documents"));
+    assert_eq!(docs.as_array().unwrap().len(), 1, "{docs}");
+    let out = cli(&a_home, &["docs", "list", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // A key removed on one machine stops working on both servers within a second; the
+    // other key still works.
+    let id = listed[0]["id"].as_str().unwrap();
+    assert!(cli(&b_home, &["keys", "rm", id]).status.success());
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    for s in [&a, &b] {
+        let (status, _) = get(s.url("/v1/documents"));
+        assert_eq!(status, 401, "the removed key still opens {}", s.base);
+        let r = http
+            .get(s.url("/v1/documents"))
+            .header("Authorization", format!("Bearer {ops_key}"))
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+    }
+    // Nothing was kept in either data directory.
+    for env in [&a_home, &b_home] {
+        assert!(!env.home.path().join("runs.sqlite").exists());
+        assert!(!env.home.path().join("index").exists());
+    }
+}

@@ -7,7 +7,9 @@ use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample};
 use metarag_eval::report::{
     RECORD_VERSION, RunRecord, compute_seconds, markdown, paired, plots, summarize, timed,
 };
+use metarag_eval::runs::{Pricing, RunLog, RunQuery, Surface};
 use metarag_eval::{QaContext, QaRecord};
+use metarag_pgstore::PgDatabase;
 use metarag_testkit::ScriptedLlm;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -416,4 +418,94 @@ async fn ragas_scores_an_answer_with_a_judge_and_the_report_shows_them() {
     // A question that failed before answering gets no scores.
     let failed = QuestionResult::failed(&a, &StrategyId::new("standard"), "boom".into());
     assert!(score(&judge, &failed).await.is_none());
+}
+
+/// One list of checks for both run logs: what a server records, another lists.
+async fn run_log_conformance(log: &RunLog, traces: &[metarag_agent::Trace], name: &str) {
+    let mut ids = Vec::new();
+    for (i, t) in traces.iter().enumerate() {
+        let surface = if i % 2 == 0 {
+            Surface::Rest
+        } else {
+            Surface::Cli
+        };
+        ids.push(
+            log.record(t, surface, 1.5, Pricing::default())
+                .await
+                .unwrap(),
+        );
+    }
+    let all = log.list(&RunQuery::default()).await.unwrap();
+    assert_eq!(all.len(), traces.len(), "{name}");
+    // Newest first.
+    assert!(
+        all.windows(2).all(|w| w[0].created_ms >= w[1].created_ms),
+        "{name}"
+    );
+    let rest = log
+        .list(&RunQuery {
+            surface: Some(Surface::Rest),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(rest.iter().all(|r| r.surface == Surface::Rest), "{name}");
+    assert_eq!(rest.len(), traces.len().div_ceil(2), "{name}");
+    let direct = log
+        .list(&RunQuery {
+            strategy: Some("direct".into()),
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(direct.len(), 1, "{name}");
+    assert_eq!(direct[0].strategy, "direct", "{name}");
+    let detail = log.get(&ids[0]).await.unwrap().expect("recorded");
+    assert_eq!(detail.summary.question, traces[0].question, "{name}");
+    assert_eq!(detail.summary.queue_ms, 1.5, "{name}");
+    assert_eq!(detail.trace.answer, traces[0].answer, "{name}");
+    assert!(log.get("no-such-run").await.unwrap().is_none(), "{name}");
+    let stats = log.stats().await.unwrap();
+    let strategies: Vec<&str> = stats.iter().map(|s| s.strategy.as_str()).collect();
+    assert_eq!(strategies, ["direct", "standard"], "{name}");
+    assert_eq!(
+        stats.iter().map(|s| s.runs).sum::<u64>(),
+        traces.len() as u64,
+        "{name}"
+    );
+}
+
+#[tokio::test]
+async fn both_run_logs_record_list_and_summarise_alike() {
+    let records = [record("a", "bridge", "Iran"), record("b", "bridge", "Peru")];
+    let llm: Arc<dyn DynLlm> = Arc::new(llm());
+    let agent = Agent::builder(llm).build().unwrap();
+    let strategies = ["direct", "standard"].map(StrategyId::new);
+    let mut traces = Vec::new();
+    run_all(
+        &agent,
+        &records,
+        &strategies,
+        Protocol::Gold,
+        1,
+        &HashSet::new(),
+        |r| traces.extend(r.trace),
+    )
+    .await;
+    assert_eq!(traces.len(), 4);
+
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = RunLog::open(&dir.path().join("runs.sqlite")).unwrap();
+    run_log_conformance(&sqlite, &traces, "sqlite").await;
+
+    let pg = metarag_testkit::postgres();
+    let db = PgDatabase::connect(&pg.url(), 2).await.unwrap();
+    run_log_conformance(&RunLog::postgres(db), &traces, "postgres").await;
+    // A second server on the same database sees the same runs.
+    let other = RunLog::postgres(PgDatabase::connect(&pg.url(), 2).await.unwrap());
+    assert_eq!(
+        other.list(&RunQuery::default()).await.unwrap().len(),
+        traces.len()
+    );
 }

@@ -123,7 +123,8 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
         .unwrap();
     let keys = KeyStore::new(dir.path().join("keys.json"));
     let engine = Engine {
-        index,
+        store: index.clone(),
+        audit: Some(index),
         embedder,
         chunker,
         ingest: IngestOptions {
@@ -135,7 +136,7 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
         runs: RunLog::open(&dir.path().join("runs.sqlite")).unwrap(),
         pricing: Default::default(),
     };
-    let service = Service::new(engine, limits, Some(Keys::new(keys.clone()).unwrap()));
+    let service = Service::new(engine, limits, Some(Keys::new(keys.clone()).await.unwrap()));
     let app = router_for(service.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -450,7 +451,7 @@ async fn bad_input_gets_a_clear_error_and_nothing_stored_is_lost() {
 async fn an_api_key_is_required_once_one_exists() {
     let s = start(scripted(), Limits::default()).await;
     assert_eq!(s.get("/v1/documents").await.0, 200);
-    let (_, key) = s.keys.add("test").unwrap();
+    let (_, key) = s.keys.add("test").await.unwrap();
     let (status, body) = s.get("/v1/documents").await;
     assert_eq!(status, 401);
     assert!(

@@ -249,7 +249,7 @@ async fn mcp_over_streamable_http_with_and_without_a_key() {
     );
 
     // Once a key exists, /mcp needs it like /v1 does.
-    let key = s.keys.add("mcp").unwrap().1;
+    let key = s.keys.add("mcp").await.unwrap().1;
     let r = post(init.clone(), None, None).await.unwrap();
     assert_eq!(r.status(), 401);
     let r = post(init, None, Some(&key)).await.unwrap();

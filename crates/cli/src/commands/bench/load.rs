@@ -196,8 +196,8 @@ pub async fn run(app: &App, args: LoadArgs) -> Result<ExitCode> {
     if questions.is_empty() {
         return Err(UserError("--questions has no questions".into()).into());
     }
-    let engine = app.engine(args.model.as_deref(), false).await?;
-    let stats = StoreRead::stats(&engine.index).await?;
+    let engine = app.engine(args.model.as_deref(), false, None).await?;
+    let stats = StoreRead::stats(&engine.store).await?;
     if stats.documents == 0 {
         return Err(UserError(
             "the index is empty: ingest documents first (`metarag ingest examples/docs`)".into(),

@@ -460,7 +460,7 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
         .open(&results_path)
         .with_context(|| format!("opening {}", results_path.display()))?;
     let mut write_error = None;
-    let run_log = match app.run_log() {
+    let run_log = match app.local_run_log() {
         Ok(log) => Some(log),
         Err(e) => {
             eprintln!("warning: benchmark runs will not be in the run log: {e:#}");

@@ -1,4 +1,5 @@
-//! `metarag bench scale`: the embedded index at 100k-1M chunks. Builds an index of N chunks
+//! `metarag bench scale`: the embedded index (or, with `--postgres`, the Postgres store) at
+//! 100k-1M chunks. Builds an index of N chunks
 //! through the same `apply` path ingest uses, then reports build time, reopen time, disk
 //! size and peak RSS, search latency percentiles for BM25, dense and hybrid (query
 //! embedding excluded), and the recall@10 of HNSW against exact search.
@@ -17,8 +18,10 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use metarag_core::{
     ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Embedder, SearchMode, SearchRequest,
+    Store, StoreRead,
 };
 use metarag_models::SentenceEmbedder;
+use metarag_pgstore::PgStore;
 use metarag_retrieve::HybridRetriever;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -57,6 +60,12 @@ pub struct ScaleArgs {
     /// Also write the JSON report here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Build and measure in this Postgres database instead of the embedded index (its
+    /// `scale:` documents are replaced; other documents would skew the figures, so use a
+    /// database of its own). Disk size is the tables' and indexes' total; "reopen" is a
+    /// new connection with the schema and embedder checks.
+    #[arg(long)]
+    postgres: Option<String>,
 }
 
 /// A standard normal sample from two hashes (Box-Muller).
@@ -210,6 +219,9 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let embedder = app.embedder()?;
     let base = base(&embedder, &args, &dir)?;
+    if let Some(url) = args.postgres.clone() {
+        return run_postgres(app, &args, &embedder, &base, &url).await;
+    }
     let index_dir = dir.join(format!("index-{}", args.chunks));
     if index_dir.exists() {
         std::fs::remove_dir_all(&index_dir)
@@ -224,35 +236,7 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
     let mut next = 0;
     while next < args.chunks {
         let end = (next + args.batch).min(args.chunks);
-        let updates: Vec<DocumentUpdate> = (next..end)
-            .map(|i| {
-                let (title, text, vector) = base.chunk(i);
-                exact.extend_from_slice(&vector);
-                let draft = ChunkDraft {
-                    ordinal: 0,
-                    section: Vec::new(),
-                    pages: None,
-                    bytes: 0..text.len(),
-                    token_count: 0,
-                    text: text.clone(),
-                };
-                Ok(DocumentUpdate {
-                    document: Document {
-                        id: DocId::new(format!("scale:{i}"))?,
-                        title,
-                        source: format!("scale:{i}"),
-                        format: DocFormat::Text,
-                        content_hash: i.to_string(),
-                        bytes: text.len() as u64,
-                        date: None,
-                        ingested_at: 0,
-                        chunk_count: 1,
-                        text: Some(text),
-                    },
-                    chunks: vec![(draft, vector)],
-                })
-            })
-            .collect::<Result<_>>()?;
+        let updates = batch(&base, next..end, &mut exact)?;
         let t = Instant::now();
         index.apply(updates, Vec::new())?;
         batch_seconds.push(t.elapsed().as_secs_f64());
@@ -282,16 +266,105 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
         );
     }
 
+    let retriever = HybridRetriever::new(embedder.clone(), index, app.config.retrieval());
+    let (modes, recall, recall_queries, queries) = measure(
+        &retriever,
+        &embedder,
+        &args,
+        &exact,
+        base.dim,
+        &[
+            ("bm25", SearchMode::Bm25),
+            ("dense", SearchMode::Dense),
+            ("hybrid", SearchMode::Hybrid),
+        ],
+    )
+    .await?;
+    let cfg = retriever.store().config().clone();
+    let first = &batch_seconds[..batch_seconds.len().min(5)];
+    let last = &batch_seconds[batch_seconds.len().saturating_sub(5)..];
+    let report = json!({
+        "chunks": args.chunks,
+        "batch": args.batch,
+        "base_passages": base.len(),
+        "queries": queries,
+        "hnsw": {"m": cfg.hnsw_m, "ef_construction": cfg.hnsw_ef_construction, "ef_search": cfg.hnsw_ef_search},
+        "build_s": build_s,
+        "apply_s_first_batches_mean": first.iter().sum::<f64>() / first.len() as f64,
+        "apply_s_last_batches_mean": last.iter().sum::<f64>() / last.len() as f64,
+        "reopen_s": reopen_s,
+        "disk_bytes": disk,
+        "peak_rss_bytes_after_build": rss_after_build,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "search_excluding_query_embedding": modes,
+        "hnsw_recall_at_10_vs_exact": recall,
+        "recall_queries": recall_queries,
+        "threads": threads(),
+        "load_average": load_average(),
+    });
+    if !args.keep {
+        drop(retriever);
+        let _ = std::fs::remove_dir_all(&index_dir);
+    }
+    write_json(args.out.as_deref(), &report)?;
+    print_json(&report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The documents of chunks `range`, one chunk each; their vectors are appended to `exact`
+/// (the exact search's copy).
+fn batch(
+    base: &Base,
+    range: std::ops::Range<usize>,
+    exact: &mut Vec<f32>,
+) -> Result<Vec<DocumentUpdate>> {
+    range
+        .map(|i| {
+            let (title, text, vector) = base.chunk(i);
+            exact.extend_from_slice(&vector);
+            let draft = ChunkDraft {
+                ordinal: 0,
+                section: Vec::new(),
+                pages: None,
+                bytes: 0..text.len(),
+                token_count: 0,
+                text: text.clone(),
+            };
+            Ok(DocumentUpdate {
+                document: Document {
+                    id: DocId::new(format!("scale:{i}"))?,
+                    title,
+                    source: format!("scale:{i}"),
+                    format: DocFormat::Text,
+                    content_hash: i.to_string(),
+                    bytes: text.len() as u64,
+                    date: None,
+                    ingested_at: 0,
+                    chunk_count: 1,
+                    text: Some(text),
+                },
+                chunks: vec![(draft, vector)],
+            })
+        })
+        .collect()
+}
+
+/// Search latency per mode (query embedding excluded) over real questions, and the
+/// recall@10 of the store's nearest-neighbour search against exact search over `exact`.
+/// Returns the modes' percentiles, the recall, and how many questions each used.
+async fn measure<S: StoreRead>(
+    retriever: &HybridRetriever<SentenceEmbedder, S>,
+    embedder: &SentenceEmbedder,
+    args: &ScaleArgs,
+    exact: &[f32],
+    dim: usize,
+    modes: &[(&str, SearchMode)],
+) -> Result<(serde_json::Map<String, Value>, f64, usize, usize)> {
     // Queries: real questions, embedded once outside the timing.
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
     questions.truncate(args.queries);
-    let retriever = HybridRetriever::new(embedder.clone(), index, app.config.retrieval());
-    let mut modes = serde_json::Map::new();
-    for (name, mode) in [
-        ("bm25", SearchMode::Bm25),
-        ("dense", SearchMode::Dense),
-        ("hybrid", SearchMode::Hybrid),
-    ] {
+    let mut out = serde_json::Map::new();
+    for &(name, mode) in modes {
         let mut ms = Vec::with_capacity(questions.len());
         for q in &questions {
             let mut request = SearchRequest::new(q.question.clone(), 10);
@@ -299,29 +372,26 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
             let (_, timings) = retriever.search_timed(&request).await?;
             ms.push(timings.search.as_secs_f64() * 1000.0);
         }
-        modes.insert(name.into(), percentiles(&ms));
+        out.insert(name.into(), percentiles(&ms));
     }
 
-    // Recall@10 of the HNSW graph against exact search over the same vectors.
     // At most 100 questions: each exact search reads every vector.
     let recall_questions = &questions[..questions.len().min(100)];
     let mut recall_sum = 0.0;
     for q in recall_questions {
         let v = embedder.embed_query(&q.question).await?;
         let mut scored: Vec<(f32, usize)> = exact
-            .chunks_exact(base.dim)
+            .chunks_exact(dim)
             .enumerate()
             .map(|(i, row)| (row.iter().zip(&v).map(|(a, b)| a * b).sum(), i))
             .collect();
         let top = scored.len().min(10);
         scored.select_nth_unstable_by(top - 1, |a, b| b.0.total_cmp(&a.0));
         let truth: HashSet<usize> = scored[..top].iter().map(|s| s.1).collect();
-        let hits = retriever
-            .store()
-            .nearest(&v, 10, &metarag_core::Filter::default())?;
-        let chunks = retriever
-            .store()
-            .chunks(&hits.iter().map(|h| h.id).collect::<Vec<_>>())?;
+        let store = retriever.store();
+        let hits = StoreRead::nearest(store, &v, 10, &metarag_core::Filter::default()).await?;
+        let chunks =
+            StoreRead::chunks(store, &hits.iter().map(|h| h.id).collect::<Vec<_>>()).await?;
         let found = chunks
             .iter()
             .filter_map(|c| {
@@ -336,32 +406,121 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
         recall_sum += found as f64 / top as f64;
     }
     let recall = recall_sum / recall_questions.len() as f64;
-    let cfg = retriever.store().config().clone();
+    Ok((out, recall, recall_questions.len(), questions.len()))
+}
+
+/// The same build and measurements in a Postgres database.
+async fn run_postgres(
+    app: &App,
+    args: &ScaleArgs,
+    embedder: &SentenceEmbedder,
+    base: &Base,
+    url: &str,
+) -> Result<ExitCode> {
+    let config = app.pg_config(url, embedder.model_id(), embedder.dimension());
+    let store = PgStore::connect(config.clone()).await?;
+    {
+        let client = store.database().client().await?;
+        let others: i64 = client
+            .query_one(
+                "SELECT count(*) FROM documents WHERE id NOT LIKE 'scale:%'",
+                &[],
+            )
+            .await?
+            .get(0);
+        if others > 0 {
+            bail!(
+                "{url} holds {others} documents besides the benchmark's: use a database of its own"
+            );
+        }
+        client
+            .execute("DELETE FROM documents WHERE id LIKE 'scale:%'", &[])
+            .await?;
+    }
+    store.analyze().await?;
+    let started = Instant::now();
+    let mut exact: Vec<f32> = Vec::with_capacity(args.chunks * base.dim);
+    let mut batch_seconds = Vec::new();
+    let mut next = 0;
+    while next < args.chunks {
+        let end = (next + args.batch).min(args.chunks);
+        let updates = batch(base, next..end, &mut exact)?;
+        let t = Instant::now();
+        Store::apply(&store, updates, Vec::new()).await?;
+        batch_seconds.push(t.elapsed().as_secs_f64());
+        next = end;
+        if batch_seconds.len() % 10 == 0 || next == args.chunks {
+            eprintln!(
+                "  {next}/{} chunks, last batch {:.2}s, {:.0}s so far",
+                args.chunks,
+                batch_seconds.last().copied().unwrap_or(0.0),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    // As `metarag migrate` does after a bulk copy: merge the GIN pending list, analyse.
+    store.analyze().await?;
+    let build_s = started.elapsed().as_secs_f64();
+    drop(store);
+
+    let t = Instant::now();
+    let store = PgStore::connect(config).await?;
+    let reopen_s = t.elapsed().as_secs_f64();
+    let stats = StoreRead::stats(&store).await?;
+    if stats.chunks != args.chunks as u64 {
+        bail!(
+            "the database holds {} chunks, not {}",
+            stats.chunks,
+            args.chunks
+        );
+    }
+    let disk: i64 = store
+        .database()
+        .client()
+        .await?
+        .query_one(
+            "SELECT pg_total_relation_size('chunks') + pg_total_relation_size('documents')",
+            &[],
+        )
+        .await?
+        .get(0);
+    let cfg = store.config().clone();
+    let retriever = HybridRetriever::new(embedder.clone(), store, app.config.retrieval());
+    // Postgres keeps no entity graph: its hybrid is BM25 + dense (`text`).
+    let (modes, recall, recall_queries, queries) = measure(
+        &retriever,
+        embedder,
+        args,
+        &exact,
+        base.dim,
+        &[
+            ("bm25", SearchMode::Bm25),
+            ("dense", SearchMode::Dense),
+            ("hybrid", SearchMode::Text),
+        ],
+    )
+    .await?;
     let first = &batch_seconds[..batch_seconds.len().min(5)];
     let last = &batch_seconds[batch_seconds.len().saturating_sub(5)..];
     let report = json!({
+        "store": "postgres",
         "chunks": args.chunks,
         "batch": args.batch,
         "base_passages": base.len(),
-        "queries": questions.len(),
+        "queries": queries,
         "hnsw": {"m": cfg.hnsw_m, "ef_construction": cfg.hnsw_ef_construction, "ef_search": cfg.hnsw_ef_search},
         "build_s": build_s,
         "apply_s_first_batches_mean": first.iter().sum::<f64>() / first.len() as f64,
         "apply_s_last_batches_mean": last.iter().sum::<f64>() / last.len() as f64,
         "reopen_s": reopen_s,
         "disk_bytes": disk,
-        "peak_rss_bytes_after_build": rss_after_build,
         "peak_rss_bytes": peak_rss_bytes(),
         "search_excluding_query_embedding": modes,
         "hnsw_recall_at_10_vs_exact": recall,
-        "recall_queries": recall_questions.len(),
+        "recall_queries": recall_queries,
         "threads": threads(),
         "load_average": load_average(),
     });
-    if !args.keep {
-        drop(retriever);
-        let _ = std::fs::remove_dir_all(&index_dir);
-    }
     write_json(args.out.as_deref(), &report)?;
     print_json(&report)?;
     Ok(ExitCode::SUCCESS)
