@@ -188,7 +188,7 @@ impl App {
         let db = self.database().await?;
         let recorded = match &db {
             Some(db) => db.recorded_embedder().await?,
-            None => EmbeddedIndex::recorded_embedder(&self.config.index_dir())?,
+            None => EmbeddedIndex::recorded_embedder(self.config.index_dir())?,
         };
         match recorded {
             None => Ok(None),
