@@ -20,6 +20,7 @@ const SECTIONS: &[&str] = &[
     "rerank",
     "strategies",
     "server",
+    "store",
 ];
 
 /// Settings as read, before validation. Every field has a default.
