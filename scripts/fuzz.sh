@@ -52,7 +52,9 @@ for t in "${targets[@]}"; do
   log="$work/$t.log"
   echo "== $t: $secs s"
   status=0
-  (cd fuzz && cargo +nightly fuzz run "$t" "$corpus" "seeds/$t" -- \
+  features=()
+  [ "$t" = citations ] && features=(--features citations)
+  (cd fuzz && cargo +nightly fuzz run "${features[@]}" "$t" "$corpus" "seeds/$t" -- \
     -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -max_len=262144 \
     -artifact_prefix="$artifacts" -print_final_stats=1) >"$log" 2>&1 || status=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
