@@ -172,6 +172,9 @@ fn fault_of(e: &anyhow::Error) -> Fault {
         if let Some(e) = cause.downcast_ref::<metarag_eval::Error>() {
             return e.fault();
         }
+        if let Some(e) = cause.downcast_ref::<metarag_pgstore::Error>() {
+            return e.fault();
+        }
         if let Some(e) = cause.downcast_ref::<metarag_agent::Error>() {
             return e.fault();
         }

@@ -25,5 +25,5 @@ pub use error::{Error, Result};
 pub use parse::{CorpusMode, ParsedDocument, Section};
 pub use pipeline::{
     Failure, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, MAX_TEXT_BYTES,
-    Upload, discover,
+    MAX_TITLE_CHARS, Upload, cap_title, discover,
 };

@@ -26,6 +26,30 @@ fn text_within(doc: &ParsedDocument, limit: usize) -> Result<()> {
     Ok(())
 }
 
+/// Longest title kept, in characters. A title is embedded with every chunk of its
+/// document, so a runaway one (a Markdown file whose first line is a table starting with
+/// `#`, an HTML `<title>` holding a page) would leave no room for text and refuse the whole
+/// file; it is cut at a word boundary instead.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// The title cut to at most `max` characters, at the last space before the limit when
+/// there is one, with an ellipsis; a title within the limit is returned as it is.
+pub fn cap_title(title: &str, max: usize) -> String {
+    if title.chars().count() <= max {
+        return title.to_string();
+    }
+    let end = title
+        .char_indices()
+        .nth(max.saturating_sub(1))
+        .map_or(title.len(), |(i, _)| i);
+    let cut = &title[..end];
+    let cut = match cut.rfind(char::is_whitespace) {
+        Some(space) if space > end / 2 => &cut[..space],
+        _ => cut,
+    };
+    format!("{}…", cut.trim_end())
+}
+
 /// Settings of an ingest run.
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
@@ -375,7 +399,8 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                     for e in &errors {
                         fail(&mut report, &mut outcome, path.display().to_string(), e);
                     }
-                    for doc in docs {
+                    for mut doc in docs {
+                        doc.title = cap_title(&doc.title, MAX_TITLE_CHARS);
                         if let Err(e) = text_within(&doc, MAX_TEXT_BYTES) {
                             fail(&mut report, &mut outcome, doc.source.clone(), &e);
                             continue;
@@ -542,6 +567,20 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_titles_are_cut_at_a_word_short_ones_kept() {
+        assert_eq!(cap_title("Panama Canal", 200), "Panama Canal");
+        let long = "Director Photo Service Term President served under ".repeat(10);
+        let cut = cap_title(&long, 60);
+        assert!(cut.chars().count() <= 60, "{cut}");
+        assert!(cut.ends_with('…'));
+        assert!(long.starts_with(cut.trim_end_matches('…')));
+        assert!(!cut.trim_end_matches('…').ends_with(' '));
+        // No space to cut at, and characters of several bytes: cut on a boundary.
+        let cut = cap_title(&"é".repeat(300), 10);
+        assert_eq!(cut, format!("{}…", "é".repeat(9)));
+    }
 
     #[test]
     fn text_beyond_the_limit_is_refused_naming_the_file() {

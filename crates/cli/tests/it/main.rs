@@ -863,3 +863,36 @@ fn two_servers_on_one_postgres_share_documents_runs_and_keys() {
         assert!(!env.home.path().join("index").exists());
     }
 }
+
+#[test]
+fn an_unreachable_postgres_store_is_a_user_error_naming_it() {
+    let env = Env::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_metarag"))
+        .args(["docs", "list"])
+        .env("METARAG_HOME", env.home.path())
+        .env("METARAG_STORE__BACKEND", "postgres")
+        .env(
+            "METARAG_STORE__URL",
+            "postgres://app:s3cret@127.0.0.1:1/rag",
+        )
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("127.0.0.1:1"), "{stderr}");
+    assert!(
+        !stderr.contains("s3cret"),
+        "the password is not printed: {stderr}"
+    );
+    // And without a URL: the field is named before anything is tried.
+    let out = Command::new(env!("CARGO_BIN_EXE_metarag"))
+        .args(["docs", "list"])
+        .env("METARAG_HOME", env.home.path())
+        .env("METARAG_STORE__BACKEND", "postgres")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("store.url"));
+}

@@ -552,3 +552,39 @@ async fn a_vector_dump_is_imported_with_its_vectors_and_a_foreign_one_refused() 
         .unwrap();
     assert_eq!((again.added, again.unchanged, again.chunks), (0, 3, 0));
 }
+
+/// A Markdown file whose first line is a long `#` heading (a table flattened into one
+/// line, as in a MuSiQue passage) used to be refused whole: "the title alone is longer
+/// than the chunk size". Its title is cut instead and every part of it goes in.
+#[tokio::test]
+async fn a_runaway_heading_title_is_cut_and_the_file_goes_in() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let row = "MG Ralph Canine USA 1952 -- 1956 Harry S. Truman Dwight D. Eisenhower ";
+    let text = format!(
+        "# Director Photo Service Term {}\n\nThe agency's directors served four-year terms.\n",
+        row.repeat(40)
+    );
+    std::fs::write(src.path().join("directors.md"), &text).unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(embedder.max_tokens(), 32);
+    let options = IngestOptions::default();
+    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    let report = Ingester::new(&chunker, &embedder, &index, options)
+        .run(&files, &|_| {})
+        .await
+        .unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.added, 1);
+    let doc = &StoreRead::documents(&index).await.unwrap()[0];
+    assert!(
+        doc.title
+            .starts_with("Director Photo Service Term MG Ralph")
+    );
+    assert!(doc.title.chars().count() <= metarag_ingest::MAX_TITLE_CHARS);
+    let found = StoreRead::lexical(&index, "four-year terms", 3, &Filter::default())
+        .await
+        .unwrap();
+    assert!(!found.is_empty());
+}
