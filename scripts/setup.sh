@@ -12,6 +12,8 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
+# The Postgres TLS test makes its certificates with the openssl command.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 # bindgen loads libclang.so at build time; Debian ships it in libclang-dev's dependencies.
 compgen -G '/usr/lib/llvm-*/lib/libclang-[0-9]*.so*' >/dev/null || need+=(libclang-dev)

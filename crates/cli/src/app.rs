@@ -17,7 +17,7 @@ use metarag_models::{
     CachedLlm, CallCache, CrossEncoder, Ledger, LlmReranker, LocalLlm, LocalLlmConfig, MeteredLlm,
     ModelStore, OpenAiLlm, SentenceEmbedder,
 };
-use metarag_pgstore::{PgConfig, PgDatabase, PgStore};
+use metarag_pgstore::{PgConfig, PgDatabase, PgStore, TlsConfig};
 use metarag_retrieve::HybridRetriever;
 use metarag_server::{Engine, KeyStore};
 use std::path::{Path, PathBuf};
@@ -108,8 +108,17 @@ impl App {
             StoreBackend::Embedded => Ok(None),
             StoreBackend::Postgres => {
                 let url = s.url.as_deref().context("store.url is not set")?;
-                Ok(Some(PgDatabase::connect(url, s.pool_size).await?))
+                Ok(Some(
+                    PgDatabase::connect_with(url, s.pool_size, &self.pg_tls()).await?,
+                ))
             }
+        }
+    }
+
+    /// TLS of the Postgres connections (`[store] ca_file`; the URL's `sslmode` turns it on).
+    pub fn pg_tls(&self) -> TlsConfig {
+        TlsConfig {
+            ca_file: self.config.raw.store.ca_file.clone(),
         }
     }
 
@@ -121,6 +130,7 @@ impl App {
         c.hnsw_m = self.config.raw.index.hnsw_m;
         c.hnsw_ef_construction = self.config.raw.index.hnsw_ef_construction;
         c.hnsw_ef_search = self.config.raw.index.hnsw_ef_search;
+        c.tls = self.pg_tls();
         c
     }
 

@@ -83,6 +83,10 @@ pub struct RawStore {
     pub url: Option<String>,
     /// Connections in the pool.
     pub pool_size: usize,
+    /// A PEM file of CA certificates to trust beside the public roots, for a server whose
+    /// certificate a private or provider CA signed (`sslmode=require` in the URL turns TLS
+    /// on; the certificate and host name are always verified).
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for RawStore {
@@ -91,6 +95,7 @@ impl Default for RawStore {
             backend: StoreBackend::Embedded,
             url: None,
             pool_size: 8,
+            ca_file: None,
         }
     }
 }

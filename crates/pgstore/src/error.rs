@@ -74,6 +74,9 @@ pub enum Error {
     /// No connection could be taken from the pool.
     #[error("postgres connection pool: {0}")]
     Pool(String),
+    /// TLS could not be set up: an unreadable or empty CA file, or no usable protocol.
+    #[error("store TLS: {0}")]
+    Tls(String),
     /// Stored data that does not parse.
     #[error("corrupt store data: {0}")]
     Corrupt(String),
@@ -89,7 +92,8 @@ impl Error {
             | Error::EmbedderMismatch { .. }
             | Error::SchemaTooNew { .. }
             | Error::Dimension { .. }
-            | Error::QueryDimension { .. } => Fault::User,
+            | Error::QueryDimension { .. }
+            | Error::Tls(_) => Fault::User,
             Error::Db(_) | Error::Pool(_) | Error::Corrupt(_) => Fault::Internal,
         }
     }

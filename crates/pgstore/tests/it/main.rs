@@ -471,3 +471,62 @@ fn the_test_server_is_reachable_with_pgvector() {
     let other = pg.create_database("second").unwrap();
     assert!(other.ends_with("/second"));
 }
+
+/// `sslmode=require`: encrypted and verified. A server whose certificate a private CA
+/// signed (the test server behind a TLS front, its build having no SSL) is reached with
+/// that CA in `ca_file` and refused without it (a user error naming the certificate
+/// problem); a plain server is refused under `require` and reached without it.
+#[tokio::test]
+async fn tls_is_verified_against_the_configured_ca() {
+    use metarag_pgstore::{PgDatabase, TlsConfig};
+    let pg = metarag_testkit::postgres();
+    let front = pg
+        .tls_front()
+        .unwrap_or_else(|e| panic!("TLS front of the test server: {e}"));
+    let url = front.url();
+    let tls = TlsConfig {
+        ca_file: Some(front.ca_file().to_path_buf()),
+    };
+    let db = PgDatabase::connect_with(&url, 2, &tls).await.unwrap();
+    // The store on top works the same through it.
+    let mut config = pg_config(&url);
+    config.tls = tls.clone();
+    let store = PgStore::open(db, config).await.unwrap();
+    store.apply(corpus(), vec![]).await.unwrap();
+    assert_eq!(store.stats().await.unwrap().documents, 3);
+
+    // Without the CA the certificate is not trusted.
+    let err = PgDatabase::connect_with(&url, 2, &TlsConfig::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.fault(), metarag_core::Fault::User, "{err}");
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+    // A CA file that is not one is named.
+    let bogus = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(bogus.path(), "not a certificate").unwrap();
+    let err = PgDatabase::connect_with(
+        &url,
+        2,
+        &TlsConfig {
+            ca_file: Some(bogus.path().to_path_buf()),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, Error::Tls(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&bogus.path().display().to_string()),
+        "{err}"
+    );
+
+    // The plain server: refused under `require`, reached without it.
+    let err = PgDatabase::connect_with(&format!("{}?sslmode=require", pg.url()), 2, &tls)
+        .await
+        .unwrap_err();
+    assert_eq!(err.fault(), metarag_core::Fault::User, "{err}");
+    PgDatabase::connect_with(&pg.url(), 2, &tls).await.unwrap();
+}
