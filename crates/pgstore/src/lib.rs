@@ -216,26 +216,7 @@ impl PgDatabase {
     /// The embedder the database's vectors were made with, and their dimension; `None`
     /// before the first store was opened on it.
     pub async fn recorded_embedder(&self) -> Result<Option<(String, usize)>> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                "SELECT key, value FROM metarag_meta WHERE key IN ('embedder', 'dimension')",
-                &[],
-            )
-            .await?;
-        let get = |k: &str| {
-            rows.iter()
-                .find(|r| r.get::<_, &str>(0) == k)
-                .map(|r| r.get::<_, String>(1))
-        };
-        match (get("embedder"), get("dimension")) {
-            (Some(name), Some(dim)) => Ok(Some((
-                name,
-                dim.parse()
-                    .map_err(|_| Error::Corrupt(format!("metarag_meta.dimension = {dim:?}")))?,
-            ))),
-            _ => Ok(None),
-        }
+        schema::recorded_embedder(&self.client().await?).await
     }
 }
 

@@ -136,6 +136,32 @@ pub async fn migrate(client: &mut Object) -> Result<Vec<i32>> {
     Ok(applied)
 }
 
+/// The embedder recorded in `metarag_meta` and its dimension; `None` before the first
+/// store was opened on the database.
+pub async fn recorded_embedder(
+    client: &impl deadpool_postgres::GenericClient,
+) -> Result<Option<(String, usize)>> {
+    let rows = client
+        .query(
+            "SELECT key, value FROM metarag_meta WHERE key IN ('embedder', 'dimension')",
+            &[],
+        )
+        .await?;
+    let get = |k: &str| {
+        rows.iter()
+            .find(|r| r.get::<_, &str>(0) == k)
+            .map(|r| r.get::<_, String>(1))
+    };
+    match (get("embedder"), get("dimension")) {
+        (Some(name), Some(dim)) => Ok(Some((
+            name,
+            dim.parse()
+                .map_err(|_| Error::Corrupt(format!("metarag_meta.dimension = {dim:?}")))?,
+        ))),
+        _ => Ok(None),
+    }
+}
+
 /// Records the embedder on first use (fixing the vector column's dimension and building
 /// its HNSW index), or checks it against the recorded one.
 pub async fn setup_embedder(
@@ -148,22 +174,8 @@ pub async fn setup_embedder(
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
         .await?;
-    let rows = tx
-        .query(
-            "SELECT key, value FROM metarag_meta WHERE key IN ('embedder', 'dimension')",
-            &[],
-        )
-        .await?;
-    let get = |k: &str| {
-        rows.iter()
-            .find(|r| r.get::<_, &str>(0) == k)
-            .map(|r| r.get::<_, String>(1))
-    };
-    match (get("embedder"), get("dimension")) {
-        (Some(recorded), Some(dim)) => {
-            let recorded_dim: usize = dim
-                .parse()
-                .map_err(|_| Error::Corrupt(format!("metarag_meta.dimension = {dim:?}")))?;
+    match recorded_embedder(&tx).await? {
+        Some((recorded, recorded_dim)) => {
             if recorded != embedder || recorded_dim != dimension {
                 return Err(Error::EmbedderMismatch {
                     recorded,

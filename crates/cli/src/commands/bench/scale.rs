@@ -231,25 +231,10 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
     // Build, batch by batch, through the index's atomic apply.
     let index = app.open_index(&index_dir, &embedder)?;
     let started = Instant::now();
-    let mut exact: Vec<f32> = Vec::with_capacity(args.chunks * base.dim);
-    let mut batch_seconds = Vec::new();
-    let mut next = 0;
-    while next < args.chunks {
-        let end = (next + args.batch).min(args.chunks);
-        let updates = batch(&base, next..end, &mut exact)?;
-        let t = Instant::now();
-        index.apply(updates, Vec::new())?;
-        batch_seconds.push(t.elapsed().as_secs_f64());
-        next = end;
-        if batch_seconds.len() % 10 == 0 || next == args.chunks {
-            eprintln!(
-                "  {next}/{} chunks, last batch {:.2}s, {:.0}s so far",
-                args.chunks,
-                batch_seconds.last().copied().unwrap_or(0.0),
-                started.elapsed().as_secs_f64()
-            );
-        }
-    }
+    let (exact, batch_seconds) = build(&base, &args, async |updates| {
+        Ok(index.apply(updates, Vec::new())?)
+    })
+    .await?;
     let build_s = started.elapsed().as_secs_f64();
     let rss_after_build = peak_rss_bytes();
     drop(index);
@@ -309,6 +294,37 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
     write_json(args.out.as_deref(), &report)?;
     print_json(&report)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the `args.chunks` chunks `args.batch` at a time through `apply`, printing progress
+/// every ten batches; returns every vector written (for the exact search) and each
+/// batch's seconds.
+async fn build(
+    base: &Base,
+    args: &ScaleArgs,
+    mut apply: impl AsyncFnMut(Vec<DocumentUpdate>) -> Result<()>,
+) -> Result<(Vec<f32>, Vec<f64>)> {
+    let started = Instant::now();
+    let mut exact: Vec<f32> = Vec::with_capacity(args.chunks * base.dim);
+    let mut batch_seconds = Vec::new();
+    let mut next = 0;
+    while next < args.chunks {
+        let end = (next + args.batch).min(args.chunks);
+        let updates = batch(base, next..end, &mut exact)?;
+        let t = Instant::now();
+        apply(updates).await?;
+        batch_seconds.push(t.elapsed().as_secs_f64());
+        next = end;
+        if batch_seconds.len() % 10 == 0 || next == args.chunks {
+            eprintln!(
+                "  {next}/{} chunks, last batch {:.2}s, {:.0}s so far",
+                args.chunks,
+                batch_seconds.last().copied().unwrap_or(0.0),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    Ok((exact, batch_seconds))
 }
 
 /// The documents of chunks `range`, one chunk each; their vectors are appended to `exact`
@@ -439,25 +455,10 @@ async fn run_postgres(
     }
     store.analyze().await?;
     let started = Instant::now();
-    let mut exact: Vec<f32> = Vec::with_capacity(args.chunks * base.dim);
-    let mut batch_seconds = Vec::new();
-    let mut next = 0;
-    while next < args.chunks {
-        let end = (next + args.batch).min(args.chunks);
-        let updates = batch(base, next..end, &mut exact)?;
-        let t = Instant::now();
-        Store::apply(&store, updates, Vec::new()).await?;
-        batch_seconds.push(t.elapsed().as_secs_f64());
-        next = end;
-        if batch_seconds.len() % 10 == 0 || next == args.chunks {
-            eprintln!(
-                "  {next}/{} chunks, last batch {:.2}s, {:.0}s so far",
-                args.chunks,
-                batch_seconds.last().copied().unwrap_or(0.0),
-                started.elapsed().as_secs_f64()
-            );
-        }
-    }
+    let (exact, batch_seconds) = build(base, args, async |updates| {
+        Ok(Store::apply(&store, updates, Vec::new()).await?)
+    })
+    .await?;
     // As `metarag migrate` does after a bulk copy: merge the GIN pending list, analyse.
     store.analyze().await?;
     let build_s = started.elapsed().as_secs_f64();
