@@ -32,7 +32,12 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
             });
         }
         // lopdf misses text drawn through some font encodings; pdf-extract decodes more.
-        if let Ok(alt) = pdf_extract::extract_text_from_mem_by_pages(bytes) {
+        // It also panics on some malformed files (fuzzing found an `expect` on a missing
+        // object in its content-stream walk): its failure, returned or panicked, leaves the
+        // file without text, reported as such, rather than failing as a crash.
+        if let Ok(Ok(alt)) =
+            std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
+        {
             texts = alt;
         }
     }
