@@ -34,9 +34,12 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         // lopdf misses text drawn through some font encodings; pdf-extract decodes more.
         // It also panics on some malformed files (fuzzing found an `expect` on a missing
         // object in its content-stream walk): its failure, returned or panicked, leaves the
-        // file without text, reported as such, rather than failing as a crash.
-        if let Ok(Ok(alt)) =
-            std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
+        // file without text, reported as such, rather than failing as a crash. And it
+        // follows a page's `/Parent` chain without a guard, so a cycle (a page that is its
+        // own parent, also found by fuzzing) never returns: such a file skips it.
+        if !parent_cycle(&doc)
+            && let Ok(Ok(alt)) =
+                std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
         {
             texts = alt;
         }
@@ -62,6 +65,25 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         (text, sections),
         bytes,
     ))
+}
+
+/// Whether following `/Parent` from some page comes back to an object already passed.
+fn parent_cycle(doc: &lopdf::Document) -> bool {
+    doc.get_pages().values().any(|&page| {
+        let mut seen = std::collections::HashSet::new();
+        let mut id = page;
+        while seen.insert(id) {
+            match doc
+                .get_dictionary(id)
+                .and_then(|d| d.get(b"Parent"))
+                .and_then(|p| p.as_reference())
+            {
+                Ok(parent) => id = parent,
+                Err(_) => return false,
+            }
+        }
+        true
+    })
 }
 
 /// The `/Title` of the document information dictionary, if it is a readable string.
