@@ -109,6 +109,9 @@ impl Embedder for dyn DynEmbedder + '_ {
 pub trait StoreRead: Send + Sync {
     /// One document with its extracted text, or `None`.
     fn document(&self, id: &DocId) -> impl Future<Output = Result<Option<Document>>> + Send;
+    /// Whether a document with this id is stored (without reading its text: a removal
+    /// checks this first, and a document's text can be large).
+    fn contains(&self, id: &DocId) -> impl Future<Output = Result<bool>> + Send;
     /// All documents (without their text), ordered by id.
     fn documents(&self) -> impl Future<Output = Result<Vec<Document>>> + Send;
     /// The chunks with these ids, in the same order; ids not present are skipped.
@@ -159,6 +162,9 @@ pub trait Store: StoreRead {
 impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
     fn document(&self, id: &DocId) -> impl Future<Output = Result<Option<Document>>> + Send {
         (**self).document(id)
+    }
+    fn contains(&self, id: &DocId) -> impl Future<Output = Result<bool>> + Send {
+        (**self).contains(id)
     }
     fn documents(&self) -> impl Future<Output = Result<Vec<Document>>> + Send {
         (**self).documents()
@@ -215,6 +221,8 @@ impl<T: Store + ?Sized> Store for Arc<T> {
 pub trait DynStore: Send + Sync {
     /// See [`StoreRead::document`].
     fn document_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<Option<Document>>>;
+    /// See [`StoreRead::contains`].
+    fn contains_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<bool>>;
     /// See [`StoreRead::documents`].
     fn documents_dyn(&self) -> BoxFuture<'_, Result<Vec<Document>>>;
     /// See [`StoreRead::chunks`].
@@ -256,6 +264,9 @@ pub trait DynStore: Send + Sync {
 impl<T: Store> DynStore for T {
     fn document_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<Option<Document>>> {
         Box::pin(self.document(id))
+    }
+    fn contains_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(self.contains(id))
     }
     fn documents_dyn(&self) -> BoxFuture<'_, Result<Vec<Document>>> {
         Box::pin(self.documents())
@@ -306,6 +317,9 @@ impl<T: Store> DynStore for T {
 impl StoreRead for dyn DynStore + '_ {
     async fn document(&self, id: &DocId) -> Result<Option<Document>> {
         self.document_dyn(id).await
+    }
+    async fn contains(&self, id: &DocId) -> Result<bool> {
+        self.contains_dyn(id).await
     }
     async fn documents(&self) -> Result<Vec<Document>> {
         self.documents_dyn().await

@@ -254,11 +254,13 @@ impl SqliteRunLog {
         queue_ms: f64,
         pricing: Pricing,
     ) -> Result<String> {
-        let row =
-            NewRun::of(trace, surface, queue_ms, pricing).map_err(|reason| Error::RunLog {
-                at: self.path.display().to_string(),
-                reason,
-            })?;
+        let row = NewRun::of(
+            &self.path.display().to_string(),
+            trace,
+            surface,
+            queue_ms,
+            pricing,
+        )?;
         self.insert(&row)?;
         Ok(row.summary.id)
     }
@@ -556,14 +558,10 @@ impl RunLog {
         queue_ms: f64,
         pricing: Pricing,
     ) -> Result<String> {
-        let row =
-            NewRun::of(trace, surface, queue_ms, pricing).map_err(|reason| Error::RunLog {
-                at: self.location(),
-                reason,
-            })?;
+        let row = NewRun::of(&self.location(), trace, surface, queue_ms, pricing)?;
         match self {
             RunLog::Sqlite(l) => {
-                let (l, row) = (l.clone(), row);
+                let l = l.clone();
                 // SQLite may wait on another process's write lock: off the async workers.
                 blocking(move || l.insert(&row).map(|()| row.summary.id)).await
             }
@@ -625,15 +623,19 @@ struct NewRun {
 }
 
 impl NewRun {
+    /// The row of `trace` for the log at `at` (named in the error).
     fn of(
+        at: &str,
         trace: &Trace,
         surface: Surface,
         queue_ms: f64,
         pricing: Pricing,
-    ) -> std::result::Result<NewRun, String> {
+    ) -> Result<NewRun> {
         let created_ms = now_ms();
-        let json =
-            serde_json::to_string(trace).map_err(|e| format!("serialising the trace: {e}"))?;
+        let json = serde_json::to_string(trace).map_err(|e| Error::RunLog {
+            at: at.to_string(),
+            reason: format!("serialising the trace: {e}"),
+        })?;
         let u = &trace.usage;
         let diagnosis = trace
             .rounds

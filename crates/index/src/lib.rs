@@ -686,6 +686,12 @@ impl StoreRead for EmbeddedIndex {
             .await
     }
 
+    async fn contains(&self, id: &DocId) -> metarag_core::Result<bool> {
+        let id = id.clone();
+        self.blocking(move |i| Ok(i.content_hash(&id)?.is_some()))
+            .await
+    }
+
     async fn documents(&self) -> metarag_core::Result<Vec<Document>> {
         self.blocking(EmbeddedIndex::documents).await
     }

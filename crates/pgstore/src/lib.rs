@@ -577,6 +577,15 @@ impl StoreRead for PgStore {
         })
     }
 
+    async fn contains(&self, id: &DocId) -> metarag_core::Result<bool> {
+        let client = self.pool.get().await.map_err(Error::from)?;
+        let row = client
+            .query_opt("SELECT 1 FROM documents WHERE id = $1", &[&id.as_str()])
+            .await
+            .map_err(Error::from)?;
+        Ok(row.is_some())
+    }
+
     async fn documents(&self) -> metarag_core::Result<Vec<Document>> {
         let client = self.pool.get().await.map_err(Error::from)?;
         let rows = client

@@ -722,7 +722,7 @@ async fn delete_document(
     let _one_at_a_time = s.ingest_lock.lock().await;
     limited(&s, async {
         let id = metarag_core::DocId::new(id)?;
-        if StoreRead::document(&s.engine.store, &id).await?.is_none() {
+        if !StoreRead::contains(&s.engine.store, &id).await? {
             return Err(Error::not_found(format!("no document with id `{id}`")));
         }
         metarag_core::Store::apply(&s.engine.store, Vec::new(), vec![id.clone()]).await?;

@@ -128,7 +128,7 @@ async fn rm(app: &App, ids: &[String]) -> Result<ExitCode> {
     let mut removals = Vec::new();
     for id in ids {
         let id = DocId::new(id.as_str())?;
-        if StoreRead::document(&index, &id).await?.is_none() {
+        if !StoreRead::contains(&index, &id).await? {
             return Err(UserError(format!(
                 "no document with id `{id}` (see `metarag docs list`)"
             ))

@@ -21,6 +21,21 @@ fn chunker(max_tokens: usize, overlap: usize) -> Chunker {
     .unwrap()
 }
 
+/// Ingests the files under `src` into a new index in `data` with the default options and
+/// the real embedder (chunks of its sequence length, 32 tokens overlapping).
+async fn ingest_folder(src: &Path, data: &Path) -> (EmbeddedIndex, metarag_ingest::IngestReport) {
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data);
+    let chunker = chunker(embedder.max_tokens(), 32);
+    let options = IngestOptions::default();
+    let (files, _) = discover(&[src.to_path_buf()], &options).unwrap();
+    let report = Ingester::new(&chunker, &embedder, &index, options)
+        .run(&files, &|_| {})
+        .await
+        .unwrap();
+    (index, report)
+}
+
 fn open_index(dir: &Path) -> EmbeddedIndex {
     let e = metarag_testkit::embedder();
     EmbeddedIndex::open(dir, IndexConfig::new(e.model_id(), e.dimension())).unwrap()
@@ -373,15 +388,7 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
     )
     .unwrap();
     std::fs::write(src.path().join("fine.md"), "# Fine\n\nA normal file.\n").unwrap();
-    let embedder = metarag_testkit::embedder();
-    let index = open_index(data.path());
-    let chunker = chunker(embedder.max_tokens(), 32);
-    let options = IngestOptions::default();
-    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
-    let report = Ingester::new(&chunker, &embedder, &index, options)
-        .run(&files, &|_| {})
-        .await
-        .unwrap();
+    let (index, report) = ingest_folder(src.path(), data.path()).await;
     let mut failed: Vec<(&str, &str)> = report
         .failures
         .iter()
@@ -566,15 +573,7 @@ async fn a_runaway_heading_title_is_cut_and_the_file_goes_in() {
         row.repeat(40)
     );
     std::fs::write(src.path().join("directors.md"), &text).unwrap();
-    let embedder = metarag_testkit::embedder();
-    let index = open_index(data.path());
-    let chunker = chunker(embedder.max_tokens(), 32);
-    let options = IngestOptions::default();
-    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
-    let report = Ingester::new(&chunker, &embedder, &index, options)
-        .run(&files, &|_| {})
-        .await
-        .unwrap();
+    let (index, report) = ingest_folder(src.path(), data.path()).await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     assert_eq!(report.added, 1);
     let doc = &StoreRead::documents(&index).await.unwrap()[0];

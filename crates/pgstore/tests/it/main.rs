@@ -198,6 +198,14 @@ async fn conformance<S: Store>(s: &S, name: &str) {
         .unwrap();
     assert_eq!(doc.chunk_count, 2, "{name}");
     assert!(doc.text.unwrap().contains("1914"), "{name}");
+    assert!(
+        s.contains(&DocId::new("a").unwrap()).await.unwrap(),
+        "{name}"
+    );
+    assert!(
+        !s.contains(&DocId::new("nope").unwrap()).await.unwrap(),
+        "{name}"
+    );
     // A document's chunks, in order; none for an unknown document.
     let chunks = s.document_chunks(&DocId::new("a").unwrap()).await.unwrap();
     let texts: Vec<&str> = chunks.iter().map(|c| c.draft.text.as_str()).collect();

@@ -252,7 +252,7 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
     }
 
     let retriever = HybridRetriever::new(embedder.clone(), index, app.config.retrieval());
-    let (modes, recall, recall_queries, queries) = measure(
+    let searched = measure(
         &retriever,
         &embedder,
         &args,
@@ -265,28 +265,21 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
         ],
     )
     .await?;
-    let cfg = retriever.store().config().clone();
-    let first = &batch_seconds[..batch_seconds.len().min(5)];
-    let last = &batch_seconds[batch_seconds.len().saturating_sub(5)..];
-    let report = json!({
-        "chunks": args.chunks,
-        "batch": args.batch,
-        "base_passages": base.len(),
-        "queries": queries,
-        "hnsw": {"m": cfg.hnsw_m, "ef_construction": cfg.hnsw_ef_construction, "ef_search": cfg.hnsw_ef_search},
-        "build_s": build_s,
-        "apply_s_first_batches_mean": first.iter().sum::<f64>() / first.len() as f64,
-        "apply_s_last_batches_mean": last.iter().sum::<f64>() / last.len() as f64,
-        "reopen_s": reopen_s,
-        "disk_bytes": disk,
-        "peak_rss_bytes_after_build": rss_after_build,
-        "peak_rss_bytes": peak_rss_bytes(),
-        "search_excluding_query_embedding": modes,
-        "hnsw_recall_at_10_vs_exact": recall,
-        "recall_queries": recall_queries,
-        "threads": threads(),
-        "load_average": load_average(),
-    });
+    let cfg = retriever.store().config();
+    let report = report(
+        &args,
+        &base,
+        &batch_seconds,
+        [cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search],
+        searched,
+        json!({
+            "store": "embedded",
+            "build_s": build_s,
+            "reopen_s": reopen_s,
+            "disk_bytes": disk,
+            "peak_rss_bytes_after_build": rss_after_build,
+        }),
+    );
     if !args.keep {
         drop(retriever);
         let _ = std::fs::remove_dir_all(&index_dir);
@@ -367,7 +360,7 @@ fn batch(
 
 /// Search latency per mode (query embedding excluded) over real questions, and the
 /// recall@10 of the store's nearest-neighbour search against exact search over `exact`.
-/// Returns the modes' percentiles, the recall, and how many questions each used.
+/// Returns those figures as the report's fields.
 async fn measure<S: StoreRead>(
     retriever: &HybridRetriever<SentenceEmbedder, S>,
     embedder: &SentenceEmbedder,
@@ -375,7 +368,7 @@ async fn measure<S: StoreRead>(
     exact: &[f32],
     dim: usize,
     modes: &[(&str, SearchMode)],
-) -> Result<(serde_json::Map<String, Value>, f64, usize, usize)> {
+) -> Result<Value> {
     // Queries: real questions, embedded once outside the timing.
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
     questions.truncate(args.queries);
@@ -422,7 +415,12 @@ async fn measure<S: StoreRead>(
         recall_sum += found as f64 / top as f64;
     }
     let recall = recall_sum / recall_questions.len() as f64;
-    Ok((out, recall, recall_questions.len(), questions.len()))
+    Ok(json!({
+        "queries": questions.len(),
+        "search_excluding_query_embedding": out,
+        "hnsw_recall_at_10_vs_exact": recall,
+        "recall_queries": recall_questions.len(),
+    }))
 }
 
 /// The same build and measurements in a Postgres database.
@@ -488,7 +486,7 @@ async fn run_postgres(
     let cfg = store.config().clone();
     let retriever = HybridRetriever::new(embedder.clone(), store, app.config.retrieval());
     // Postgres keeps no entity graph: its hybrid is BM25 + dense (`text`).
-    let (modes, recall, recall_queries, queries) = measure(
+    let searched = measure(
         &retriever,
         embedder,
         args,
@@ -501,28 +499,53 @@ async fn run_postgres(
         ],
     )
     .await?;
-    let first = &batch_seconds[..batch_seconds.len().min(5)];
-    let last = &batch_seconds[batch_seconds.len().saturating_sub(5)..];
-    let report = json!({
-        "store": "postgres",
-        "chunks": args.chunks,
-        "batch": args.batch,
-        "base_passages": base.len(),
-        "queries": queries,
-        "hnsw": {"m": cfg.hnsw_m, "ef_construction": cfg.hnsw_ef_construction, "ef_search": cfg.hnsw_ef_search},
-        "build_s": build_s,
-        "apply_s_first_batches_mean": first.iter().sum::<f64>() / first.len() as f64,
-        "apply_s_last_batches_mean": last.iter().sum::<f64>() / last.len() as f64,
-        "reopen_s": reopen_s,
-        "disk_bytes": disk,
-        "peak_rss_bytes": peak_rss_bytes(),
-        "search_excluding_query_embedding": modes,
-        "hnsw_recall_at_10_vs_exact": recall,
-        "recall_queries": recall_queries,
-        "threads": threads(),
-        "load_average": load_average(),
-    });
+    let report = report(
+        args,
+        base,
+        &batch_seconds,
+        [cfg.hnsw_m, cfg.hnsw_ef_construction, cfg.hnsw_ef_search],
+        searched,
+        json!({
+            "store": "postgres",
+            "build_s": build_s,
+            "reopen_s": reopen_s,
+            "disk_bytes": disk,
+        }),
+    );
     write_json(args.out.as_deref(), &report)?;
     print_json(&report)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One run's report: the figures both stores share, the search figures of [`measure`] and
+/// the store's own (`own`: build, reopen, disk).
+fn report(
+    args: &ScaleArgs,
+    base: &Base,
+    batch_seconds: &[f64],
+    [m, ef_construction, ef_search]: [usize; 3],
+    searched: Value,
+    own: Value,
+) -> Value {
+    let first = &batch_seconds[..batch_seconds.len().min(5)];
+    let last = &batch_seconds[batch_seconds.len().saturating_sub(5)..];
+    let mut report = json!({
+        "chunks": args.chunks,
+        "batch": args.batch,
+        "base_passages": base.len(),
+        "hnsw": {"m": m, "ef_construction": ef_construction, "ef_search": ef_search},
+        "apply_s_first_batches_mean": first.iter().sum::<f64>() / first.len() as f64,
+        "apply_s_last_batches_mean": last.iter().sum::<f64>() / last.len() as f64,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "threads": threads(),
+        "load_average": load_average(),
+    });
+    if let Some(fields) = report.as_object_mut() {
+        for part in [searched, own] {
+            if let Value::Object(more) = part {
+                fields.extend(more);
+            }
+        }
+    }
+    report
 }
