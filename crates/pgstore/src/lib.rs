@@ -3,8 +3,8 @@
 //! A second [`Store`](metarag_core::Store): documents, chunks and vectors in Postgres, for
 //! teams that run several `metarag serve` processes on one database or outgrow one
 //! machine. Vectors live in a pgvector column with an HNSW index (cosine); full text in a
-//! generated `tsvector` (English configuration, title weighted like the text) with a GIN
-//! index, ranked by `ts_rank_cd` over the OR of the query's lexemes; filters by document,
+//! generated `tsvector` (English configuration, title counted like the text) from which
+//! each write fills a postings table, ranked by Okapi BM25 in SQL; filters by document,
 //! title and date are SQL conditions on the joined document. Hybrid fusion stays in
 //! `metarag-retrieve` (weighted RRF in Rust, as over the embedded index), so both stores
 //! rank by the same code.
@@ -114,6 +114,11 @@ impl PgConfig {
         }
     }
 }
+
+/// BM25's term-frequency saturation (tantivy's default).
+const BM25_K1: f64 = 1.2;
+/// BM25's length normalisation (tantivy's default).
+const BM25_B: f64 = 0.75;
 
 /// An error with its causes, `outer: inner: ...` (a refused TLS handshake says why only
 /// in its source: "invalid peer certificate: UnknownIssuer").
@@ -301,6 +306,7 @@ impl PgStore {
         // multi-statement string.
         client.batch_execute("VACUUM (ANALYZE) documents").await?;
         client.batch_execute("VACUUM (ANALYZE) chunks").await?;
+        client.batch_execute("VACUUM (ANALYZE) postings").await?;
         Ok(())
     }
 
@@ -325,32 +331,43 @@ impl PgStore {
         let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(query.to_string())];
         let conditions = filter_sql(filter, &mut params);
         params.push(Box::new(n as i64));
-        // BM25's shape in SQL: each of the query's English lexemes (stemmed, stop words
-        // removed) scores the chunks containing it by `ts_rank` (term frequency, divided by
-        // 1 + log of the chunk's length) times the term's inverse document frequency, counted
-        // through the GIN index; a chunk's score is the sum over the terms it contains.
-        // `ts_rank_cd` over the OR of the terms alone has no IDF: a common word weighs as
-        // much as a name, and recall@10 on HotpotQA fell to half of tantivy's
-        // (docs/results/postgres.md). The weights make a title match count like a text
-        // match (the embedded index's title boost 1.0).
+        // Okapi BM25 (k1 1.2, b 0.75, tantivy's defaults) over the postings of the query's
+        // English lexemes (stemmed, stop words removed): a lexeme's document frequency is
+        // the length of its posting range, counted while the range is read for scoring,
+        // so a query reads each range once and never a chunk row. Title and text count
+        // alike (the embedded index's title boost 1.0). IDF is over the whole corpus, as
+        // in tantivy; a filter then keeps the matching chunks, joined only when set.
+        let join = if conditions.is_empty() {
+            ""
+        } else {
+            "JOIN chunks c ON c.id = sc.id JOIN documents d ON d.id = c.doc_id"
+        };
         let sql = format!(
-            "WITH terms AS (
-                 SELECT DISTINCT to_tsquery('simple', quote_literal(lexeme)) AS q
-                 FROM unnest(to_tsvector('english', $1))
+            "WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))),
+             s AS (
+                 SELECT greatest(chunks, 1)::float8 AS n,
+                        greatest(lexemes, 1)::float8 / greatest(chunks, 1) AS avgdl
+                 FROM corpus_stats
              ),
-             total AS (SELECT count(*)::float8 AS n FROM chunks),
-             idf AS (
-                 SELECT t.q, ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5)) AS w
-                 FROM terms t, total,
-                      LATERAL (SELECT count(*)::float8 AS n FROM chunks c WHERE c.tsv @@ t.q) df
+             p AS (
+                 SELECT p.chunk_id, p.tf, p.dl, count(*) OVER (PARTITION BY p.lexeme)::float8 AS df
+                 FROM q JOIN postings p ON p.lexeme = q.lexeme
+             ),
+             sc AS (
+                 SELECT p.chunk_id AS id,
+                        sum(ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5))
+                            * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * p.dl / s.avgdl)))::real AS score
+                 FROM p, s
+                 GROUP BY p.chunk_id
              )
-             SELECT c.id, sum(idf.w * ts_rank('{{0.1, 0.2, 1.0, 1.0}}', c.tsv, idf.q, 1))::real AS score
-             FROM idf JOIN chunks c ON c.tsv @@ idf.q JOIN documents d ON d.id = c.doc_id
+             SELECT sc.id, sc.score FROM sc {join}
              WHERE true{conditions}
-             GROUP BY c.id
-             ORDER BY score DESC, c.id
+             ORDER BY sc.score DESC, sc.id
              LIMIT ${}",
-            params.len()
+            params.len(),
+            k1 = BM25_K1,
+            k1p1 = BM25_K1 + 1.0,
+            b = BM25_B,
         );
         let client = self.pool.get().await?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
@@ -425,7 +442,36 @@ impl PgStore {
         }
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        let delete = tx.prepare("DELETE FROM documents WHERE id = $1").await?;
+        let delete = tx
+            .prepare("DELETE FROM documents WHERE id = $1 RETURNING chunk_count, lexemes")
+            .await?;
+        // A document's postings from its chunks' `tsvector`s (term frequency = positions),
+        // and its lexeme count for the corpus statistics.
+        let index_doc = tx
+            .prepare(
+                "WITH u AS (
+                     SELECT c.id, e.lexeme, COALESCE(array_length(e.positions, 1), 1) AS tf
+                     FROM chunks c, unnest(c.tsv) AS e(lexeme, positions, weights)
+                     WHERE c.doc_id = $1
+                 ),
+                 l AS (SELECT id, sum(tf)::int AS dl FROM u GROUP BY id),
+                 ins AS (
+                     INSERT INTO postings (lexeme, chunk_id, tf, dl)
+                     SELECT u.lexeme, u.id, u.tf, l.dl FROM u JOIN l USING (id)
+                 )
+                 UPDATE documents SET lexemes = (SELECT COALESCE(sum(dl), 0) FROM l)
+                 WHERE id = $1
+                 RETURNING lexemes",
+            )
+            .await?;
+        // Chunks and lexemes added (removed, when negative) by this batch.
+        let (mut d_chunks, mut d_lexemes) = (0i64, 0i64);
+        // The deleted document's counts (no row when it was not stored).
+        let removed = |rows: Vec<Row>| {
+            rows.iter().fold((0i64, 0i64), |(c, l), r| {
+                (c + r.get::<_, i32>(0) as i64, l + r.get::<_, i64>(1))
+            })
+        };
         let insert_doc = tx
             .prepare(
                 "INSERT INTO documents (id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text)
@@ -439,11 +485,13 @@ impl PgStore {
             )
             .await?;
         for id in &removals {
-            tx.execute(&delete, &[&id.as_str()]).await?;
+            let (c, l) = removed(tx.query(&delete, &[&id.as_str()]).await?);
+            (d_chunks, d_lexemes) = (d_chunks - c, d_lexemes - l);
         }
         for u in updates {
             let d = &u.document;
-            tx.execute(&delete, &[&d.id.as_str()]).await?;
+            let (c, l) = removed(tx.query(&delete, &[&d.id.as_str()]).await?);
+            (d_chunks, d_lexemes) = (d_chunks - c + u.chunks.len() as i64, d_lexemes - l);
             tx.execute(
                 &insert_doc,
                 &[
@@ -481,6 +529,15 @@ impl PgStore {
                 )
                 .await?;
             }
+            d_lexemes += tx.query_one(&index_doc, &[&d.id.as_str()]).await?.get::<_, i64>(0);
+        }
+        // Last, so concurrent writers wait on this one row only for the commit.
+        if d_chunks != 0 || d_lexemes != 0 {
+            tx.execute(
+                "UPDATE corpus_stats SET chunks = chunks + $1, lexemes = lexemes + $2",
+                &[&d_chunks, &d_lexemes],
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(())

@@ -87,6 +87,46 @@ pub const MIGRATIONS: &[&str] = &[
         created_ms BIGINT NOT NULL
     );
     "#,
+    // 3: BM25 from a postings table. Ranking through the GIN index read every matching
+    // chunk's `tsvector` from TOAST and cost 212 ms a query at 100k chunks
+    // (docs/results/postgres.md); a posting row (lexeme, chunk, term frequency, chunk
+    // length) in a covering index makes a query one index range per query lexeme. The
+    // corpus's chunk and lexeme counts (for IDF and the average length) are one row kept by
+    // every write, and each document keeps its lexeme count so a removal can subtract it.
+    // The GIN index had no other reader.
+    r#"
+    CREATE TABLE postings (
+        lexeme TEXT NOT NULL,
+        chunk_id BIGINT NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+        tf INTEGER NOT NULL,
+        dl INTEGER NOT NULL,
+        PRIMARY KEY (lexeme, chunk_id) INCLUDE (tf, dl)
+    );
+    CREATE INDEX postings_chunk ON postings (chunk_id);
+    ALTER TABLE documents ADD COLUMN lexemes BIGINT NOT NULL DEFAULT 0;
+    WITH u AS (
+        SELECT c.id, e.lexeme, COALESCE(array_length(e.positions, 1), 1) AS tf
+        FROM chunks c, unnest(c.tsv) AS e(lexeme, positions, weights)
+    ),
+    l AS (SELECT id, sum(tf)::int AS dl FROM u GROUP BY id)
+    INSERT INTO postings (lexeme, chunk_id, tf, dl)
+    SELECT u.lexeme, u.id, u.tf, l.dl FROM u JOIN l USING (id);
+    UPDATE documents d SET lexemes = s.n
+    FROM (
+        SELECT c.doc_id, sum(p.tf) AS n
+        FROM postings p JOIN chunks c ON c.id = p.chunk_id
+        GROUP BY c.doc_id
+    ) s
+    WHERE s.doc_id = d.id;
+    CREATE TABLE corpus_stats (
+        one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+        chunks BIGINT NOT NULL,
+        lexemes BIGINT NOT NULL
+    );
+    INSERT INTO corpus_stats (chunks, lexemes)
+    SELECT (SELECT count(*) FROM chunks), (SELECT COALESCE(sum(tf), 0) FROM postings);
+    DROP INDEX chunks_tsv;
+    "#,
 ];
 
 /// The newest schema version this build knows.
