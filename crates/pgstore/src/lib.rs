@@ -71,6 +71,21 @@ pub struct TlsConfig {
     pub ca_file: Option<std::path::PathBuf>,
 }
 
+/// How [`PgStore::fused`] combines its two rankings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SqlFusion {
+    /// Hits returned.
+    pub n: usize,
+    /// Candidates taken from each ranking (at least `n`).
+    pub depth: usize,
+    /// Weight of the BM25 list.
+    pub bm25_weight: f32,
+    /// Weight of the vector list.
+    pub dense_weight: f32,
+    /// The RRF constant `k`.
+    pub rrf_k: f32,
+}
+
 /// The rustls connector for `tls`: ring's primitives, safe protocol versions, the roots.
 fn tls_connector(tls: &TlsConfig) -> Result<MakeRustlsConnect> {
     use rustls::pki_types::CertificateDer;
@@ -296,10 +311,11 @@ impl PgStore {
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
-    /// `VACUUM (ANALYZE)` after a bulk write: the GIN index keeps new entries in a pending
-    /// list that every full-text query scans until a vacuum merges it, and the planner sees
-    /// empty tables until autovacuum's next pass. Measured on the HotpotQA corpus just
-    /// copied: BM25 p50 33 ms before, see `docs/results/postgres.md` for after.
+    /// `VACUUM (ANALYZE)` after a bulk write: until autovacuum's next pass the planner sees
+    /// empty tables, and the postings' covering index cannot answer from the index alone
+    /// (index-only scans need the visibility map a vacuum sets). Measured on the HotpotQA
+    /// corpus just copied, before schema 3's postings: BM25 p50 33 ms before the vacuum
+    /// (then a GIN pending list), see `docs/results/postgres.md` for after.
     pub async fn analyze(&self) -> Result<()> {
         let client = self.pool.get().await?;
         // One statement per call: VACUUM cannot run inside the implicit transaction of a
@@ -331,44 +347,7 @@ impl PgStore {
         let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(query.to_string())];
         let conditions = filter_sql(filter, &mut params);
         params.push(Box::new(n as i64));
-        // Okapi BM25 (k1 1.2, b 0.75, tantivy's defaults) over the postings of the query's
-        // English lexemes (stemmed, stop words removed): a lexeme's document frequency is
-        // the length of its posting range, counted while the range is read for scoring,
-        // so a query reads each range once and never a chunk row. Title and text count
-        // alike (the embedded index's title boost 1.0). IDF is over the whole corpus, as
-        // in tantivy; a filter then keeps the matching chunks, joined only when set.
-        let join = if conditions.is_empty() {
-            ""
-        } else {
-            "JOIN chunks c ON c.id = sc.id JOIN documents d ON d.id = c.doc_id"
-        };
-        let sql = format!(
-            "WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))),
-             s AS (
-                 SELECT greatest(chunks, 1)::float8 AS n,
-                        greatest(lexemes, 1)::float8 / greatest(chunks, 1) AS avgdl
-                 FROM corpus_stats
-             ),
-             p AS (
-                 SELECT p.chunk_id, p.tf, p.dl, count(*) OVER (PARTITION BY p.lexeme)::float8 AS df
-                 FROM q JOIN postings p ON p.lexeme = q.lexeme
-             ),
-             sc AS (
-                 SELECT p.chunk_id AS id,
-                        sum(ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5))
-                            * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * p.dl / s.avgdl)))::real AS score
-                 FROM p, s
-                 GROUP BY p.chunk_id
-             )
-             SELECT sc.id, sc.score FROM sc {join}
-             WHERE true{conditions}
-             ORDER BY sc.score DESC, sc.id
-             LIMIT ${}",
-            params.len(),
-            k1 = BM25_K1,
-            k1p1 = BM25_K1 + 1.0,
-            b = BM25_B,
-        );
+        let sql = bm25_sql(1, &conditions, params.len());
         let client = self.pool.get().await?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
         let rows = client.query(&sql, &refs).await?;
@@ -394,22 +373,17 @@ impl PgStore {
             vec![Box::new(Vector::from(vector.to_vec()))];
         let conditions = filter_sql(filter, &mut params);
         params.push(Box::new(n as i64));
-        // Ordered by the distance alone so the HNSW index serves the ORDER BY ... LIMIT
-        // (a second sort key makes Postgres scan every row); the document table is joined
-        // only when a filter needs it.
-        let join = if conditions.is_empty() {
-            ""
-        } else {
-            "JOIN documents d ON d.id = c.doc_id"
-        };
-        let sql = format!(
-            "SELECT c.id, (1 - (c.embedding <=> $1))::real AS score
-             FROM chunks c {join}
-             WHERE true{conditions}
-             ORDER BY c.embedding <=> $1
-             LIMIT ${}",
-            params.len()
-        );
+        let sql = dense_sql(1, &conditions, params.len());
+        self.query_dense(&sql, &params, n).await
+    }
+
+    /// Runs `sql`, which holds an HNSW scan for `n` rows, with the store's search settings.
+    async fn query_dense(
+        &self,
+        sql: &str,
+        params: &[Box<dyn ToSql + Sync + Send>],
+        n: usize,
+    ) -> Result<Vec<ScoredChunk>> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         // A filtered HNSW scan keeps scanning until it has `n` rows that pass the filter
@@ -420,9 +394,65 @@ impl PgStore {
         ))
         .await?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
-        let rows = tx.query(&sql, &refs).await?;
+        let rows = tx.query(sql, &refs).await?;
         tx.commit().await?;
         Ok(rows.iter().map(scored).collect())
+    }
+
+    /// Hybrid search fused inside the database: the top `depth` of BM25 and of the vector
+    /// search, combined by weighted reciprocal rank fusion (`Σ w / (rrf_k + rank)`, ties by
+    /// best single rank, then id, as `metarag-retrieve` fuses) in one statement, best
+    /// `n` first with the fused score.
+    ///
+    /// The retriever fuses in Rust instead, running the two rankings on two connections
+    /// side by side; this one-statement form is kept to measure against it
+    /// (`metarag bench scale --postgres`, docs/results/postgres.md) and for SQL users who
+    /// want one round trip.
+    pub async fn fused(
+        &self,
+        query: &str,
+        vector: &[f32],
+        fusion: &SqlFusion,
+        filter: &Filter,
+    ) -> Result<Vec<ScoredChunk>> {
+        if vector.len() != self.config.dimension {
+            return Err(Error::QueryDimension {
+                expected: self.config.dimension,
+                got: vector.len(),
+            });
+        }
+        if fusion.n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![
+            Box::new(query.to_string()),
+            Box::new(Vector::from(vector.to_vec())),
+        ];
+        let conditions = filter_sql(filter, &mut params);
+        params.push(Box::new(fusion.depth.max(fusion.n) as i64));
+        let depth = params.len();
+        let lexical = bm25_sql(1, &conditions, depth);
+        let dense = dense_sql(2, &conditions, depth);
+        for v in [fusion.bm25_weight, fusion.dense_weight, fusion.rrf_k] {
+            params.push(Box::new(f64::from(v)));
+        }
+        params.push(Box::new(fusion.n as i64));
+        let [wb, wd, k, n] = [depth + 1, depth + 2, depth + 3, depth + 4];
+        let sql = format!(
+            "WITH lex AS (SELECT id, row_number() OVER (ORDER BY score DESC, id) AS r FROM ({lexical}) x),
+             den AS (SELECT id, row_number() OVER (ORDER BY score DESC, id) AS r FROM ({dense}) y),
+             both_lists AS (
+                 SELECT id, r, ${wb}::float8 / (${k}::float8 + r) AS s FROM lex
+                 UNION ALL
+                 SELECT id, r, ${wd}::float8 / (${k}::float8 + r) AS s FROM den
+             )
+             SELECT id, sum(s)::real AS score FROM both_lists
+             GROUP BY id
+             ORDER BY sum(s) DESC, min(r), id
+             LIMIT ${n}"
+        );
+        self.query_dense(&sql, &params, fusion.depth.max(fusion.n))
+            .await
     }
 
     async fn apply_inner(&self, updates: Vec<DocumentUpdate>, removals: Vec<DocId>) -> Result<()> {
@@ -529,7 +559,10 @@ impl PgStore {
                 )
                 .await?;
             }
-            d_lexemes += tx.query_one(&index_doc, &[&d.id.as_str()]).await?.get::<_, i64>(0);
+            d_lexemes += tx
+                .query_one(&index_doc, &[&d.id.as_str()])
+                .await?
+                .get::<_, i64>(0);
         }
         // Last, so concurrent writers wait on this one row only for the commit.
         if d_chunks != 0 || d_lexemes != 0 {
@@ -542,6 +575,70 @@ impl PgStore {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// The BM25 ranking as SQL: `(id, score)` rows, best first, at most `$limit`; the query
+/// text is `$query`, `conditions` come from [`filter_sql`] (over `d`, the documents).
+///
+/// Okapi BM25 (k1 1.2, b 0.75, tantivy's defaults) over the postings of the query's
+/// English lexemes (stemmed, stop words removed): a lexeme's document frequency is the
+/// length of its posting range, counted while the range is read for scoring, so a query
+/// reads each range once and never a chunk row. Title and text count alike (the embedded
+/// index's title boost 1.0). IDF is over the whole corpus, as in tantivy; a filter then
+/// keeps the matching chunks, joined only when set.
+fn bm25_sql(query: usize, conditions: &str, limit: usize) -> String {
+    let join = if conditions.is_empty() {
+        ""
+    } else {
+        "JOIN chunks c ON c.id = sc.id JOIN documents d ON d.id = c.doc_id"
+    };
+    format!(
+        "WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', ${query}))),
+         s AS (
+             SELECT greatest(chunks, 1)::float8 AS n,
+                    greatest(lexemes, 1)::float8 / greatest(chunks, 1) AS avgdl
+             FROM corpus_stats
+         ),
+         p AS (
+             SELECT p.chunk_id, p.tf, p.dl, count(*) OVER (PARTITION BY p.lexeme)::float8 AS df
+             FROM q JOIN postings p ON p.lexeme = q.lexeme
+         ),
+         sc AS (
+             SELECT p.chunk_id AS id,
+                    sum(ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5))
+                        * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * p.dl / s.avgdl)))::real AS score
+             FROM p, s
+             GROUP BY p.chunk_id
+         )
+         SELECT sc.id, sc.score FROM sc {join}
+         WHERE true{conditions}
+         ORDER BY sc.score DESC, sc.id
+         LIMIT ${limit}",
+        k1 = BM25_K1,
+        k1p1 = BM25_K1 + 1.0,
+        b = BM25_B,
+    )
+}
+
+/// The vector ranking as SQL: `(id, cosine)` rows, nearest first, at most `$limit`, for
+/// the query vector `$vector`.
+///
+/// Ordered by the distance alone so the HNSW index serves the ORDER BY ... LIMIT (a
+/// second sort key makes Postgres scan every row); the document table is joined only
+/// when a filter needs it.
+fn dense_sql(vector: usize, conditions: &str, limit: usize) -> String {
+    let join = if conditions.is_empty() {
+        ""
+    } else {
+        "JOIN documents d ON d.id = c.doc_id"
+    };
+    format!(
+        "SELECT c.id, (1 - (c.embedding <=> ${vector}))::real AS score
+         FROM chunks c {join}
+         WHERE true{conditions}
+         ORDER BY c.embedding <=> ${vector}
+         LIMIT ${limit}"
+    )
 }
 
 /// Appends the filter's conditions (each ` AND ...`) with their parameters.

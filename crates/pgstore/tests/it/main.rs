@@ -2,13 +2,14 @@
 //! index and Postgres), plus Postgres's own: migrations, the embedder check, a batch cut
 //! off mid-write, and hybrid search over both with the real embedder.
 
+use metarag_core::RetrieverKind;
 use metarag_core::{
     ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Embedder, Filter, SearchRequest, Store,
     StoreRead,
 };
 use metarag_index::{EmbeddedIndex, IndexConfig};
-use metarag_pgstore::{Error, PgConfig, PgStore};
-use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+use metarag_pgstore::{Error, PgConfig, PgStore, SqlFusion};
+use metarag_retrieve::{HybridRetriever, RankedList, RetrievalConfig, reciprocal_rank_fusion};
 use metarag_testkit::PgServer;
 
 const DIM: usize = 8;
@@ -518,6 +519,41 @@ async fn hybrid_search_ranks_alike_over_both_stores() {
         assert!(ta.contains(&q) && tb.contains(&q), "{q}: {ta:?} vs {tb:?}");
         let common = ta.iter().filter(|t| tb.contains(t)).count();
         assert!(common >= 3, "{q}: {ta:?} vs {tb:?}");
+        // Fused in one SQL statement: the same ranking and scores as the Rust fusion of
+        // the store's two lists (unequal weights, so the weighting is checked too).
+        let store = b.store();
+        let v = embedder.embed_query(q).await.unwrap();
+        let fusion = SqlFusion {
+            n: 10,
+            depth: 20,
+            bm25_weight: 1.0,
+            dense_weight: 0.6,
+            rrf_k: 60.0,
+        };
+        let none = Filter::default();
+        let lists = [
+            RankedList {
+                retriever: RetrieverKind::Bm25,
+                weight: fusion.bm25_weight,
+                items: store.lexical(q, fusion.depth, &none).await.unwrap(),
+            },
+            RankedList {
+                retriever: RetrieverKind::Dense,
+                weight: fusion.dense_weight,
+                items: store.nearest(&v, fusion.depth, &none).await.unwrap(),
+            },
+        ];
+        let in_rust: Vec<_> = reciprocal_rank_fusion(&lists, fusion.rrf_k)
+            .into_iter()
+            .take(fusion.n)
+            .map(|f| (f.id, f.score))
+            .collect();
+        let in_sql = store.fused(q, &v, &fusion, &none).await.unwrap();
+        assert_eq!(in_sql.len(), in_rust.len(), "{q}");
+        for (s, (id, score)) in in_sql.iter().zip(&in_rust) {
+            assert_eq!(s.id, *id, "{q}: {in_sql:?} vs {in_rust:?}");
+            assert!((s.score - score).abs() < 1e-6, "{q}");
+        }
         checked += 1;
     }
     assert_eq!(checked, 10);

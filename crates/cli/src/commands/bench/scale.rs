@@ -457,7 +457,7 @@ async fn run_postgres(
         Ok(Store::apply(&store, updates, Vec::new()).await?)
     })
     .await?;
-    // As `metarag migrate` does after a bulk copy: merge the GIN pending list, analyse.
+    // As `metarag migrate` does after a bulk copy: vacuum (visibility map) and analyse.
     store.analyze().await?;
     let build_s = started.elapsed().as_secs_f64();
     drop(store);
@@ -478,7 +478,7 @@ async fn run_postgres(
         .client()
         .await?
         .query_one(
-            "SELECT pg_total_relation_size('chunks') + pg_total_relation_size('documents')",
+            "SELECT pg_total_relation_size('chunks') + pg_total_relation_size('documents') + pg_total_relation_size('postings')",
             &[],
         )
         .await?
@@ -499,6 +499,7 @@ async fn run_postgres(
         ],
     )
     .await?;
+    let fused_in_sql = fused_in_sql(&retriever, embedder, args, &app.config.retrieval()).await?;
     let report = report(
         args,
         base,
@@ -507,6 +508,7 @@ async fn run_postgres(
         searched,
         json!({
             "store": "postgres",
+            "hybrid_rrf_in_sql": fused_in_sql,
             "build_s": build_s,
             "reopen_s": reopen_s,
             "disk_bytes": disk,
@@ -515,6 +517,48 @@ async fn run_postgres(
     write_json(args.out.as_deref(), &report)?;
     print_json(&report)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Latency of hybrid search fused inside Postgres (`PgStore::fused`: one statement, RRF in
+/// SQL) plus loading the hits' chunks, to set beside the retriever's fusion in Rust (two
+/// statements side by side, RRF in Rust), which `measure` times the same way. Returns the
+/// percentiles and the share of queries whose top 10 equals the Rust fusion's.
+async fn fused_in_sql(
+    retriever: &HybridRetriever<SentenceEmbedder, PgStore>,
+    embedder: &SentenceEmbedder,
+    args: &ScaleArgs,
+    config: &metarag_retrieve::RetrievalConfig,
+) -> Result<Value> {
+    let mut questions = metarag_eval::load_dataset(&args.questions)?;
+    questions.truncate(args.queries);
+    let store = retriever.store();
+    let fusion = metarag_pgstore::SqlFusion {
+        n: 10,
+        depth: config.candidates,
+        bm25_weight: config.bm25_weight,
+        dense_weight: config.dense_weight,
+        rrf_k: config.rrf_k,
+    };
+    let mut ms = Vec::with_capacity(questions.len());
+    let mut same = 0;
+    for q in &questions {
+        let v = embedder.embed_query(&q.question).await?;
+        let t = Instant::now();
+        let fused = store
+            .fused(&q.question, &v, &fusion, &metarag_core::Filter::default())
+            .await?;
+        let ids: Vec<_> = fused.iter().map(|f| f.id).collect();
+        StoreRead::chunks(store, &ids).await?;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let mut request = SearchRequest::new(q.question.clone(), 10);
+        request.mode = SearchMode::Text;
+        let (hits, _) = retriever.search_timed(&request).await?;
+        same += usize::from(hits.iter().map(|h| h.chunk.id).eq(ids.iter().copied()));
+    }
+    Ok(json!({
+        "search_excluding_query_embedding": percentiles(&ms),
+        "same_top10_as_rust_fusion": same as f64 / questions.len().max(1) as f64,
+    }))
 }
 
 /// One run's report: the figures both stores share, the search figures of [`measure`] and
