@@ -130,6 +130,7 @@ impl App {
         c.hnsw_m = self.config.raw.index.hnsw_m;
         c.hnsw_ef_construction = self.config.raw.index.hnsw_ef_construction;
         c.hnsw_ef_search = self.config.raw.index.hnsw_ef_search;
+        c.bm25_title_boost = self.config.raw.index.bm25_title_boost;
         c.tls = self.pg_tls();
         c
     }
@@ -265,6 +266,7 @@ impl App {
             format,
             corpus,
             batch_chunks: raw.batch_chunks,
+            metadata: serde_json::Map::new(),
         }
     }
 

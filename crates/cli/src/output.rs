@@ -43,9 +43,43 @@ pub fn parse_date(s: &str) -> Result<i64> {
     })
 }
 
+/// Parses `KEY=VALUE` metadata given to `flag`: a value that reads as a JSON number,
+/// boolean or string (`2020`, `true`, `"2020"`) is that; anything else is the text as
+/// written.
+pub fn parse_meta(s: &str, flag: &str) -> Result<(String, serde_json::Value)> {
+    let Some((key, value)) = s.split_once('=') else {
+        return Err(UserError(format!("{flag} `{s}`: expected KEY=VALUE")).into());
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(UserError(format!("{flag} `{s}`: the key is empty")).into());
+    }
+    let value = match serde_json::from_str::<serde_json::Value>(value) {
+        Ok(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v,
+        Ok(v @ serde_json::Value::String(_)) => v,
+        _ => serde_json::Value::String(value.to_string()),
+    };
+    Ok((key.to_string(), value))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metadata_flags_read_numbers_booleans_and_text() {
+        let v = |s| parse_meta(s, "--meta").unwrap().1;
+        assert_eq!(v("year=2020"), serde_json::json!(2020));
+        assert_eq!(v("draft=true"), serde_json::json!(true));
+        assert_eq!(v("year=\"2020\""), serde_json::json!("2020"));
+        assert_eq!(v("team=ops=core"), serde_json::json!("ops=core"));
+        assert_eq!(v("tags=[1,2]"), serde_json::json!("[1,2]"));
+        assert_eq!(parse_meta(" team =ops", "--meta").unwrap().0, "team");
+        for bad in ["team", "=ops"] {
+            let e = parse_meta(bad, "--where").unwrap_err().to_string();
+            assert!(e.contains("--where"), "{e}");
+        }
+    }
 
     #[test]
     fn dates() {

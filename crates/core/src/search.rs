@@ -2,6 +2,7 @@
 
 use crate::{Chunk, ChunkId, DocId};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Which retriever produced a ranking.
 #[derive(
@@ -129,6 +130,12 @@ pub struct Filter {
     /// Only documents dated before this Unix time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date_to: Option<i64>,
+    /// Only documents whose metadata holds each of these keys with this value, or with a
+    /// list that contains it (`{"team": "ops", "tags": "urgent"}` matches
+    /// `{"team": "ops", "tags": ["urgent", "q3"]}`). Values are strings, numbers or
+    /// booleans; numbers compare by value (`2` matches `2.0`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, serde_json::Value>,
 }
 
 impl Filter {
@@ -138,7 +145,37 @@ impl Filter {
             && self.title_contains.is_none()
             && self.date_from.is_none()
             && self.date_to.is_none()
+            && self.metadata.is_empty()
     }
+
+    /// Checks what the type cannot: metadata values are scalars (a list or object would
+    /// mean different things to different stores), keys are not empty.
+    pub fn validate(&self) -> crate::Result<()> {
+        for (key, value) in &self.metadata {
+            let field = || format!("filter.metadata.{key}");
+            if key.is_empty() {
+                return Err(crate::Error::Invalid {
+                    field: "filter.metadata".into(),
+                    reason: "a key is empty".into(),
+                });
+            }
+            if !is_scalar(value) {
+                return Err(crate::Error::Invalid {
+                    field: field(),
+                    reason: format!("{value} is not a string, number or boolean"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A string, number or boolean: what a metadata filter may compare with.
+fn is_scalar(v: &serde_json::Value) -> bool {
+    matches!(
+        v,
+        serde_json::Value::String(_) | serde_json::Value::Number(_) | serde_json::Value::Bool(_)
+    )
 }
 
 /// A search as the retriever layer receives it.

@@ -76,6 +76,11 @@ pub struct Document {
     pub ingested_at: i64,
     /// Number of chunks stored for it.
     pub chunk_count: u32,
+    /// Key-value metadata, from the source (a corpus record's `metadata` object, Markdown
+    /// front matter) and from the ingest (`--meta`); searchable with
+    /// [`Filter::metadata`](crate::Filter::metadata).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
     /// The extracted text that chunk byte offsets point into.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,

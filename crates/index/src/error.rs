@@ -78,6 +78,10 @@ pub enum Error {
         /// The holder's process id, if it wrote one.
         pid: Option<u32>,
     },
+    /// A search filter the index cannot apply (a metadata value that is a list); the
+    /// message names the field.
+    #[error("{0}")]
+    Filter(String),
     /// A write to an index opened read-only.
     #[error("the index at {0} is open read-only (another process is writing to it)")]
     ReadOnly(PathBuf),
@@ -98,6 +102,7 @@ impl Error {
             | Error::Dimension { .. }
             | Error::QueryDimension { .. }
             | Error::Busy { .. }
+            | Error::Filter(_)
             | Error::ReadOnly(_) => Fault::User,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Fault::User

@@ -7,7 +7,9 @@ use metarag_core::{
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use std::path::Path;
 
-const SCHEMA_VERSION: &str = "1";
+/// Version 2 added `documents.metadata` (JSON text); a version-1 index gains the column,
+/// empty for every document, when it is first opened.
+const SCHEMA_VERSION: &str = "2";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -21,7 +23,8 @@ CREATE TABLE IF NOT EXISTS documents(
     date INTEGER,
     ingested_at INTEGER NOT NULL,
     chunk_count INTEGER NOT NULL,
-    text TEXT
+    text TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}'
 );
 -- AUTOINCREMENT: ids are never reused, so a chunk id held by a caller can't come to mean
 -- another text after its document was replaced.
@@ -79,6 +82,17 @@ impl Db {
         match db.meta("schema_version")? {
             None => db.set_meta("schema_version", SCHEMA_VERSION)?,
             Some(v) if v == SCHEMA_VERSION => {}
+            Some(v) if v == "1" => {
+                let tx = db.conn.unchecked_transaction()?;
+                tx.execute_batch(
+                    "ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'",
+                )?;
+                tx.execute(
+                    "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+                    [SCHEMA_VERSION],
+                )?;
+                tx.commit()?;
+            }
             Some(v) => {
                 return Err(Error::Corrupt(format!(
                     "{}: schema version {v}, this metarag reads version {SCHEMA_VERSION}",
@@ -233,7 +247,7 @@ impl Db {
 
     pub fn document(&self, id: &DocId) -> Result<Option<Document>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text FROM documents WHERE doc_id = ?1",
+            "SELECT doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text, metadata FROM documents WHERE doc_id = ?1",
         )?;
         match stmt
             .query_row([id.as_str()], |r| row_to_document(r, true))
@@ -246,7 +260,7 @@ impl Db {
 
     pub fn documents(&self) -> Result<Vec<Document>> {
         let mut stmt = self.conn.prepare(
-            "SELECT doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, NULL FROM documents ORDER BY doc_id",
+            "SELECT doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, NULL, metadata FROM documents ORDER BY doc_id",
         )?;
         let rows = stmt.query_map([], |r| row_to_document(r, false))?;
         let mut out = Vec::new();
@@ -279,6 +293,42 @@ impl Db {
         if let Some(to) = filter.date_to {
             sql.push_str(" AND date < ?");
             args.push(to.into());
+        }
+        filter
+            .validate()
+            .map_err(|e| Error::Filter(e.to_string()))?;
+        for (key, value) in &filter.metadata {
+            // The key's value, or an element of its list, of the same JSON type and equal:
+            // `json_each` gives scalars as SQL values (numbers compare by value) and booleans
+            // as 1/0, so the type is compared too.
+            let (types, v): (&str, rusqlite::types::Value) = match value {
+                serde_json::Value::String(s) => ("'text'", s.clone().into()),
+                serde_json::Value::Bool(b) => (if *b { "'true'" } else { "'false'" }, 1.into()),
+                serde_json::Value::Number(n) => match n.as_i64() {
+                    Some(i) => ("'integer', 'real'", i.into()),
+                    None => ("'integer', 'real'", n.as_f64().unwrap_or(f64::NAN).into()),
+                },
+                // `validate` refused the rest.
+                _ => continue,
+            };
+            let matches = |alias: &str| {
+                if value.is_boolean() {
+                    format!("{alias}.type IN ({types})")
+                } else {
+                    format!("{alias}.type IN ({types}) AND {alias}.value = ?")
+                }
+            };
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM json_each(documents.metadata) AS m WHERE m.key = ? AND \
+                 (({m}) OR (m.type = 'array' AND EXISTS (SELECT 1 FROM json_each(m.value) AS e WHERE {e}))))",
+                m = matches("m"),
+                e = matches("e"),
+            ));
+            args.push(key.clone().into());
+            if !value.is_boolean() {
+                args.push(v.clone());
+                args.push(v);
+            }
         }
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(params_from_iter(args), |r| r.get::<_, String>(0))?;
@@ -384,8 +434,8 @@ impl Tx<'_> {
     pub fn insert_document(&self, u: &DocumentUpdate) -> Result<Vec<ChunkId>> {
         let d = &u.document;
         self.tx.execute(
-            "INSERT INTO documents(doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO documents(doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text, metadata)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 d.id.as_str(),
                 d.title,
@@ -397,6 +447,7 @@ impl Tx<'_> {
                 d.ingested_at,
                 u.chunks.len() as i64,
                 d.text,
+                serde_json::Value::Object(d.metadata.clone()).to_string(),
             ],
         )?;
         let mut stmt = self.tx.prepare_cached(
@@ -562,7 +613,7 @@ fn row_to_document(r: &rusqlite::Row<'_>, with_text: bool) -> rusqlite::Result<P
         ))));
     };
     let doc = Document {
-        id: match DocId::new(id) {
+        id: match DocId::new(id.as_str()) {
             Ok(id) => id,
             Err(e) => return Ok(Err(Error::Corrupt(e.to_string()))),
         },
@@ -575,6 +626,17 @@ fn row_to_document(r: &rusqlite::Row<'_>, with_text: bool) -> rusqlite::Result<P
         ingested_at: r.get(7)?,
         chunk_count: r.get(8)?,
         text: if with_text { r.get(9)? } else { None },
+        metadata: match serde_json::from_str(&r.get::<_, String>(10)?) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(other) => {
+                return Ok(Err(Error::Corrupt(format!(
+                    "document {id}: metadata {other}"
+                ))));
+            }
+            Err(e) => {
+                return Ok(Err(Error::Corrupt(format!("document {id}: metadata: {e}"))));
+            }
+        },
     };
     Ok(Ok(doc))
 }
@@ -604,5 +666,42 @@ mod tests {
         let v = vec![0.0, -1.5, f32::MIN_POSITIVE, 3.25];
         assert_eq!(blob_to_vector(&vector_to_blob(&v)).unwrap(), v);
         assert!(blob_to_vector(&[0, 1, 2]).is_err());
+    }
+
+    #[test]
+    fn a_version_1_database_gains_empty_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        {
+            // The documents table as version 1 wrote it, with a document in it.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&SCHEMA.replace(",\n    metadata TEXT NOT NULL DEFAULT '{}'", ""))
+                .unwrap();
+            conn.execute_batch(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', '1');
+                 INSERT INTO documents(doc_id, title, source, format, content_hash, bytes, ingested_at, chunk_count)
+                 VALUES ('old', 'Old', '/old', 'text', 'h', 3, 0, 0);",
+            )
+            .unwrap();
+            let has_column: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM pragma_table_info('documents') WHERE name = 'metadata'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(has_column, 0, "the v1 schema is really v1");
+        }
+        let db = Db::open(&path).unwrap();
+        assert_eq!(
+            db.meta("schema_version").unwrap().as_deref(),
+            Some(SCHEMA_VERSION)
+        );
+        let doc = db.document(&DocId::new("old").unwrap()).unwrap().unwrap();
+        assert!(doc.metadata.is_empty());
+        assert_eq!(db.documents().unwrap().len(), 1);
+        drop(db);
+        // Opened again: nothing to migrate.
+        Db::open(&path).unwrap();
     }
 }

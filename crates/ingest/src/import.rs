@@ -32,6 +32,9 @@ pub struct DumpRecord {
     pub source: String,
     /// `metadata.date` (Unix seconds, or `YYYY-MM-DD`), if any.
     pub date: Option<i64>,
+    /// The rest of `metadata` (everything but `title`, `source` and `date`): the
+    /// document's metadata, searchable by filters.
+    pub metadata: serde_json::Map<String, Value>,
 }
 
 /// Settings of an import.
@@ -161,7 +164,12 @@ fn record(
             })?),
             Some(_) => return Err(format!("record `{id}`: field `metadata.date`: not a date")),
         };
+    let mut metadata = meta.cloned().unwrap_or_default();
+    for k in ["title", "source", "date"] {
+        metadata.remove(k);
+    }
     Ok(DumpRecord {
+        metadata,
         title: field("title").unwrap_or_else(|| id.clone()),
         source: field("source").unwrap_or_else(|| format!("{}#{id}", path.display())),
         id,
@@ -265,6 +273,9 @@ pub async fn import_dump<E: Embedder, S: Store>(
         for x in &r.embedding {
             hasher.update(&x.to_le_bytes());
         }
+        if !r.metadata.is_empty() {
+            hasher.update(Value::Object(r.metadata.clone()).to_string().as_bytes());
+        }
         let content_hash = format!("import:{}", hasher.finalize().to_hex());
         match existing.get(&id) {
             Some(h) if *h == content_hash => {
@@ -295,6 +306,7 @@ pub async fn import_dump<E: Embedder, S: Store>(
                 date: r.date,
                 ingested_at: now,
                 chunk_count: 1,
+                metadata: r.metadata,
                 text: Some(r.text),
             },
             chunks: vec![(draft, r.embedding)],

@@ -67,6 +67,9 @@ pub struct IngestOptions {
     /// Chunks embedded and written per batch: larger batches amortise index commits,
     /// smaller ones lose less work to an interruption.
     pub batch_chunks: usize,
+    /// Metadata set on every document of this ingest, over the keys the source gives
+    /// (`metarag ingest --meta team=ops`).
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Default for IngestOptions {
@@ -78,6 +81,7 @@ impl Default for IngestOptions {
             format: None,
             corpus: CorpusMode::Auto,
             batch_chunks: 1024,
+            metadata: serde_json::Map::new(),
         }
     }
 }
@@ -405,10 +409,20 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                             fail(&mut report, &mut outcome, doc.source.clone(), &e);
                             continue;
                         }
-                        let content_hash =
-                            blake3::hash(format!("{}|{fingerprint}", doc.raw_hash).as_bytes())
-                                .to_hex()
-                                .to_string();
+                        doc.metadata.extend(self.options.metadata.clone());
+                        // Metadata is part of what is stored: other metadata over the same
+                        // bytes is a change. (Left out when empty, so indexes written before
+                        // metadata existed stay unchanged.)
+                        let meta = if doc.metadata.is_empty() {
+                            String::new()
+                        } else {
+                            format!("|{}", serde_json::Value::Object(doc.metadata.clone()))
+                        };
+                        let content_hash = blake3::hash(
+                            format!("{}|{fingerprint}{meta}", doc.raw_hash).as_bytes(),
+                        )
+                        .to_hex()
+                        .to_string();
                         let previous = existing.get(&doc.id);
                         if previous == Some(&content_hash) {
                             outcome.unchanged += 1;
@@ -549,6 +563,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                         date: p.doc.date,
                         ingested_at: now,
                         chunk_count: chunks.len() as u32,
+                        metadata: p.doc.metadata,
                         text: Some(p.doc.text),
                     },
                     chunks,

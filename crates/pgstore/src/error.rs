@@ -77,6 +77,9 @@ pub enum Error {
     /// TLS could not be set up: an unreadable or empty CA file, or no usable protocol.
     #[error("store TLS: {0}")]
     Tls(String),
+    /// A search filter the store cannot apply (a metadata value that is a list).
+    #[error(transparent)]
+    Filter(metarag_core::Error),
     /// Stored data that does not parse.
     #[error("corrupt store data: {0}")]
     Corrupt(String),
@@ -93,7 +96,8 @@ impl Error {
             | Error::SchemaTooNew { .. }
             | Error::Dimension { .. }
             | Error::QueryDimension { .. }
-            | Error::Tls(_) => Fault::User,
+            | Error::Tls(_)
+            | Error::Filter(_) => Fault::User,
             Error::Db(_) | Error::Pool(_) | Error::Corrupt(_) => Fault::Internal,
         }
     }

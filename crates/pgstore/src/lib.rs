@@ -56,6 +56,9 @@ pub struct PgConfig {
     pub hnsw_ef_construction: usize,
     /// HNSW search candidate list (`hnsw.ef_search`), at least the hits asked for.
     pub hnsw_ef_search: usize,
+    /// Weight of the title field's BM25 beside the text's (the embedded index's
+    /// `bm25_title_boost`).
+    pub bm25_title_boost: f32,
     /// How the connection is encrypted (with the URL's `sslmode`).
     pub tls: TlsConfig,
 }
@@ -125,6 +128,7 @@ impl PgConfig {
             hnsw_m: 16,
             hnsw_ef_construction: 128,
             hnsw_ef_search: 128,
+            bm25_title_boost: 1.0,
             tls: TlsConfig::default(),
         }
     }
@@ -262,7 +266,7 @@ const CHUNK_COLUMNS: &str = "c.id, c.doc_id, c.title, c.ordinal, c.section, c.pa
 
 /// Columns of a document row, in the order [`document_from`] reads them.
 const DOC_COLUMNS: &str =
-    "id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count";
+    "id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, metadata";
 
 impl PgStore {
     /// Connects, applies the schema migrations the database lacks, and records or checks
@@ -345,9 +349,9 @@ impl PgStore {
             return Ok(Vec::new());
         }
         let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(query.to_string())];
-        let conditions = filter_sql(filter, &mut params);
+        let conditions = filter_sql(filter, &mut params)?;
         params.push(Box::new(n as i64));
-        let sql = bm25_sql(1, &conditions, params.len());
+        let sql = bm25_sql(1, &conditions, params.len(), self.config.bm25_title_boost);
         let client = self.pool.get().await?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as _).collect();
         let rows = client.query(&sql, &refs).await?;
@@ -371,7 +375,7 @@ impl PgStore {
         }
         let mut params: Vec<Box<dyn ToSql + Sync + Send>> =
             vec![Box::new(Vector::from(vector.to_vec()))];
-        let conditions = filter_sql(filter, &mut params);
+        let conditions = filter_sql(filter, &mut params)?;
         params.push(Box::new(n as i64));
         let sql = dense_sql(1, &conditions, params.len());
         self.query_dense(&sql, &params, n).await
@@ -428,10 +432,10 @@ impl PgStore {
             Box::new(query.to_string()),
             Box::new(Vector::from(vector.to_vec())),
         ];
-        let conditions = filter_sql(filter, &mut params);
+        let conditions = filter_sql(filter, &mut params)?;
         params.push(Box::new(fusion.depth.max(fusion.n) as i64));
         let depth = params.len();
-        let lexical = bm25_sql(1, &conditions, depth);
+        let lexical = bm25_sql(1, &conditions, depth, self.config.bm25_title_boost);
         let dense = dense_sql(2, &conditions, depth);
         for v in [fusion.bm25_weight, fusion.dense_weight, fusion.rrf_k] {
             params.push(Box::new(f64::from(v)));
@@ -473,39 +477,41 @@ impl PgStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let delete = tx
-            .prepare("DELETE FROM documents WHERE id = $1 RETURNING chunk_count, lexemes")
-            .await?;
-        // A document's postings from its chunks' `tsvector`s (term frequency = positions),
-        // and its lexeme count for the corpus statistics.
-        let index_doc = tx
             .prepare(
-                "WITH u AS (
-                     SELECT c.id, e.lexeme, COALESCE(array_length(e.positions, 1), 1) AS tf
-                     FROM chunks c, unnest(c.tsv) AS e(lexeme, positions, weights)
-                     WHERE c.doc_id = $1
-                 ),
-                 l AS (SELECT id, sum(tf)::int AS dl FROM u GROUP BY id),
-                 ins AS (
-                     INSERT INTO postings (lexeme, chunk_id, tf, dl)
-                     SELECT u.lexeme, u.id, u.tf, l.dl FROM u JOIN l USING (id)
-                 )
-                 UPDATE documents SET lexemes = (SELECT COALESCE(sum(dl), 0) FROM l)
-                 WHERE id = $1
-                 RETURNING lexemes",
+                "DELETE FROM documents WHERE id = $1 RETURNING chunk_count, lexemes, title_lexemes",
             )
             .await?;
-        // Chunks and lexemes added (removed, when negative) by this batch.
-        let (mut d_chunks, mut d_lexemes) = (0i64, 0i64);
-        // The deleted document's counts (no row when it was not stored).
-        let removed = |rows: Vec<Row>| {
-            rows.iter().fold((0i64, 0i64), |(c, l), r| {
-                (c + r.get::<_, i32>(0) as i64, l + r.get::<_, i64>(1))
-            })
+        // A document's postings from its chunks' `tsvector`s, and its lexeme counts for the
+        // corpus statistics.
+        let index_doc = tx
+            .prepare(concat!(
+                schema::postings_of!("AND c.doc_id = $1"),
+                ", ins AS (
+                     INSERT INTO postings (lexeme, chunk_id, tf, dl, title_tf, title_dl)
+                     SELECT u.lexeme, u.id, u.tf, l.dl, u.ttf, l.tdl FROM u JOIN l USING (id)
+                 )
+                 UPDATE documents
+                 SET lexemes = (SELECT COALESCE(sum(dl), 0) FROM l),
+                     title_lexemes = (SELECT COALESCE(sum(tdl), 0) FROM l)
+                 WHERE id = $1
+                 RETURNING lexemes, title_lexemes"
+            ))
+            .await?;
+        // Chunks, text lexemes and title lexemes added (removed, when negative) by this
+        // batch.
+        let mut delta = [0i64; 3];
+        // Subtracts the deleted document's counts (no row when it was not stored).
+        let removed = |rows: Vec<Row>, delta: &mut [i64; 3]| {
+            for r in rows {
+                delta[0] -= r.get::<_, i32>(0) as i64;
+                delta[1] -= r.get::<_, i64>(1);
+                delta[2] -= r.get::<_, i64>(2);
+            }
         };
         let insert_doc = tx
             .prepare(
-                "INSERT INTO documents (id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                "INSERT INTO documents (id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text, metadata)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             )
             .await?;
         let insert_chunk = tx
@@ -515,13 +521,12 @@ impl PgStore {
             )
             .await?;
         for id in &removals {
-            let (c, l) = removed(tx.query(&delete, &[&id.as_str()]).await?);
-            (d_chunks, d_lexemes) = (d_chunks - c, d_lexemes - l);
+            removed(tx.query(&delete, &[&id.as_str()]).await?, &mut delta);
         }
         for u in updates {
             let d = &u.document;
-            let (c, l) = removed(tx.query(&delete, &[&d.id.as_str()]).await?);
-            (d_chunks, d_lexemes) = (d_chunks - c + u.chunks.len() as i64, d_lexemes - l);
+            removed(tx.query(&delete, &[&d.id.as_str()]).await?, &mut delta);
+            delta[0] += u.chunks.len() as i64;
             tx.execute(
                 &insert_doc,
                 &[
@@ -535,6 +540,7 @@ impl PgStore {
                     &d.ingested_at,
                     &(u.chunks.len() as i32),
                     &d.text,
+                    &serde_json::Value::Object(d.metadata.clone()),
                 ],
             )
             .await?;
@@ -559,16 +565,15 @@ impl PgStore {
                 )
                 .await?;
             }
-            d_lexemes += tx
-                .query_one(&index_doc, &[&d.id.as_str()])
-                .await?
-                .get::<_, i64>(0);
+            let added = tx.query_one(&index_doc, &[&d.id.as_str()]).await?;
+            delta[1] += added.get::<_, i64>(0);
+            delta[2] += added.get::<_, i64>(1);
         }
         // Last, so concurrent writers wait on this one row only for the commit.
-        if d_chunks != 0 || d_lexemes != 0 {
+        if delta != [0; 3] {
             tx.execute(
-                "UPDATE corpus_stats SET chunks = chunks + $1, lexemes = lexemes + $2",
-                &[&d_chunks, &d_lexemes],
+                "UPDATE corpus_stats SET chunks = chunks + $1, lexemes = lexemes + $2, title_lexemes = title_lexemes + $3",
+                &[&delta[0], &delta[1], &delta[2]],
             )
             .await?;
         }
@@ -581,42 +586,54 @@ impl PgStore {
 /// text is `$query`, `conditions` come from [`filter_sql`] (over `d`, the documents).
 ///
 /// Okapi BM25 (k1 1.2, b 0.75, tantivy's defaults) over the postings of the query's
-/// English lexemes (stemmed, stop words removed): a lexeme's document frequency is the
-/// length of its posting range, counted while the range is read for scoring, so a query
-/// reads each range once and never a chunk row. Title and text count alike (the embedded
-/// index's title boost 1.0). IDF is over the whole corpus, as in tantivy; a filter then
-/// keeps the matching chunks, joined only when set.
-fn bm25_sql(query: usize, conditions: &str, limit: usize) -> String {
+/// English lexemes (stemmed, stop words removed), title and text as two fields summed
+/// (the title's times `title_boost`), as tantivy scores the embedded index: a lexeme's
+/// document frequency in each field is counted while its posting range is read for
+/// scoring, so a query reads each range once and never a chunk row. IDF is over the whole
+/// corpus, as in tantivy; a filter then keeps the matching chunks, joined only when set.
+fn bm25_sql(query: usize, conditions: &str, limit: usize, title_boost: f32) -> String {
     let join = if conditions.is_empty() {
         ""
     } else {
         "JOIN chunks c ON c.id = sc.id JOIN documents d ON d.id = c.doc_id"
     };
+    // One field's BM25 term: IDF from the field's document frequency, saturating term
+    // frequency, length normalised by the field's average.
+    let field = |tf: &str, dl: &str, df: &str, avg: &str| {
+        format!(
+            "CASE WHEN p.{tf} > 0 THEN ln(1 + (s.n - p.{df} + 0.5) / (p.{df} + 0.5))
+                 * p.{tf} * {k1p1} / (p.{tf} + {k1} * (1 - {b} + {b} * p.{dl} / s.{avg})) ELSE 0 END",
+            k1 = BM25_K1,
+            k1p1 = BM25_K1 + 1.0,
+            b = BM25_B,
+        )
+    };
+    let text = field("tf", "dl", "df", "avgdl");
+    let title = field("title_tf", "title_dl", "title_df", "avg_title");
     format!(
         "WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', ${query}))),
          s AS (
              SELECT greatest(chunks, 1)::float8 AS n,
-                    greatest(lexemes, 1)::float8 / greatest(chunks, 1) AS avgdl
+                    greatest(lexemes, 1)::float8 / greatest(chunks, 1) AS avgdl,
+                    greatest(title_lexemes, 1)::float8 / greatest(chunks, 1) AS avg_title
              FROM corpus_stats
          ),
          p AS (
-             SELECT p.chunk_id, p.tf, p.dl, count(*) OVER (PARTITION BY p.lexeme)::float8 AS df
+             SELECT p.chunk_id, p.tf, p.dl, p.title_tf, p.title_dl,
+                    (count(*) FILTER (WHERE p.tf > 0) OVER w)::float8 AS df,
+                    (count(*) FILTER (WHERE p.title_tf > 0) OVER w)::float8 AS title_df
              FROM q JOIN postings p ON p.lexeme = q.lexeme
+             WINDOW w AS (PARTITION BY p.lexeme)
          ),
          sc AS (
-             SELECT p.chunk_id AS id,
-                    sum(ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5))
-                        * p.tf * {k1p1} / (p.tf + {k1} * (1 - {b} + {b} * p.dl / s.avgdl)))::real AS score
+             SELECT p.chunk_id AS id, sum({text} + {title_boost}::float8 * {title})::real AS score
              FROM p, s
              GROUP BY p.chunk_id
          )
          SELECT sc.id, sc.score FROM sc {join}
          WHERE true{conditions}
          ORDER BY sc.score DESC, sc.id
-         LIMIT ${limit}",
-        k1 = BM25_K1,
-        k1p1 = BM25_K1 + 1.0,
-        b = BM25_B,
+         LIMIT ${limit}"
     )
 }
 
@@ -642,7 +659,8 @@ fn dense_sql(vector: usize, conditions: &str, limit: usize) -> String {
 }
 
 /// Appends the filter's conditions (each ` AND ...`) with their parameters.
-fn filter_sql(filter: &Filter, params: &mut Vec<Box<dyn ToSql + Sync + Send>>) -> String {
+fn filter_sql(filter: &Filter, params: &mut Vec<Box<dyn ToSql + Sync + Send>>) -> Result<String> {
+    filter.validate().map_err(Error::Filter)?;
     let mut sql = String::new();
     if !filter.doc_ids.is_empty() {
         let ids: Vec<String> = filter.doc_ids.iter().map(|d| d.to_string()).collect();
@@ -666,7 +684,17 @@ fn filter_sql(filter: &Filter, params: &mut Vec<Box<dyn ToSql + Sync + Send>>) -
         params.push(Box::new(to));
         sql.push_str(&format!(" AND d.date < ${}", params.len()));
     }
-    sql
+    for (key, value) in &filter.metadata {
+        // The value itself, or a list holding it; jsonb compares numbers by value.
+        params.push(Box::new(key.clone()));
+        let k = params.len();
+        params.push(Box::new(value.clone()));
+        let v = params.len();
+        sql.push_str(&format!(
+            " AND (d.metadata -> ${k} = ${v}::jsonb OR (jsonb_typeof(d.metadata -> ${k}) = 'array' AND d.metadata -> ${k} @> jsonb_build_array(${v}::jsonb)))"
+        ));
+    }
+    Ok(sql)
 }
 
 fn scored(row: &Row) -> ScoredChunk {
@@ -711,6 +739,10 @@ fn document_from(row: &Row, text: Option<String>) -> Result<Document> {
         date: row.get(6),
         ingested_at: row.get(7),
         chunk_count: row.get::<_, i32>(8) as u32,
+        metadata: match row.get::<_, serde_json::Value>(9) {
+            serde_json::Value::Object(m) => m,
+            other => return Err(Error::Corrupt(format!("document {id}: metadata {other}"))),
+        },
         text,
     })
 }
@@ -726,7 +758,7 @@ impl StoreRead for PgStore {
             .await
             .map_err(Error::from)?;
         Ok(match row {
-            Some(r) => Some(document_from(&r, r.get(9))?),
+            Some(r) => Some(document_from(&r, r.get(10))?),
             None => None,
         })
     }
@@ -860,13 +892,24 @@ mod tests {
             title_contains: Some("50%_off".into()),
             date_from: Some(1),
             date_to: Some(2),
+            metadata: [("team".to_string(), serde_json::json!("ops"))].into(),
         };
-        let sql = filter_sql(&f, &mut params);
-        assert_eq!(
-            sql,
-            " AND d.id = ANY($2) AND d.title ILIKE $3 AND d.date >= $4 AND d.date < $5"
+        let sql = filter_sql(&f, &mut params).unwrap();
+        assert!(
+            sql.starts_with(
+                " AND d.id = ANY($2) AND d.title ILIKE $3 AND d.date >= $4 AND d.date < $5 AND (d.metadata -> $6 = $7::jsonb OR"
+            ),
+            "{sql}"
         );
-        assert_eq!(params.len(), 5);
-        assert_eq!(filter_sql(&Filter::default(), &mut params), "");
+        assert_eq!(params.len(), 7);
+        assert_eq!(filter_sql(&Filter::default(), &mut params).unwrap(), "");
+        // A list value is refused, naming the key.
+        let f = Filter {
+            metadata: [("tags".to_string(), serde_json::json!(["a"]))].into(),
+            ..Default::default()
+        };
+        let err = filter_sql(&f, &mut params).unwrap_err();
+        assert!(err.to_string().contains("filter.metadata.tags"), "{err}");
+        assert_eq!(err.fault(), metarag_core::Fault::User);
     }
 }

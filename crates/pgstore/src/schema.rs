@@ -7,6 +7,30 @@ use deadpool_postgres::Object;
 /// The advisory lock key migrations and the embedder setup hold ("metarag" in ASCII).
 const LOCK: i64 = 0x006d_6574_6172_6167;
 
+/// The start of a statement over the postings of the chunks selected by `$cond` (SQL
+/// after `WHERE true`): `u` holds (chunk id, lexeme, `tf` in the text, `ttf` in the title)
+/// from each chunk's generated `tsvector`, whose positions carry weight `A` in the title
+/// and `B` in the text; `l` each chunk's text and title lengths in lexemes. Shared by the
+/// migration that fills the table and by every write, so both count alike.
+macro_rules! postings_of {
+    ($cond:literal) => {
+        concat!(
+            "WITH u AS (
+                 SELECT c.id, e.lexeme,
+                        cardinality(e.weights) - cardinality(array_positions(e.weights, 'A')) AS tf,
+                        cardinality(array_positions(e.weights, 'A')) AS ttf
+                 FROM chunks c, unnest(c.tsv) AS e(lexeme, positions, weights)
+                 WHERE true ",
+            $cond,
+            "
+             ),
+             l AS (SELECT id, sum(tf)::int AS dl, sum(ttf)::int AS tdl FROM u GROUP BY id)
+             "
+        )
+    };
+}
+pub(crate) use postings_of;
+
 /// Migrations in order; version `i + 1` is `MIGRATIONS[i]`. Never edit a released one:
 /// append a new one.
 pub const MIGRATIONS: &[&str] = &[
@@ -89,31 +113,35 @@ pub const MIGRATIONS: &[&str] = &[
     "#,
     // 3: BM25 from a postings table. Ranking through the GIN index read every matching
     // chunk's `tsvector` from TOAST and cost 212 ms a query at 100k chunks
-    // (docs/results/postgres.md); a posting row (lexeme, chunk, term frequency, chunk
-    // length) in a covering index makes a query one index range per query lexeme. The
-    // corpus's chunk and lexeme counts (for IDF and the average length) are one row kept by
-    // every write, and each document keeps its lexeme count so a removal can subtract it.
-    // The GIN index had no other reader.
-    r#"
+    // (docs/results/postgres.md); a posting row (lexeme, chunk, the lexeme's frequency and
+    // the chunk's length in the text and in the title) in a covering index makes a query
+    // one index range per query lexeme. Title and text are scored as two BM25 fields, as
+    // the embedded index's tantivy does. The corpus's chunk and lexeme counts (for IDF and
+    // the average lengths) are one row kept by every write, and each document keeps its
+    // lexeme counts so a removal can subtract them. The GIN index had no other reader.
+    concat!(
+        r#"
     CREATE TABLE postings (
         lexeme TEXT NOT NULL,
         chunk_id BIGINT NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
         tf INTEGER NOT NULL,
         dl INTEGER NOT NULL,
-        PRIMARY KEY (lexeme, chunk_id) INCLUDE (tf, dl)
+        title_tf INTEGER NOT NULL,
+        title_dl INTEGER NOT NULL,
+        PRIMARY KEY (lexeme, chunk_id) INCLUDE (tf, dl, title_tf, title_dl)
     );
     CREATE INDEX postings_chunk ON postings (chunk_id);
-    ALTER TABLE documents ADD COLUMN lexemes BIGINT NOT NULL DEFAULT 0;
-    WITH u AS (
-        SELECT c.id, e.lexeme, COALESCE(array_length(e.positions, 1), 1) AS tf
-        FROM chunks c, unnest(c.tsv) AS e(lexeme, positions, weights)
-    ),
-    l AS (SELECT id, sum(tf)::int AS dl FROM u GROUP BY id)
-    INSERT INTO postings (lexeme, chunk_id, tf, dl)
-    SELECT u.lexeme, u.id, u.tf, l.dl FROM u JOIN l USING (id);
-    UPDATE documents d SET lexemes = s.n
+    ALTER TABLE documents
+        ADD COLUMN lexemes BIGINT NOT NULL DEFAULT 0,
+        ADD COLUMN title_lexemes BIGINT NOT NULL DEFAULT 0;
+    "#,
+        postings_of!(""),
+        r#"
+    INSERT INTO postings (lexeme, chunk_id, tf, dl, title_tf, title_dl)
+    SELECT u.lexeme, u.id, u.tf, l.dl, u.ttf, l.tdl FROM u JOIN l USING (id);
+    UPDATE documents d SET lexemes = s.n, title_lexemes = s.t
     FROM (
-        SELECT c.doc_id, sum(p.tf) AS n
+        SELECT c.doc_id, sum(p.tf) AS n, sum(p.title_tf) AS t
         FROM postings p JOIN chunks c ON c.id = p.chunk_id
         GROUP BY c.doc_id
     ) s
@@ -121,12 +149,16 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE TABLE corpus_stats (
         one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
         chunks BIGINT NOT NULL,
-        lexemes BIGINT NOT NULL
+        lexemes BIGINT NOT NULL,
+        title_lexemes BIGINT NOT NULL
     );
-    INSERT INTO corpus_stats (chunks, lexemes)
-    SELECT (SELECT count(*) FROM chunks), (SELECT COALESCE(sum(tf), 0) FROM postings);
+    INSERT INTO corpus_stats (chunks, lexemes, title_lexemes)
+    SELECT (SELECT count(*) FROM chunks),
+           (SELECT COALESCE(sum(tf), 0) FROM postings),
+           (SELECT COALESCE(sum(title_tf), 0) FROM postings);
     DROP INDEX chunks_tsv;
-    "#,
+    "#
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -118,6 +118,8 @@ impl<E: Embedder, S: StoreRead> HybridRetriever<E, S> {
 
     async fn search_inner(&self, request: &SearchRequest) -> Result<(Vec<Hit>, SearchTimings)> {
         let graph_weight = self.config.graph_weight;
+        // Before any ranking runs: a bad filter is the caller's error, named by field.
+        request.filter.validate()?;
         if request.k == 0 {
             return Ok((Vec::new(), SearchTimings::default()));
         }

@@ -555,6 +555,9 @@ pub struct CorpusRecord {
     pub title: String,
     /// Its text.
     pub text: String,
+    /// Key-value metadata, searchable with a search's `filter.metadata`.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What one uploaded file gave.

@@ -97,6 +97,9 @@ async fn show(app: &App, id: &str, with_chunks: bool) -> Result<ExitCode> {
     println!("bytes:    {}", doc.bytes);
     println!("chunks:   {}", doc.chunk_count);
     println!("hash:     {}", doc.content_hash);
+    for (key, value) in &doc.metadata {
+        println!("meta:     {key} = {value}");
+    }
     for c in &chunks {
         let pages = c
             .draft

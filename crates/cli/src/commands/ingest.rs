@@ -40,12 +40,21 @@ pub struct Args {
     /// Skip files matching this glob; repeatable.
     #[arg(long)]
     pub exclude: Vec<String>,
+    /// Metadata set on every document ingested (over what the source gives), searchable
+    /// with `search --where KEY=VALUE`; repeatable. `2020` and `true` are a number and a
+    /// boolean, `'"2020"'` the text.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub meta: Vec<String>,
 }
 
 /// Ingests the paths into the index; exit code 3 when some files failed.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let embedder = app.embedder()?;
-    let options = app.ingest_options(args.format, args.include, args.exclude);
+    let mut options = app.ingest_options(args.format, args.include, args.exclude);
+    for m in &args.meta {
+        let (key, value) = crate::output::parse_meta(m, "--meta")?;
+        options.metadata.insert(key, value);
+    }
     let opened = app.store(&embedder, true, None).await?;
     let report = app
         .ingest_into_store(&opened.store, &args.paths, options, &embedder)

@@ -1,7 +1,7 @@
 //! `metarag search`: hybrid, text (BM25 + dense), BM25, dense or graph search over the index, with filters.
 
 use crate::app::App;
-use crate::output::{parse_date, print_json, truncate};
+use crate::output::{parse_date, parse_meta, print_json, truncate};
 use anyhow::Result;
 use clap::{Args as ClapArgs, ValueEnum};
 use metarag_core::{DocId, Filter, SearchRequest};
@@ -57,6 +57,10 @@ pub struct Args {
     /// Only documents dated before this day (YYYY-MM-DD or Unix seconds).
     #[arg(long)]
     pub before: Option<String>,
+    /// Only documents whose metadata has KEY equal to VALUE (or a list holding it);
+    /// repeatable, all must hold.
+    #[arg(long = "where", value_name = "KEY=VALUE")]
+    pub wheres: Vec<String>,
 }
 
 /// Searches the index and prints the hits with their scores and documents.
@@ -72,6 +76,11 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         title_contains: args.title,
         date_from: args.after.as_deref().map(parse_date).transpose()?,
         date_to: args.before.as_deref().map(parse_date).transpose()?,
+        metadata: args
+            .wheres
+            .iter()
+            .map(|w| parse_meta(w, "--where"))
+            .collect::<Result<_>>()?,
     };
     let request = SearchRequest {
         query: args.query,

@@ -212,6 +212,43 @@ fn ingest_search_update_remove() {
     let out = env.run(&["docs", "show", "no-such-doc"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-doc"));
+
+    // Metadata: given at ingest, filtered by search (types kept apart), shown by docs.
+    let ops = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ops.path().join("runbook.txt"),
+        "Ops runbook: the canal locks are inspected every spring.",
+    )
+    .unwrap();
+    let ops_dir = ops.path().to_str().unwrap();
+    env.json(&[
+        "ingest",
+        ops_dir,
+        "--meta",
+        "team=ops",
+        "--meta",
+        "year=2024",
+    ]);
+    let res = env.json(&["search", "canal locks", "--where", "team=ops"]);
+    let hits = res["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{res:#}");
+    assert!(
+        hits[0]["chunk"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("runbook")
+    );
+    let res = env.json(&["search", "canal locks", "--where", "year=\"2024\""]);
+    assert!(res["hits"].as_array().unwrap().is_empty(), "{res:#}");
+    let id = hits[0]["chunk"]["doc_id"].as_str().unwrap();
+    let shown = env.json(&["docs", "show", id]);
+    assert_eq!(
+        shown["document"]["metadata"],
+        serde_json::json!({"team": "ops", "year": 2024})
+    );
+    let out = env.run(&["search", "canal", "--where", "team"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--where `team`"));
 }
 
 #[test]

@@ -48,6 +48,7 @@ fn update(id: &str, title: &str, texts: &[&str], axis: usize, date: Option<i64>)
             date,
             ingested_at: 0,
             chunk_count: texts.len() as u32,
+            metadata: Default::default(),
             text: Some(texts.join("\n")),
         },
         chunks,

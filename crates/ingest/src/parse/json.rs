@@ -1,5 +1,5 @@
-//! JSON and JSONL: `{doc_id, title, text}` corpus records, or arbitrary JSON documents
-//! rendered as `key: value` lines.
+//! JSON and JSONL: `{doc_id, title, text, date, metadata}` corpus records, or arbitrary
+//! JSON documents rendered as `key: value` lines.
 
 use super::{ParsedDocument, decode, file_title, whole};
 use crate::{Error, Result};
@@ -126,6 +126,11 @@ fn record_doc(
             raw,
         );
         d.date = date_of(&v);
+        d.metadata = match v.get("metadata") {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(rec_err("`metadata` must be an object")),
+        };
         return Ok(d);
     }
     if mode == CorpusMode::Corpus {

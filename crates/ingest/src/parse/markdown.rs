@@ -1,22 +1,112 @@
-//! Markdown: the raw text is kept as is; sections follow the heading hierarchy.
+//! Markdown: the raw text is kept as is; sections follow the heading hierarchy. YAML
+//! front matter (Hugo, Jekyll, Obsidian, Docusaurus) gives the title, the date and the
+//! document's metadata.
 
 use super::{ParsedDocument, Section, assemble, decode, file_title};
-use crate::Result;
+use crate::{Error, Result};
 use metarag_core::{DocFormat, DocId};
-use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, MetadataBlockKind, Options, Parser, Tag, TagEnd};
+use serde_json::{Map, Value};
 use std::path::Path;
+use yaml_rust2::{Yaml, YamlLoader};
 
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let text = decode(path, bytes, "markdown")?;
     let (title, sections) = sections(&text);
-    Ok(assemble(
+    let mut metadata = match front_matter(&text) {
+        Some(yaml) => front_matter_metadata(yaml).map_err(|reason| Error::Parse {
+            path: path.to_path_buf(),
+            format: "markdown",
+            reason: format!("front matter: {reason}"),
+        })?,
+        None => Map::new(),
+    };
+    // `title` and `date` are the document's own fields, not metadata.
+    let front_title = match metadata.remove("title") {
+        Some(Value::String(t)) if !t.trim().is_empty() => Some(t.trim().to_string()),
+        _ => None,
+    };
+    let date = metadata.remove("date").and_then(|d| match d {
+        Value::String(s) => metarag_core::time::parse_day(s.get(..10).unwrap_or(&s)),
+        Value::Number(n) => n.as_i64(),
+        _ => None,
+    });
+    let mut doc = assemble(
         path,
         id,
-        title.unwrap_or_else(|| file_title(path)),
+        front_title.or(title).unwrap_or_else(|| file_title(path)),
         DocFormat::Markdown,
         (text.to_string(), sections),
         bytes,
-    ))
+    );
+    doc.date = date;
+    doc.metadata = metadata;
+    Ok(doc)
+}
+
+/// The YAML of a front matter block (`---` lines around it at the top of the file).
+fn front_matter(text: &str) -> Option<&str> {
+    let mut in_block = false;
+    for (event, range) in
+        Parser::new_ext(text, Options::ENABLE_YAML_STYLE_METADATA_BLOCKS).into_offset_iter()
+    {
+        match event {
+            Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle)) => in_block = true,
+            Event::Text(_) if in_block => return Some(&text[range]),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Front matter as JSON metadata: a mapping of keys to scalars, lists and nested
+/// mappings. Anything else (a list at the top, YAML that does not parse) is an error
+/// naming the problem, so a typo does not silently drop the metadata a filter relies on.
+fn front_matter_metadata(yaml: &str) -> std::result::Result<Map<String, Value>, String> {
+    let docs = YamlLoader::load_from_str(yaml).map_err(|e| e.to_string())?;
+    match docs.into_iter().next() {
+        None | Some(Yaml::Null) => Ok(Map::new()),
+        Some(Yaml::Hash(h)) => {
+            let mut out = Map::new();
+            for (k, v) in h {
+                let key = match k {
+                    Yaml::String(s) => s,
+                    Yaml::Integer(i) => i.to_string(),
+                    Yaml::Real(r) => r,
+                    Yaml::Boolean(b) => b.to_string(),
+                    other => return Err(format!("key {other:?} is not a name")),
+                };
+                out.insert(key, to_json(v));
+            }
+            Ok(out)
+        }
+        Some(_) => Err("not a mapping of keys to values".into()),
+    }
+}
+
+/// A YAML value as JSON (aliases and unparsable reals become null).
+fn to_json(v: Yaml) -> Value {
+    match v {
+        Yaml::String(s) => Value::String(s),
+        Yaml::Integer(i) => Value::from(i),
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::Null, Value::Number),
+        Yaml::Boolean(b) => Value::Bool(b),
+        Yaml::Array(a) => Value::Array(a.into_iter().map(to_json).collect()),
+        Yaml::Hash(h) => Value::Object(
+            h.into_iter()
+                .filter_map(|(k, v)| match k {
+                    Yaml::String(s) => Some((s, to_json(v))),
+                    Yaml::Integer(i) => Some((i.to_string(), to_json(v))),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,
+    }
 }
 
 /// Splits markdown at headings. Each section runs from its heading line to the next
@@ -85,5 +175,46 @@ mod tests {
         assert_eq!(&md[s[2].range.clone()], "## B\n\ntext b\n\n");
         // Sections tile the text without gaps.
         assert_eq!(s.last().unwrap().range.end, md.len());
+    }
+
+    fn parsed(md: &str) -> Result<ParsedDocument> {
+        parse(
+            Path::new("/notes/post.md"),
+            &DocId::new("post").unwrap(),
+            md.as_bytes(),
+        )
+    }
+
+    #[test]
+    fn front_matter_gives_title_date_and_metadata() {
+        let md = "---\ntitle: Lock maintenance\ndate: 2024-03-05T10:00:00Z\ntags: [canal, ops]\nteam: ops\nweight: 2.5\ndraft: false\nowner:\n  name: Ana\n---\n\n# Heading\n\nBody text.\n";
+        let d = parsed(md).unwrap();
+        assert_eq!(d.title, "Lock maintenance");
+        assert_eq!(d.date, Some(1_709_596_800));
+        assert_eq!(
+            Value::Object(d.metadata),
+            serde_json::json!({"tags": ["canal", "ops"], "team": "ops", "weight": 2.5, "draft": false, "owner": {"name": "Ana"}})
+        );
+        // The front matter is not taken for a heading.
+        let paths: Vec<_> = d.sections.iter().map(|s| s.path.join("/")).collect();
+        assert_eq!(paths, ["", "Heading"]);
+        // Without front matter, nothing changes; a rule further down is not front matter.
+        let d = parsed("# Title\n\n---\nkey: value\n---\n").unwrap();
+        assert_eq!(d.title, "Title");
+        assert!(d.metadata.is_empty() && d.date.is_none());
+    }
+
+    #[test]
+    fn broken_front_matter_names_the_file() {
+        for md in [
+            "---\ntags: [unclosed\n---\n\ntext\n",
+            "---\n- a\n- b\n---\n\ntext\n",
+        ] {
+            let e = parsed(md).unwrap_err().to_string();
+            assert!(
+                e.contains("/notes/post.md") && e.contains("front matter"),
+                "{e}"
+            );
+        }
     }
 }

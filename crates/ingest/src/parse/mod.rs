@@ -45,6 +45,8 @@ pub struct ParsedDocument {
     pub bytes: u64,
     /// Date, if the source had one (Unix seconds).
     pub date: Option<i64>,
+    /// Key-value metadata the source carried (a corpus record's `metadata` object).
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Which parser reads a file: by extension, or forced.
@@ -281,6 +283,7 @@ pub(crate) fn assemble(
         raw_hash: hash(raw),
         bytes: raw.len() as u64,
         date: None,
+        metadata: serde_json::Map::new(),
     }
 }
 

@@ -587,3 +587,76 @@ async fn a_runaway_heading_title_is_cut_and_the_file_goes_in() {
         .unwrap();
     assert!(!found.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_from_records_and_the_ingest_is_stored_filterable_and_part_of_the_hash() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(embedder.max_tokens(), 32);
+    let file = src.path().join("notes.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"id": "n1", "title": "Pump", "text": "The pump was serviced.", "metadata": {"team": "ops", "tags": ["plant"]}}"#,
+            "\n",
+            r#"{"id": "n2", "title": "Valve", "text": "The valve was replaced.", "metadata": {"team": "eng"}}"#,
+            "\n",
+            r#"{"id": "n3", "title": "Bad", "text": "Metadata that is not an object.", "metadata": 3}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let mut options = IngestOptions::default();
+    options
+        .metadata
+        .insert("site".into(), serde_json::json!("north"));
+    let report = Ingester::new(&chunker, &embedder, &index, options.clone())
+        .run(std::slice::from_ref(&file), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.added, 2);
+    assert_eq!(report.failures.len(), 1);
+    assert!(
+        report.failures[0]
+            .error
+            .contains("`metadata` must be an object"),
+        "{:?}",
+        report.failures
+    );
+    let n1 = StoreRead::document(&index, &DocId::new("n1").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        serde_json::Value::Object(n1.metadata),
+        serde_json::json!({"team": "ops", "tags": ["plant"], "site": "north"})
+    );
+    let filter = Filter {
+        metadata: [("team".to_string(), serde_json::json!("eng"))].into(),
+        ..Default::default()
+    };
+    let hits = index.lexical("replaced serviced", 10, &filter).unwrap();
+    assert_eq!(hits.len(), 1);
+
+    // The same bytes again: unchanged; under other ingest metadata: updated.
+    let again = Ingester::new(&chunker, &embedder, &index, options.clone())
+        .run(std::slice::from_ref(&file), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((again.unchanged, again.updated), (2, 0));
+    options
+        .metadata
+        .insert("site".into(), serde_json::json!("south"));
+    let moved = Ingester::new(&chunker, &embedder, &index, options)
+        .run(std::slice::from_ref(&file), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((moved.unchanged, moved.updated), (0, 2));
+    let n2 = StoreRead::document(&index, &DocId::new("n2").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n2.metadata["site"], serde_json::json!("south"));
+}

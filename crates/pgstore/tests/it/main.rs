@@ -61,6 +61,7 @@ fn update_with(
             date,
             ingested_at: 0,
             chunk_count: texts.len() as u32,
+            metadata: Default::default(),
             text: Some(texts.join("\n")),
         },
         chunks,
@@ -68,7 +69,7 @@ fn update_with(
 }
 
 fn corpus() -> Vec<DocumentUpdate> {
-    vec![
+    let mut docs = vec![
         update(
             "a",
             "Panama Canal",
@@ -90,7 +91,16 @@ fn corpus() -> Vec<DocumentUpdate> {
             6,
             None,
         ),
-    ]
+    ];
+    let metadata = [
+        serde_json::json!({"team": "ops", "tags": ["canal", "history"], "year": 1914}),
+        serde_json::json!({"team": "docs", "year": 1869.0}),
+        serde_json::json!({"team": "ops", "draft": true}),
+    ];
+    for (d, m) in docs.iter_mut().zip(metadata) {
+        d.document.metadata = m.as_object().unwrap().clone();
+    }
+    docs
 }
 
 async fn doc_of<S: StoreRead>(s: &S, id: metarag_core::ChunkId) -> String {
@@ -168,6 +178,73 @@ async fn conformance<S: Store>(s: &S, name: &str) {
     assert_eq!(near.len(), 1, "{name}");
     assert_eq!(doc_of(s, near[0].id).await, "b", "{name}");
 
+    // Metadata filters: a value, a list holding it, numbers by value, booleans, types
+    // kept apart, every condition at once.
+    let meta = |pairs: &[(&str, serde_json::Value)]| Filter {
+        metadata: pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        ..Default::default()
+    };
+    let docs_of = async |f: &Filter| {
+        let mut out = Vec::new();
+        for h in s.nearest(&vector(0), 3, f).await.unwrap() {
+            out.push(doc_of(s, h.id).await);
+        }
+        out.sort();
+        out
+    };
+    use serde_json::json;
+    for (filter, want) in [
+        (meta(&[("team", json!("ops"))]), vec!["a", "c"]),
+        (meta(&[("tags", json!("canal"))]), vec!["a"]),
+        (meta(&[("year", json!(1869))]), vec!["b"]),
+        (meta(&[("year", json!(1914.0))]), vec!["a"]),
+        (meta(&[("draft", json!(true))]), vec!["c"]),
+        (meta(&[("draft", json!(false))]), vec![]),
+        (
+            meta(&[("team", json!("ops")), ("year", json!(1914))]),
+            vec!["a"],
+        ),
+        (meta(&[("year", json!("1914"))]), vec![]),
+        (meta(&[("owner", json!("ops"))]), vec![]),
+    ] {
+        assert_eq!(
+            docs_of(&filter).await,
+            want,
+            "{name}: {:?}",
+            filter.metadata
+        );
+    }
+    let hits = s
+        .lexical("canal", 3, &meta(&[("team", json!("docs"))]))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "{name}");
+    assert_eq!(doc_of(s, hits[0].id).await, "b", "{name}");
+    let err = s
+        .nearest(&vector(0), 3, &meta(&[("tags", json!(["canal"]))]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.fault(), metarag_core::Fault::User, "{name}: {err}");
+    assert!(
+        err.to_string().contains("filter.metadata.tags"),
+        "{name}: {err}"
+    );
+    let stored = s
+        .document(&DocId::new("a").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.metadata["tags"],
+        json!(["canal", "history"]),
+        "{name}"
+    );
+    let listed = s.documents().await.unwrap();
+    assert_eq!(listed[2].metadata["draft"], json!(true), "{name}");
+
     // Replacing a document replaces all its chunks; the old ones are gone.
     let old: Vec<_> = s
         .lexical("Goldmark", 3, &Filter::default())
@@ -205,6 +282,10 @@ async fn conformance<S: Store>(s: &S, name: &str) {
         .unwrap()
         .unwrap();
     assert_eq!(doc.chunk_count, 2, "{name}");
+    assert!(
+        doc.metadata.is_empty(),
+        "{name}: the old metadata went with it"
+    );
     assert!(doc.text.unwrap().contains("1914"), "{name}");
     assert!(
         s.contains(&DocId::new("a").unwrap()).await.unwrap(),
@@ -305,23 +386,37 @@ async fn both_stores_pass_the_conformance_suite() {
 async fn assert_corpus_stats_match(store: &PgStore) {
     let client = store.database().client().await.unwrap();
     let kept = client
-        .query_one("SELECT chunks, lexemes FROM corpus_stats", &[])
+        .query_one(
+            "SELECT chunks, lexemes, title_lexemes FROM corpus_stats",
+            &[],
+        )
         .await
         .unwrap();
     let counted = client
         .query_one(
             "SELECT (SELECT count(*) FROM chunks),
+                    (SELECT COALESCE(sum(tf), 0)::bigint FROM postings),
+                    (SELECT COALESCE(sum(title_tf), 0)::bigint FROM postings),
                     (SELECT COALESCE(sum(dl), 0)::bigint FROM (SELECT DISTINCT chunk_id, dl FROM postings) p),
-                    (SELECT COALESCE(sum(lexemes), 0)::bigint FROM documents)",
+                    (SELECT COALESCE(sum(lexemes), 0)::bigint FROM documents),
+                    (SELECT COALESCE(sum(title_lexemes), 0)::bigint FROM documents)",
             &[],
         )
         .await
         .unwrap();
-    let kept: (i64, i64) = (kept.get(0), kept.get(1));
-    let counted: (i64, i64, i64) = (counted.get(0), counted.get(1), counted.get(2));
-    assert_eq!(kept, (counted.0, counted.1));
-    assert_eq!(counted.1, counted.2, "documents' lexeme counts");
-    assert!(kept.1 > 0);
+    let kept: [i64; 3] = [kept.get(0), kept.get(1), kept.get(2)];
+    let counted: [i64; 6] = std::array::from_fn(|i| counted.get(i));
+    assert_eq!(kept, [counted[0], counted[1], counted[2]]);
+    assert_eq!(
+        counted[1], counted[3],
+        "chunk lengths add up to the text lexemes"
+    );
+    assert_eq!(
+        [counted[1], counted[2]],
+        [counted[4], counted[5]],
+        "documents' lexeme counts"
+    );
+    assert!(kept[1] > 0 && kept[2] > 0);
 }
 
 #[tokio::test]

@@ -212,7 +212,7 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
     let (status, body) = s
         .post(
             "/v1/ingest",
-            json!({"records": [{"doc_id": "rec-1", "title": "Lake Mead", "text": "Lake Mead is the reservoir formed by Hoover Dam."}]}),
+            json!({"records": [{"doc_id": "rec-1", "title": "Lake Mead", "text": "Lake Mead is the reservoir formed by Hoover Dam.", "metadata": {"region": "west", "tags": ["water", "dam"]}}]}),
         )
         .await;
     assert_eq!(status, 200, "{body}");
@@ -245,6 +245,29 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
         !hits.is_empty() && hits.iter().all(|h| h["chunk"]["title"] == "Gatun Lake"),
         "{found}"
     );
+    // Metadata sent with a record filters searches; a list value is refused by name.
+    let (status, found) = s
+        .post(
+            "/v1/search",
+            json!({"query": "lake", "filter": {"metadata": {"tags": "water"}}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{found}");
+    let titles: Vec<&str> = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["chunk"]["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["Lake Mead"], "{found}");
+    let (status, err) = s
+        .post(
+            "/v1/search",
+            json!({"query": "lake", "filter": {"metadata": {"tags": ["water"]}}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{err}");
+    assert!(err.to_string().contains("filter.metadata.tags"), "{err}");
 
     let (status, strategies) = s.get("/v1/strategies").await;
     assert_eq!(status, 200);

@@ -350,6 +350,7 @@ fn batch(
                     date: None,
                     ingested_at: 0,
                     chunk_count: 1,
+                    metadata: Default::default(),
                     text: Some(text),
                 },
                 chunks: vec![(draft, vector)],
