@@ -481,25 +481,10 @@ impl PgStore {
                 "DELETE FROM documents WHERE id = $1 RETURNING chunk_count, lexemes, title_lexemes",
             )
             .await?;
-        // A document's postings from its chunks' `tsvector`s, and its lexeme counts for the
-        // corpus statistics.
-        let index_doc = tx
-            .prepare(concat!(
-                schema::postings_of!("AND c.doc_id = $1"),
-                ", ins AS (
-                     INSERT INTO postings (lexeme, chunk_id, tf, dl, title_tf, title_dl)
-                     SELECT u.lexeme, u.id, u.tf, l.dl, u.ttf, l.tdl FROM u JOIN l USING (id)
-                 )
-                 UPDATE documents
-                 SET lexemes = (SELECT COALESCE(sum(dl), 0) FROM l),
-                     title_lexemes = (SELECT COALESCE(sum(tdl), 0) FROM l)
-                 WHERE id = $1
-                 RETURNING lexemes, title_lexemes"
-            ))
-            .await?;
         // Chunks, text lexemes and title lexemes added (removed, when negative) by this
         // batch.
         let mut delta = [0i64; 3];
+        let mut written: Vec<String> = Vec::new();
         // Subtracts the deleted document's counts (no row when it was not stored).
         let removed = |rows: Vec<Row>, delta: &mut [i64; 3]| {
             for r in rows {
@@ -565,7 +550,33 @@ impl PgStore {
                 )
                 .await?;
             }
-            let added = tx.query_one(&index_doc, &[&d.id.as_str()]).await?;
+            written.push(d.id.to_string());
+        }
+        // The batch's postings from its chunks' `tsvector`s, in one statement, and each
+        // document's lexeme counts for the corpus statistics.
+        if !written.is_empty() {
+            let added = tx
+                .query_one(
+                    concat!(
+                        schema::postings_of!("AND c.doc_id = ANY($1)"),
+                        ", ins AS (
+                             INSERT INTO postings (lexeme, chunk_id, tf, dl, title_tf, title_dl)
+                             SELECT u.lexeme, u.id, u.tf, l.dl, u.ttf, l.tdl FROM u JOIN l USING (id)
+                         ),
+                         per AS (
+                             SELECT doc_id, sum(dl)::bigint AS n, sum(tdl)::bigint AS t
+                             FROM l GROUP BY doc_id
+                         ),
+                         upd AS (
+                             UPDATE documents d SET lexemes = per.n, title_lexemes = per.t
+                             FROM per WHERE d.id = per.doc_id
+                             RETURNING per.n, per.t
+                         )
+                         SELECT COALESCE(sum(n), 0)::bigint, COALESCE(sum(t), 0)::bigint FROM upd"
+                    ),
+                    &[&written],
+                )
+                .await?;
             delta[1] += added.get::<_, i64>(0);
             delta[2] += added.get::<_, i64>(1);
         }

@@ -8,15 +8,15 @@ use deadpool_postgres::Object;
 const LOCK: i64 = 0x006d_6574_6172_6167;
 
 /// The start of a statement over the postings of the chunks selected by `$cond` (SQL
-/// after `WHERE true`): `u` holds (chunk id, lexeme, `tf` in the text, `ttf` in the title)
-/// from each chunk's generated `tsvector`, whose positions carry weight `A` in the title
-/// and `B` in the text; `l` each chunk's text and title lengths in lexemes. Shared by the
+/// after `WHERE true`): `u` holds (chunk id, document id, lexeme, `tf` in the text, `ttf`
+/// in the title) from each chunk's generated `tsvector`, whose positions carry weight `A`
+/// in the title and `B` in the text; `l` each chunk's text and title lengths in lexemes. Shared by the
 /// migration that fills the table and by every write, so both count alike.
 macro_rules! postings_of {
     ($cond:literal) => {
         concat!(
             "WITH u AS (
-                 SELECT c.id, e.lexeme,
+                 SELECT c.id, c.doc_id, e.lexeme,
                         cardinality(e.weights) - cardinality(array_positions(e.weights, 'A')) AS tf,
                         cardinality(array_positions(e.weights, 'A')) AS ttf
                  FROM chunks c, unnest(c.tsv) AS e(lexeme, positions, weights)
@@ -24,7 +24,10 @@ macro_rules! postings_of {
             $cond,
             "
              ),
-             l AS (SELECT id, sum(tf)::int AS dl, sum(ttf)::int AS tdl FROM u GROUP BY id)
+             l AS (
+                 SELECT id, doc_id, sum(tf)::int AS dl, sum(ttf)::int AS tdl
+                 FROM u GROUP BY id, doc_id
+             )
              "
         )
     };

