@@ -7,8 +7,10 @@
 #   bash scripts/large-file.sh text   # 60 MB of prose (~15 M tokens: about half an hour
 #                                     # of embedding on two cores)
 #
-# Prints the ingest summary and the peak RSS; the text is generated from the QA corpora's
-# passages, so it reads like real documents and chunks like them.
+# Prints the ingest summary, the peak RSS and the RSS every 10 s (the curve shows which
+# phase holds the memory: parsing and chunking, embedding, the write); the text is
+# generated from the QA corpora's passages, so it reads like real documents and chunks
+# like them. SIZE_MB=6 makes a smaller file of the same kind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -16,16 +18,16 @@ kind="${1:-html}"
 dir="$(mktemp -d /tmp/metarag-large-XXXX)"
 mkdir -p "$dir/files" "$dir/home"
 ln -s "$METARAG_HOME/models" "$dir/home/models"
-python3 - "$dir/files" "$kind" <<'PY'
+python3 - "$dir/files" "$kind" "${SIZE_MB:-60}" <<'PY'
 import base64, json, random, sys
-out, kind = sys.argv[1], sys.argv[2]
+out, kind, size_mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
 random.seed(42)
 passages = []
 for corpus in ["hotpotqa", "2wikimultihopqa", "musique"]:
     for line in open(f"../shared/data/qa/{corpus}-corpus.jsonl"):
         r = json.loads(line)
         passages.append((r["title"], r["text"]))
-target = 60 * 1024 * 1024
+target = size_mb * 1024 * 1024
 if kind == "text":
     with open(f"{out}/large.md", "w") as f:
         size, i = 0, 0
@@ -60,6 +62,14 @@ PY
 ls -l "$dir/files"
 set +e
 METARAG_HOME="$dir/home" /usr/bin/time -v "$CARGO_TARGET_DIR/debug/metarag" ingest "$dir/files" \
-  2> >(grep -E "Maximum resident|Elapsed|files:|warning|error" >&2)
+  2> >(grep -E "Maximum resident|Elapsed|files:|warning|error" >&2) &
+job=$!
+start=$SECONDS
+while kill -0 "$job" 2>/dev/null; do
+  pid="$(pgrep -f "debug/metarag ingest $dir/files" | head -1)"
+  [ -n "$pid" ] && echo "rss at $((SECONDS - start)) s: $(($(ps -o rss= -p "$pid" 2>/dev/null || echo 0) / 1024)) MB" >&2
+  sleep 10
+done
+wait "$job"
 echo "exit code $?"
 rm -rf "$dir"

@@ -315,6 +315,13 @@ impl App {
                 let rate = d.1 as f64 / started.elapsed().as_secs_f64().max(1e-3);
                 bar.set_message(format!("{} chunks indexed, {rate:.0} tokens/s", d.0));
             }
+            IngestEvent::Embedded { done: embedded, of } => {
+                let d = done.lock().unwrap_or_else(|p| p.into_inner());
+                bar.set_message(format!(
+                    "{} chunks indexed; embedding a large batch: {embedded}/{of}",
+                    d.0
+                ));
+            }
             IngestEvent::Failed(f) => bar.suspend(|| eprintln!("warning: {}", failure_line(f))),
         };
         let ingester = Ingester::new(&chunker, embedder, store, options);

@@ -175,6 +175,14 @@ pub enum IngestEvent<'a> {
         /// Its documents.
         outcome: &'a FileOutcome,
     },
+    /// Part of a batch was embedded (sent for each slice of `batch_chunks` chunks, so a
+    /// document of many thousand chunks shows progress before it is written).
+    Embedded {
+        /// Chunks of the batch embedded so far.
+        done: usize,
+        /// Chunks in the batch.
+        of: usize,
+    },
     /// A batch was embedded and written.
     Batch {
         /// Chunks in the batch.
@@ -529,18 +537,38 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
             return Ok(());
         }
         let _span = tracing::info_span!("ingest.batch", documents = batch.len()).entered();
-        let inputs: Vec<String> = batch
-            .iter()
-            .flat_map(|p| p.chunks.iter().map(|c| c.embedding_input(&p.doc.title)))
-            .collect();
+        let chunks: usize = batch.iter().map(|p| p.chunks.len()).sum();
         let tokens: usize = batch
             .iter()
             .flat_map(|p| &p.chunks)
             .map(|c| c.token_count as usize)
             .sum();
+        // The embedder's inputs are made and embedded a slice at a time: one document of
+        // 60k chunks (a 60 MB file) would otherwise hold all its inputs, and the embedder's
+        // copy of them, beside its chunks (docs/results/reliability.md).
+        let step = self.options.batch_chunks.max(1);
+        let mut flat = batch.iter().flat_map(|p| {
+            p.chunks
+                .iter()
+                .map(move |c| c.embedding_input(&p.doc.title))
+        });
+        let mut vectors = Vec::with_capacity(chunks);
         let t = Instant::now();
-        let mut vectors = self.embedder.embed(&inputs).await?.into_iter();
+        loop {
+            let inputs: Vec<String> = flat.by_ref().take(step).collect();
+            if inputs.is_empty() {
+                break;
+            }
+            vectors.extend(self.embedder.embed(&inputs).await?);
+            if chunks > step {
+                on_event(IngestEvent::Embedded {
+                    done: vectors.len(),
+                    of: chunks,
+                });
+            }
+        }
         report.embed_seconds += t.elapsed().as_secs_f64();
+        let mut vectors = vectors.into_iter();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -570,7 +598,6 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                 }
             })
             .collect();
-        let chunks = inputs.len();
         self.store.apply(updates, Vec::new()).await?;
         report.chunks += chunks;
         report.tokens += tokens;

@@ -364,12 +364,7 @@ impl PgStore {
         n: usize,
         filter: &Filter,
     ) -> Result<Vec<ScoredChunk>> {
-        if vector.len() != self.config.dimension {
-            return Err(Error::QueryDimension {
-                expected: self.config.dimension,
-                got: vector.len(),
-            });
-        }
+        self.check_query(vector)?;
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -379,6 +374,17 @@ impl PgStore {
         params.push(Box::new(n as i64));
         let sql = dense_sql(1, &conditions, params.len());
         self.query_dense(&sql, &params, n).await
+    }
+
+    /// A query vector of the store's dimension, or the user's error saying both.
+    fn check_query(&self, vector: &[f32]) -> Result<()> {
+        if vector.len() != self.config.dimension {
+            return Err(Error::QueryDimension {
+                expected: self.config.dimension,
+                got: vector.len(),
+            });
+        }
+        Ok(())
     }
 
     /// Runs `sql`, which holds an HNSW scan for `n` rows, with the store's search settings.
@@ -419,12 +425,7 @@ impl PgStore {
         fusion: &SqlFusion,
         filter: &Filter,
     ) -> Result<Vec<ScoredChunk>> {
-        if vector.len() != self.config.dimension {
-            return Err(Error::QueryDimension {
-                expected: self.config.dimension,
-                got: vector.len(),
-            });
-        }
+        self.check_query(vector)?;
         if fusion.n == 0 {
             return Ok(Vec::new());
         }

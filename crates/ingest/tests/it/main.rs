@@ -660,3 +660,53 @@ async fn metadata_from_records_and_the_ingest_is_stored_filterable_and_part_of_t
         .unwrap();
     assert_eq!(n2.metadata["site"], serde_json::json!("south"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_document_larger_than_a_batch_is_embedded_in_slices_and_written_whole() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(64, 0);
+    let file = src.path().join("long.md");
+    let long: String = (0..60)
+        .map(|i| format!("Sentence {i} talks about quokkas and wombats at length. "))
+        .collect();
+    std::fs::write(&file, format!("# Long\n\n{long}\n")).unwrap();
+    let options = IngestOptions {
+        batch_chunks: 2,
+        ..Default::default()
+    };
+    let progress = std::sync::Mutex::new(Vec::new());
+    let report = Ingester::new(&chunker, &embedder, &index, options)
+        .run(std::slice::from_ref(&file), &|e| {
+            if let metarag_ingest::IngestEvent::Embedded { done, of } = e {
+                progress.lock().unwrap().push((done, of));
+            }
+        })
+        .await
+        .unwrap();
+    let progress = progress.into_inner().unwrap();
+    let chunks = report.chunks;
+    assert!(chunks > 4, "{chunks} chunks");
+    // Slices of two, in order, ending with the whole document; one write.
+    let done: Vec<usize> = progress.iter().map(|p| p.0).collect();
+    let want: Vec<usize> = (1..=chunks.div_ceil(2))
+        .map(|i| (2 * i).min(chunks))
+        .collect();
+    assert_eq!(done, want);
+    assert!(progress.iter().all(|p| p.1 == chunks));
+    let id = DocId::new(std::fs::canonicalize(&file).unwrap().display().to_string()).unwrap();
+    let stored = index.document_chunks(&id).unwrap();
+    assert_eq!(stored.len(), chunks);
+    // Each chunk got its own vector: the text of chunk i is found nearest to itself.
+    for c in stored.iter().step_by(3) {
+        let v = embedder
+            .embed(&[c.draft.embedding_input(&c.title)])
+            .await
+            .unwrap()
+            .remove(0);
+        let near = index.nearest(&v, 1, &Filter::default()).unwrap();
+        assert_eq!(near[0].id, c.id);
+    }
+}
