@@ -66,7 +66,7 @@ METARAG_HOME="$dir/home" /usr/bin/time -v "$CARGO_TARGET_DIR/debug/metarag" inge
 job=$!
 start=$SECONDS
 while kill -0 "$job" 2>/dev/null; do
-  pid="$(pgrep -f "debug/metarag ingest $dir/files" | head -1)"
+  pid="$(pgrep -f "^$CARGO_TARGET_DIR/debug/metarag ingest $dir/files" | head -1)"
   [ -n "$pid" ] && echo "rss at $((SECONDS - start)) s: $(($(ps -o rss= -p "$pid" 2>/dev/null || echo 0) / 1024)) MB" >&2
   sleep 10
 done
