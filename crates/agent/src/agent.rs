@@ -30,6 +30,8 @@ pub struct Ask {
     /// Whether to write an answer; `false` returns the verified context only (for
     /// strategies that support it: [`DynStrategy::context_only`]).
     pub generate: bool,
+    /// The documents the run may read (empty: the whole index); see [`Ask::with_scope`].
+    pub scope: metarag_core::Filter,
 }
 
 impl std::fmt::Debug for Ask {
@@ -41,6 +43,7 @@ impl std::fmt::Debug for Ask {
             .field("tap", &self.tap.is_some())
             .field("resume", &self.resume.is_some())
             .field("generate", &self.generate)
+            .field("scope", &self.scope)
             .finish()
     }
 }
@@ -55,7 +58,16 @@ impl Ask {
             tap: None,
             resume: None,
             generate: true,
+            scope: metarag_core::Filter::default(),
         }
+    }
+
+    /// Limits the run to the documents `scope` matches (a team's, a date range, a set of
+    /// ids): every search of every strategy is narrowed by it, including the unfiltered
+    /// retries strategies make when their own filters find too little.
+    pub fn with_scope(mut self, scope: metarag_core::Filter) -> Self {
+        self.scope = scope;
+        self
     }
 
     /// Stops before writing: the trace carries the route, the searches and the numbered
@@ -232,6 +244,9 @@ impl Agent {
         if let Some(records) = &ask.resume {
             strategy.check_resume(records).map_err(Error::Request)?;
         }
+        ask.scope
+            .validate()
+            .map_err(|e| Error::Request(e.to_string()))?;
         if !ask.generate && !strategy.context_only() {
             let able: Vec<&str> = self
                 .registry
@@ -247,7 +262,8 @@ impl Agent {
         }
         let setup = RunSetup {
             gateway: Gateway::new(self.deps.clone(), self.config.budget.clone())
-                .with_tap(ask.tap.clone()),
+                .with_tap(ask.tap.clone())
+                .with_scope(ask.scope.clone()),
             config: self.config.clone(),
             budget: self.config.budget.clone(),
             question: question.to_string(),

@@ -111,6 +111,8 @@ pub struct Gateway {
     budget: Budget,
     started: Instant,
     tap: Option<TokenTap>,
+    /// The documents this run may read: narrows every search.
+    scope: metarag_core::Filter,
     /// Every LLM call, in order.
     pub calls: Vec<CallRecord>,
     /// Totals.
@@ -125,9 +127,23 @@ impl Gateway {
             budget,
             started: Instant::now(),
             tap: None,
+            scope: metarag_core::Filter::default(),
             calls: Vec::new(),
             usage: RunUsage::default(),
         }
+    }
+
+    /// Limits every search of this run to the documents `scope` matches: a strategy's own
+    /// filter (a year, a title) narrows it further but never widens it, and a search the
+    /// two leave nothing to is not run.
+    pub fn with_scope(mut self, scope: metarag_core::Filter) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// The run's scope (empty: the whole index).
+    pub fn scope(&self) -> &metarag_core::Filter {
+        &self.scope
     }
 
     /// Streams every single-sample call's text to `tap` as it is generated.
@@ -296,6 +312,21 @@ impl Gateway {
                         .join(", ")
                 ))
             })?;
+        let scoped;
+        let request = if self.scope.is_empty() {
+            request
+        } else {
+            match self.scope.and(&request.filter) {
+                Some(filter) => {
+                    scoped = SearchRequest {
+                        filter,
+                        ..request.clone()
+                    };
+                    &scoped
+                }
+                None => return Ok(Vec::new()),
+            }
+        };
         let t = Instant::now();
         let hits = r.search_dyn(request).await;
         self.usage.search_ms += t.elapsed().as_secs_f64() * 1e3;

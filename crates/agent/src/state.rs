@@ -219,6 +219,7 @@ impl<E> Run<E> {
             short_answer,
             final_round: best,
             stop: graph.stop.clone(),
+            scope: self.gw.scope().clone(),
             calls: self.gw.calls,
             usage: self.gw.usage,
             graph,

@@ -319,6 +319,10 @@ pub struct Trace {
     /// asks when the model is busy); not part of `graph.wall_ms`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub queue_ms: f64,
+    /// The documents the run was limited to (`Ask::with_scope`): every search it made was
+    /// narrowed by this filter. Absent when the whole index was open to it.
+    #[serde(default, skip_serializing_if = "metarag_core::Filter::is_empty")]
+    pub scope: metarag_core::Filter,
 }
 
 fn is_zero(x: &f64) -> bool {

@@ -170,6 +170,59 @@ impl Filter {
     }
 }
 
+impl Filter {
+    /// This filter narrowed by `other`, as one filter: both must hold where a filter can
+    /// say so, and `self` (a scope: the documents an ask may read) always holds. `None`
+    /// when nothing can match (no document in both id lists, an empty date range).
+    ///
+    /// Where one filter cannot express both conditions, `self`'s is kept and `other`'s
+    /// dropped, so the result never reaches beyond `self`: two title texts of which neither
+    /// contains the other, or two values for one metadata key (a document whose list holds
+    /// both would match both).
+    pub fn and(&self, other: &Filter) -> Option<Filter> {
+        let doc_ids = match (self.doc_ids.is_empty(), other.doc_ids.is_empty()) {
+            (true, _) => other.doc_ids.clone(),
+            (false, true) => self.doc_ids.clone(),
+            (false, false) => {
+                let both: Vec<DocId> = self
+                    .doc_ids
+                    .iter()
+                    .filter(|d| other.doc_ids.contains(d))
+                    .cloned()
+                    .collect();
+                if both.is_empty() {
+                    return None;
+                }
+                both
+            }
+        };
+        let title_contains = match (&self.title_contains, &other.title_contains) {
+            (Some(a), Some(b)) if b.to_lowercase().contains(&a.to_lowercase()) => Some(b.clone()),
+            (Some(a), _) => Some(a.clone()),
+            (None, b) => b.clone(),
+        };
+        let date_from = self.date_from.max(other.date_from);
+        let date_to = match (self.date_to, other.date_to) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let (Some(from), Some(to)) = (date_from, date_to)
+            && from >= to
+        {
+            return None;
+        }
+        let mut metadata = other.metadata.clone();
+        metadata.extend(self.metadata.clone());
+        Some(Filter {
+            doc_ids,
+            title_contains,
+            date_from,
+            date_to,
+            metadata,
+        })
+    }
+}
+
 /// A string, number or boolean: what a metadata filter may compare with.
 fn is_scalar(v: &serde_json::Value) -> bool {
     matches!(
@@ -246,5 +299,62 @@ impl Hit {
     /// The id of the hit's chunk.
     pub fn chunk_id(&self) -> ChunkId {
         self.chunk.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(xs: &[&str]) -> Vec<DocId> {
+        xs.iter().map(|x| DocId::new(*x).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_scope_narrowed_by_a_request_never_reaches_beyond_the_scope() {
+        let scope = Filter {
+            doc_ids: ids(&["a", "b"]),
+            title_contains: Some("canal".into()),
+            date_from: Some(10),
+            date_to: Some(100),
+            metadata: [("team".to_string(), serde_json::json!("ops"))].into(),
+        };
+        // Nothing asked: the scope itself.
+        assert_eq!(scope.and(&Filter::default()), Some(scope.clone()));
+        // Both hold where one filter can say so.
+        let request = Filter {
+            doc_ids: ids(&["b", "c"]),
+            title_contains: Some("Panama Canal".into()),
+            date_from: Some(50),
+            date_to: Some(200),
+            metadata: [("year".to_string(), serde_json::json!(2024))].into(),
+        };
+        let both = scope.and(&request).unwrap();
+        assert_eq!(both.doc_ids, ids(&["b"]));
+        assert_eq!(both.title_contains.as_deref(), Some("Panama Canal"));
+        assert_eq!((both.date_from, both.date_to), (Some(50), Some(100)));
+        assert_eq!(both.metadata.len(), 2);
+        // Where it cannot, the scope's condition stays.
+        let other = Filter {
+            title_contains: Some("dam".into()),
+            metadata: [("team".to_string(), serde_json::json!("docs"))].into(),
+            ..Default::default()
+        };
+        let kept = scope.and(&other).unwrap();
+        assert_eq!(kept.title_contains.as_deref(), Some("canal"));
+        assert_eq!(kept.metadata["team"], serde_json::json!("ops"));
+        // Nothing can match.
+        let disjoint = Filter {
+            doc_ids: ids(&["z"]),
+            ..Default::default()
+        };
+        assert_eq!(scope.and(&disjoint), None);
+        let later = Filter {
+            date_from: Some(100),
+            ..Default::default()
+        };
+        assert_eq!(scope.and(&later), None);
+        // No scope: the request as it is.
+        assert_eq!(Filter::default().and(&request), Some(request));
     }
 }

@@ -275,6 +275,7 @@ impl Service {
                 question: body.question,
                 strategy: "router".into(),
                 context: None,
+                filter: body.filter,
             },
         )
         .await?
@@ -790,6 +791,9 @@ fn json_error(e: axum::extract::rejection::JsonRejection) -> Error {
 pub struct ContextBody {
     /// The question.
     pub question: String,
+    /// The documents the context may come from (a search's `filter`).
+    #[serde(default, skip_serializing_if = "Filter::is_empty")]
+    pub filter: Filter,
 }
 
 /// `POST /v1/context`'s answer: what a larger generator needs to answer, without an
@@ -835,6 +839,10 @@ pub struct AskBody {
     /// Gold-context mode: these paragraphs are the only sources; nothing is retrieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Vec<ContextParagraph>>,
+    /// The documents the answer may draw on (a search's `filter`: ids, title, dates,
+    /// metadata): every search the strategy makes is narrowed by it.
+    #[serde(default, skip_serializing_if = "Filter::is_empty")]
+    pub filter: Filter,
 }
 
 fn default_strategy() -> String {
@@ -881,7 +889,10 @@ async fn prepare(s: &Service, body: AskBody) -> Result<Ask> {
             registry.names().join(", ")
         ))
     })?;
-    let mut ask = Ask::new(body.question, body.strategy.as_str());
+    body.filter
+        .validate()
+        .map_err(|e| Error::bad_request(e.to_string()))?;
+    let mut ask = Ask::new(body.question, body.strategy.as_str()).with_scope(body.filter);
     match body.context {
         Some(paragraphs) => {
             if paragraphs.is_empty() {

@@ -8,6 +8,7 @@ mod cot;
 mod critic;
 mod real;
 mod router;
+mod scope;
 
 use metarag_agent::Passage;
 use metarag_core::{DynRetriever, Embedder};

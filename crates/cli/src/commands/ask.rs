@@ -51,6 +51,13 @@ pub struct Args {
     /// `strategies.mcts.rollouts`).
     #[arg(long)]
     pub rollouts: Option<usize>,
+    /// Answer only from documents whose metadata has KEY equal to VALUE (or a list
+    /// holding it); repeatable, all must hold. Every search of the strategy is limited.
+    #[arg(long = "where", value_name = "KEY=VALUE")]
+    pub wheres: Vec<String>,
+    /// Answer only from these documents; repeatable.
+    #[arg(long = "doc", value_name = "DOC_ID")]
+    pub docs: Vec<String>,
 }
 
 /// Reads a tree saved by `--save-tree`: one node per line; a line that is not a node is an
@@ -158,7 +165,20 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         }
     }
     let agent = builder.build()?;
-    let mut ask = Ask::new(args.question, args.strategy.as_str());
+    let scope = metarag_core::Filter {
+        doc_ids: args
+            .docs
+            .iter()
+            .map(metarag_core::DocId::new)
+            .collect::<Result<_, _>>()?,
+        metadata: args
+            .wheres
+            .iter()
+            .map(|w| crate::output::parse_meta(w, "--where"))
+            .collect::<Result<_>>()?,
+        ..Default::default()
+    };
+    let mut ask = Ask::new(args.question, args.strategy.as_str()).with_scope(scope);
     if let Some(c) = context {
         ask = ask.with_context(c);
     }

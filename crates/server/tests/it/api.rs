@@ -355,6 +355,27 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
         text.contains("metarag_asks_total{strategy=\"standard\",outcome=\"answered\"} 2"),
         "{text}"
     );
+
+    // A scoped ask: the sources come only from the documents the filter allows.
+    let (status, scoped) = s
+        .post(
+            "/v1/ask",
+            json!({"question": "When was the Hoover Dam built?", "strategy": "standard",
+                   "filter": {"metadata": {"region": "west"}}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{scoped}");
+    let docs: Vec<&str> = scoped["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["doc"].as_str().unwrap())
+        .collect();
+    assert!(
+        !docs.is_empty() && docs.iter().all(|d| *d == "rec-1"),
+        "{scoped}"
+    );
+    assert_eq!(scoped["trace"]["scope"]["metadata"]["region"], "west");
     assert!(text.contains("route=\"/v1/search\""), "{text}");
 
     let r = s

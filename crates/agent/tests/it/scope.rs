@@ -1,0 +1,66 @@
+//! A scoped ask: every search of the run is limited to the documents the scope matches.
+
+use crate::branches::{GOOD, JAWS, Q, SPIELBERG, WRITE};
+use metarag_agent::{Agent, Ask};
+use metarag_core::{DynLlm, Filter};
+use metarag_testkit::ScriptedLlm;
+use std::sync::Arc;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_search_of_a_scoped_ask_stays_in_its_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = [
+        serde_json::json!({"doc_id": "jaws", "title": JAWS.0, "text": JAWS.1, "metadata": {"shelf": "films"}}),
+        serde_json::json!({"doc_id": "spielberg", "title": SPIELBERG.0, "text": SPIELBERG.1, "metadata": {"shelf": "people"}}),
+    ];
+    let retriever = crate::index_records(dir.path(), &records).await;
+    let llm: Arc<dyn DynLlm> = Arc::new(ScriptedLlm::new().on(&[WRITE], GOOD));
+    let agent = Agent::builder(llm).retriever(retriever).build().unwrap();
+    let docs = |t: &metarag_agent::Trace| {
+        let mut d: Vec<String> = t.sources.iter().map(|s| s.passage.doc.clone()).collect();
+        d.sort();
+        d.dedup();
+        d
+    };
+
+    // Unscoped, both documents are sources.
+    let t = agent.ask(&Ask::new(Q, "standard")).await.unwrap();
+    assert_eq!(docs(&t), ["jaws", "spielberg"]);
+    assert!(t.scope.is_empty());
+
+    // Scoped to one shelf: only its document, and the trace says what the scope was.
+    let films = Filter {
+        metadata: [("shelf".to_string(), serde_json::json!("films"))].into(),
+        ..Default::default()
+    };
+    let t = agent
+        .ask(&Ask::new(Q, "standard").with_scope(films.clone()))
+        .await
+        .unwrap();
+    assert_eq!(docs(&t), ["jaws"]);
+    assert_eq!(t.scope, films);
+    let json = serde_json::to_value(&t).unwrap();
+    assert_eq!(json["scope"]["metadata"]["shelf"], "films");
+
+    // A scope nothing matches: no search finds anything, the run still ends cleanly.
+    let nowhere = Filter {
+        doc_ids: vec![metarag_core::DocId::new("no-such-doc").unwrap()],
+        ..Default::default()
+    };
+    let t = agent
+        .ask(&Ask::new(Q, "standard").with_scope(nowhere))
+        .await
+        .unwrap();
+    assert!(t.sources.is_empty(), "{:?}", t.sources);
+
+    // A scope that is not a valid filter is the caller's error.
+    let bad = Filter {
+        metadata: [("shelf".to_string(), serde_json::json!(["films"]))].into(),
+        ..Default::default()
+    };
+    let err = agent
+        .ask(&Ask::new(Q, "standard").with_scope(bad))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("filter.metadata.shelf"), "{err}");
+}
