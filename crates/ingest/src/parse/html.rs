@@ -63,14 +63,77 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let mut first_h1 = None;
     walk(html.root_element(), &mut b, &mut first_h1);
     let (text, sections) = b.finish();
-    Ok(assemble(
+    let mut doc = assemble(
         path,
         id,
         title.or(first_h1).unwrap_or_else(|| file_title(path)),
         DocFormat::Html,
         (text, sections),
         bytes,
-    ))
+    );
+    (doc.metadata, doc.date) = head_metadata(&html);
+    Ok(doc)
+}
+
+/// The page's `<meta>` tags that describe it: `author`, `description` and `keywords` (a
+/// list, split at commas) by `name`, and the Open Graph / article properties `og:type`,
+/// `og:site_name` and `article:section` / `article:tag`; the date from
+/// `article:published_time`, `date` or `dc.date` (its day).
+fn head_metadata(html: &Html) -> (serde_json::Map<String, serde_json::Value>, Option<i64>) {
+    use serde_json::Value;
+    let mut out = serde_json::Map::new();
+    let mut date = None;
+    let Ok(meta) = Selector::parse("meta[content]") else {
+        return (out, date);
+    };
+    let mut tags: Vec<Value> = Vec::new();
+    for el in html.select(&meta) {
+        let e = el.value();
+        let Some(key) = e.attr("name").or_else(|| e.attr("property")) else {
+            continue;
+        };
+        let content = collapse_ws(e.attr("content").unwrap_or(""));
+        if content.is_empty() {
+            continue;
+        }
+        match key.to_ascii_lowercase().as_str() {
+            "author" => {
+                out.insert("author".into(), Value::String(content));
+            }
+            "description" | "og:description" => {
+                out.entry("description").or_insert(Value::String(content));
+            }
+            "keywords" => {
+                let words: Vec<Value> = content
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| Value::String(w.to_string()))
+                    .collect();
+                out.insert("keywords".into(), Value::Array(words));
+            }
+            "og:type" => {
+                out.insert("type".into(), Value::String(content));
+            }
+            "og:site_name" => {
+                out.insert("site".into(), Value::String(content));
+            }
+            "article:section" => {
+                out.insert("section".into(), Value::String(content));
+            }
+            "article:tag" => tags.push(Value::String(content)),
+            "article:published_time" | "date" | "dc.date" | "dcterms.date" => {
+                date = date.or_else(|| {
+                    metarag_core::time::parse_day(content.get(..10).unwrap_or(&content))
+                });
+            }
+            _ => {}
+        }
+    }
+    if !tags.is_empty() {
+        out.insert("tags".into(), Value::Array(tags));
+    }
+    (out, date)
 }
 
 /// One step of the document walk. The walk keeps its own stack rather than recursing, so a
@@ -303,5 +366,25 @@ engineers.</p><h2>History</h2><p>Built 1904&ndash;1914.</p><footer>(c) site</foo
         let paths: Vec<_> = d.sections.iter().map(|s| s.path.join("/")).collect();
         assert_eq!(paths, ["Panama Canal", "Panama Canal/History"]);
         assert!(d.text[d.sections[1].range.clone()].contains("1904–1914"));
+        assert!(d.metadata.is_empty() && d.date.is_none());
+    }
+
+    #[test]
+    fn meta_tags_become_metadata_and_the_date() {
+        let html = br#"<html><head><title>Locks</title>
+<meta name="author" content="Ana  Ruiz"><meta name="keywords" content="canal, locks ,, ships">
+<meta name="description" content="How the locks work."><meta property="og:type" content="article">
+<meta property="article:tag" content="engineering"><meta property="article:tag" content="history">
+<meta property="article:published_time" content="2024-03-05T10:00:00Z">
+<meta name="viewport" content="width=device-width"><meta charset="utf-8"></head>
+<body><p>Text.</p></body></html>"#;
+        let d = parse(Path::new("x.html"), &DocId::new("x").unwrap(), html).unwrap();
+        assert_eq!(
+            serde_json::Value::Object(d.metadata),
+            serde_json::json!({"author": "Ana Ruiz", "keywords": ["canal", "locks", "ships"],
+                "description": "How the locks work.", "type": "article",
+                "tags": ["engineering", "history"]})
+        );
+        assert_eq!(d.date, Some(1_709_596_800));
     }
 }
