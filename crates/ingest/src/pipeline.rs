@@ -544,7 +544,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
             .map(|c| c.token_count as usize)
             .sum();
         // The embedder's inputs are made and embedded a slice at a time: one document of
-        // 60k chunks (a 60 MB file) would otherwise hold all its inputs, and the embedder's
+        // 150k chunks (a 60 MB file) would otherwise hold all its inputs, and the embedder's
         // copy of them, beside its chunks (docs/results/reliability.md).
         let step = self.options.batch_chunks.max(1);
         let mut flat = batch.iter().flat_map(|p| {

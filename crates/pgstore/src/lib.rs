@@ -3,9 +3,9 @@
 //! A second [`Store`](metarag_core::Store): documents, chunks and vectors in Postgres, for
 //! teams that run several `metarag serve` processes on one database or outgrow one
 //! machine. Vectors live in a pgvector column with an HNSW index (cosine); full text in a
-//! generated `tsvector` (English configuration, title counted like the text) from which
-//! each write fills a postings table, ranked by Okapi BM25 in SQL; filters by document,
-//! title and date are SQL conditions on the joined document. Hybrid fusion stays in
+//! generated `tsvector` (English configuration) from which each write fills a postings
+//! table, ranked by Okapi BM25 in SQL with title and text as two fields; filters by
+//! document, title, date and JSONB metadata are SQL conditions on the joined document. Hybrid fusion stays in
 //! `metarag-retrieve` (weighted RRF in Rust, as over the embedded index), so both stores
 //! rank by the same code.
 //!

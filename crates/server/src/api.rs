@@ -889,9 +889,6 @@ async fn prepare(s: &Service, body: AskBody) -> Result<Ask> {
             registry.names().join(", ")
         ))
     })?;
-    body.filter
-        .validate()
-        .map_err(|e| Error::bad_request(e.to_string()))?;
     let mut ask = Ask::new(body.question, body.strategy.as_str()).with_scope(body.filter);
     match body.context {
         Some(paragraphs) => {

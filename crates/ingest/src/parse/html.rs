@@ -76,7 +76,7 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
 }
 
 /// The page's `<meta>` tags that describe it: `author`, `description` and `keywords` (a
-/// list, split at commas) by `name`, and the Open Graph / article properties `og:type`,
+/// list) by `name`, and the Open Graph / article properties `og:type`,
 /// `og:site_name` and `article:section` / `article:tag`; the date from
 /// `article:published_time`, `date` or `dc.date` (its day).
 fn head_metadata(html: &Html) -> (serde_json::Map<String, serde_json::Value>, Option<i64>) {
@@ -104,13 +104,10 @@ fn head_metadata(html: &Html) -> (serde_json::Map<String, serde_json::Value>, Op
                 out.entry("description").or_insert(Value::String(content));
             }
             "keywords" => {
-                let words: Vec<Value> = content
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|w| !w.is_empty())
-                    .map(|w| Value::String(w.to_string()))
-                    .collect();
-                out.insert("keywords".into(), Value::Array(words));
+                out.insert(
+                    "keywords".into(),
+                    Value::Array(super::keyword_list(&content)),
+                );
             }
             "og:type" => {
                 out.insert("type".into(), Value::String(content));
@@ -123,9 +120,7 @@ fn head_metadata(html: &Html) -> (serde_json::Map<String, serde_json::Value>, Op
             }
             "article:tag" => tags.push(Value::String(content)),
             "article:published_time" | "date" | "dc.date" | "dcterms.date" => {
-                date = date.or_else(|| {
-                    metarag_core::time::parse_day(content.get(..10).unwrap_or(&content))
-                });
+                date = date.or_else(|| super::day_of(&content));
             }
             _ => {}
         }

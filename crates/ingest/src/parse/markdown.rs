@@ -27,7 +27,7 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         _ => None,
     };
     let date = metadata.remove("date").and_then(|d| match d {
-        Value::String(s) => metarag_core::time::parse_day(s.get(..10).unwrap_or(&s)),
+        Value::String(s) => super::day_of(&s),
         Value::Number(n) => n.as_i64(),
         _ => None,
     });
@@ -66,25 +66,29 @@ fn front_matter_metadata(yaml: &str) -> std::result::Result<Map<String, Value>, 
     let docs = YamlLoader::load_from_str(yaml).map_err(|e| e.to_string())?;
     match docs.into_iter().next() {
         None | Some(Yaml::Null) => Ok(Map::new()),
-        Some(Yaml::Hash(h)) => {
-            let mut out = Map::new();
-            for (k, v) in h {
-                let key = match k {
-                    Yaml::String(s) => s,
-                    Yaml::Integer(i) => i.to_string(),
-                    Yaml::Real(r) => r,
-                    Yaml::Boolean(b) => b.to_string(),
-                    other => return Err(format!("key {other:?} is not a name")),
-                };
-                out.insert(key, to_json(v));
-            }
-            Ok(out)
-        }
+        Some(Yaml::Hash(h)) => h
+            .into_iter()
+            .map(|(k, v)| match yaml_key(&k) {
+                Some(key) => Ok((key, to_json(v))),
+                None => Err(format!("key {k:?} is not a name")),
+            })
+            .collect(),
         Some(_) => Err("not a mapping of keys to values".into()),
     }
 }
 
-/// A YAML value as JSON (aliases and unparsable reals become null).
+/// A mapping key as text (a string, number or boolean); `None` for a list or mapping.
+fn yaml_key(k: &Yaml) -> Option<String> {
+    match k {
+        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A YAML value as JSON (aliases and unparsable reals become null; entries of nested
+/// mappings whose key is not a name are left out).
 fn to_json(v: Yaml) -> Value {
     match v {
         Yaml::String(s) => Value::String(s),
@@ -98,11 +102,7 @@ fn to_json(v: Yaml) -> Value {
         Yaml::Array(a) => Value::Array(a.into_iter().map(to_json).collect()),
         Yaml::Hash(h) => Value::Object(
             h.into_iter()
-                .filter_map(|(k, v)| match k {
-                    Yaml::String(s) => Some((s, to_json(v))),
-                    Yaml::Integer(i) => Some((i.to_string(), to_json(v))),
-                    _ => None,
-                })
+                .filter_map(|(k, v)| Some((yaml_key(&k)?, to_json(v))))
                 .collect(),
         ),
         Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,

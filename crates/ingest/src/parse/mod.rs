@@ -264,6 +264,22 @@ pub(crate) fn decode<'a>(
     Ok(Cow::Owned(text.into_owned()))
 }
 
+/// The day of a date or timestamp a source gives its document (`2024-03-05`,
+/// `2024-03-05T10:00:00Z`) as Unix seconds at UTC midnight.
+pub(crate) fn day_of(s: &str) -> Option<i64> {
+    metarag_core::time::parse_day(s.trim().get(..10).unwrap_or(s.trim()))
+}
+
+/// A keyword list as written in document properties (`canal, locks; ships`): the
+/// non-empty items between commas or semicolons, as JSON strings.
+pub(crate) fn keyword_list(s: &str) -> Vec<serde_json::Value> {
+    s.split([',', ';'])
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(|w| serde_json::Value::String(w.to_string()))
+        .collect()
+}
+
 /// Assembles a parsed file: source, hash and size come from the path and raw bytes.
 pub(crate) fn assemble(
     path: &Path,

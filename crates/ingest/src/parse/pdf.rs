@@ -123,12 +123,7 @@ fn info_metadata(
         out.insert("subject".into(), Value::String(s));
     }
     if let Some(k) = info_text(doc, b"Keywords") {
-        let words: Vec<Value> = k
-            .split([',', ';'])
-            .map(str::trim)
-            .filter(|w| !w.is_empty())
-            .map(|w| Value::String(w.to_string()))
-            .collect();
+        let words = super::keyword_list(&k);
         if !words.is_empty() {
             out.insert("keywords".into(), Value::Array(words));
         }
@@ -139,7 +134,7 @@ fn info_metadata(
         if !day.bytes().all(|c| c.is_ascii_digit()) {
             return None;
         }
-        metarag_core::time::parse_day(&format!("{}-{}-{}", &day[..4], &day[4..6], &day[6..8]))
+        super::day_of(&format!("{}-{}-{}", &day[..4], &day[4..6], &day[6..8]))
     });
     (out, date)
 }

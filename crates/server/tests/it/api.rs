@@ -376,6 +376,15 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
         "{scoped}"
     );
     assert_eq!(scoped["trace"]["scope"]["metadata"]["region"], "west");
+    let (status, bad) = s
+        .post(
+            "/v1/ask",
+            json!({"question": "When was the Hoover Dam built?", "strategy": "standard",
+                   "filter": {"metadata": {"region": ["west"]}}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{bad}");
+    assert!(bad.to_string().contains("filter.metadata.region"), "{bad}");
     assert!(text.contains("route=\"/v1/search\""), "{text}");
 
     let r = s
