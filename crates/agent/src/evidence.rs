@@ -276,12 +276,25 @@ pub fn next_hop_query(question: &str, pool: &[Passage]) -> Option<String> {
         covered.extend(content_terms(&p.text));
         covered.extend(content_terms(&p.title));
     }
-    let q_lower = question.to_lowercase();
     let mut missing: Vec<String> = tokens(question)
         .into_iter()
         .filter(|t| q.contains(t) && !covered.contains(t))
         .collect();
     missing.dedup();
+    let names = bridge_names(question, pool, 3);
+    if missing.is_empty() && names.is_empty() {
+        return None;
+    }
+    let mut parts = missing;
+    parts.extend(names);
+    Some(parts.join(" "))
+}
+
+/// Up to `n` names (runs of two or more capitalised words) the pool's three best passages
+/// mention and the question does not, in order of appearance: the candidate bridge
+/// entities of a multi-hop question.
+pub fn bridge_names(question: &str, pool: &[Passage], n: usize) -> Vec<String> {
+    let q_lower = question.to_lowercase();
     let mut names: Vec<String> = Vec::new();
     for p in pool.iter().take(3) {
         for name in capitalised_runs(&p.text) {
@@ -290,13 +303,8 @@ pub fn next_hop_query(question: &str, pool: &[Passage]) -> Option<String> {
             }
         }
     }
-    names.truncate(3);
-    if missing.is_empty() && names.is_empty() {
-        return None;
-    }
-    let mut parts = missing;
-    parts.extend(names);
-    Some(parts.join(" "))
+    names.truncate(n);
+    names
 }
 
 /// Runs of two or more capitalised words ("Steven Spielberg"), in order of appearance.

@@ -46,6 +46,10 @@ pub struct Run<E> {
     pub queries: Vec<String>,
     /// The next search the retrieve node runs, when a node asked for one.
     pub pending: Option<(String, RetrievalReason)>,
+    /// Whether the pending search is for a missing hop, so the retrieve node first follows
+    /// the graph from the pool's bridge entities (`AgentConfig::follow_entities`). Set by
+    /// the node that plans such a search; a strategy's own targeted query leaves it unset.
+    pub follow_bridge: bool,
     /// Every retrieval.
     pub retrievals: Vec<RetrievalRecord>,
     /// The numbered sources the next write reads.
@@ -114,6 +118,7 @@ impl<E> Run<E> {
             pool: Vec::new(),
             hops: 0,
             pending: None,
+            follow_bridge: false,
             retrievals: Vec::new(),
             sources: Vec::new(),
             sources_version: 0,

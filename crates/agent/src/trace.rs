@@ -81,6 +81,9 @@ pub enum RetrievalReason {
     Hop,
     /// Targeted re-retrieval of a remediation round.
     Remediation,
+    /// The bridge entities the pool's best passages name, searched in the entity graph
+    /// (their pages and their neighbours'), before a hop's or a remediation's query.
+    FollowEntities,
     /// A reformulated query, after the context found for the first was judged not
     /// relevant enough (the `router` strategy's single reformulation).
     Reformulation,

@@ -68,7 +68,9 @@ impl App {
     /// Opens (or creates) the index at `dir` for this embedder.
     pub fn open_index(&self, dir: &Path, embedder: &SentenceEmbedder) -> Result<EmbeddedIndex> {
         let cfg = self.config.index(embedder.model_id(), embedder.dimension());
-        Ok(EmbeddedIndex::open(dir, cfg)?)
+        let index = EmbeddedIndex::open(dir, cfg)?;
+        link_names_with(&index, embedder);
+        Ok(index)
     }
 
     /// Opens the index at `dir` to read it: read-only beside another process that writes
@@ -79,7 +81,9 @@ impl App {
         embedder: &SentenceEmbedder,
     ) -> Result<EmbeddedIndex> {
         let cfg = self.config.index(embedder.model_id(), embedder.dimension());
-        Ok(EmbeddedIndex::open_for_reading(dir, cfg)?)
+        let index = EmbeddedIndex::open_for_reading(dir, cfg)?;
+        link_names_with(&index, embedder);
+        Ok(index)
     }
 
     /// Opens the default index with whatever embedder it was built with (for commands that
@@ -144,8 +148,13 @@ impl App {
         write: bool,
         db: Option<PgDatabase>,
     ) -> Result<OpenStore> {
-        self.store_for(embedder.model_id(), embedder.dimension(), write, db)
-            .await
+        let opened = self
+            .store_for(embedder.model_id(), embedder.dimension(), write, db)
+            .await?;
+        if let Some(index) = &opened.index {
+            link_names_with(index, embedder);
+        }
+        Ok(opened)
     }
 
     async fn store_for(
@@ -539,4 +548,13 @@ pub struct LlmHandle {
     pub ledger: Arc<Ledger>,
     /// The local model itself, when the backend is local (for the LLM reranker).
     pub local: Option<Arc<LocalLlm>>,
+}
+
+/// Gives an embedded index the embedder it is searched with for the last stage of entity
+/// linking (a query's name no string stage finds, compared by embedding).
+fn link_names_with(index: &EmbeddedIndex, embedder: &SentenceEmbedder) {
+    let embedder = embedder.clone();
+    index.set_name_embedder(Arc::new(move |names: &[String]| {
+        embedder.embed_blocking(names).map_err(Into::into)
+    }));
 }

@@ -24,4 +24,7 @@ pub mod stats;
 pub use dataset::{QaContext, QaRecord, load_dataset};
 pub use error::{Error, Result};
 pub use metrics::{AnswerScores, normalize_answer, score_answer, token_f1};
-pub use retrieval::{ModeReport, RetrievalReport, evaluate_retrieval, percentile};
+pub use retrieval::{
+    HopMethod, HopReport, ModeReport, RetrievalReport, evaluate_hops, evaluate_retrieval,
+    percentile,
+};

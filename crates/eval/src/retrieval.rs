@@ -1,7 +1,7 @@
 //! Retrieval quality and latency against gold supporting titles.
 
 use crate::{QaRecord, Result};
-use metarag_core::{Embedder, SearchMode, SearchRequest, StoreRead};
+use metarag_core::{Embedder, Retriever, SearchMode, SearchRequest, StoreRead};
 use metarag_retrieve::HybridRetriever;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -130,6 +130,157 @@ pub async fn evaluate_retrieval<E: Embedder, S: StoreRead>(
         ks: ks.to_vec(),
         modes: reports,
     })
+}
+
+/// One way of taking the second hop of a multi-hop question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HopMethod {
+    /// No second search: the first search's top `2k` (the same number of passages).
+    None,
+    /// The agent's next-hop query (uncovered question terms and bridge names), hybrid.
+    NextHopQuery,
+    /// The bridge names the pool mentions, searched in the entity graph alone: the pages
+    /// of the entities the first passages point at, and their neighbours.
+    FollowEntities,
+    /// Both: half of the hop's passages from each, the graph's first.
+    Both,
+}
+
+/// A second-hop method's effect on the pool.
+#[derive(Debug, Clone, Serialize)]
+pub struct HopReport {
+    /// The method.
+    pub method: HopMethod,
+    /// Fraction of questions whose pool holds every supporting title.
+    pub recall_all: f64,
+    /// The same, per question type.
+    pub recall_all_by_type: BTreeMap<String, f64>,
+    /// Of the questions the first `k` passages leave incomplete, the fraction the hop
+    /// completes.
+    pub completed: f64,
+    /// Questions evaluated.
+    pub questions: usize,
+}
+
+/// Counts of one hop method over the questions.
+#[derive(Default)]
+struct HopTally {
+    /// Questions whose pool holds every supporting title.
+    complete: f64,
+    /// Per question type: (questions, complete).
+    by_type: BTreeMap<String, (usize, f64)>,
+    /// Questions the first search's top `k` leaves incomplete.
+    incomplete_before: usize,
+    /// Of those, the ones the hop completes.
+    completed: usize,
+}
+
+/// The agent's pool after one hop, per [`HopMethod`]: the first hybrid search's top `k`,
+/// then `k` passages not in the pool yet from the hop (the agent's retrieve node does the
+/// same with its route's `top_k`). Recall counts a question when the pool holds all its
+/// supporting titles.
+pub async fn evaluate_hops<E: Embedder, S: StoreRead>(
+    retriever: &HybridRetriever<E, S>,
+    questions: &[QaRecord],
+    k: usize,
+) -> Result<Vec<HopReport>> {
+    use metarag_agent::evidence::{Passage, bridge_names, next_hop_query};
+    let questions: Vec<&QaRecord> = questions
+        .iter()
+        .filter(|q| !q.supporting_titles.is_empty())
+        .collect();
+    let methods = [
+        HopMethod::None,
+        HopMethod::NextHopQuery,
+        HopMethod::FollowEntities,
+        HopMethod::Both,
+    ];
+    let mut tallies: Vec<HopTally> = methods.iter().map(|_| HopTally::default()).collect();
+    let search = |query: String, mode: SearchMode, n: usize| {
+        let mut req = SearchRequest::new(query, n);
+        req.mode = mode;
+        async move { retriever.search(&req).await }
+    };
+    for q in &questions {
+        let _span = tracing::info_span!("bench.hops", id = %q.id).entered();
+        let first: Vec<Passage> = search(q.question.clone(), SearchMode::Hybrid, 2 * k)
+            .await?
+            .iter()
+            .map(Passage::from_hit)
+            .collect();
+        let pool: Vec<Passage> = first.iter().take(k).cloned().collect();
+        let complete = |titles: &[&str]| {
+            q.supporting_titles
+                .iter()
+                .all(|s| titles.contains(&s.as_str()))
+        };
+        let titles_of = |p: &[Passage]| p.iter().map(|p| p.title.clone()).collect::<Vec<_>>();
+        let before = titles_of(&pool);
+        let before_complete = complete(&before.iter().map(String::as_str).collect::<Vec<_>>());
+        let fresh = |hits: Vec<Passage>, n: usize| -> Vec<Passage> {
+            metarag_agent::evidence::fresh(&pool, hits)
+                .into_iter()
+                .take(n)
+                .collect()
+        };
+        let hop_query = next_hop_query(&q.question, &pool);
+        let names = bridge_names(&q.question, &pool, 3);
+        let by_query = match &hop_query {
+            Some(h) => search(h.clone(), SearchMode::Hybrid, 2 * k).await?,
+            None => Vec::new(),
+        };
+        let by_query: Vec<Passage> = fresh(by_query.iter().map(Passage::from_hit).collect(), k);
+        let by_graph = if names.is_empty() {
+            Vec::new()
+        } else {
+            search(names.join("; "), SearchMode::Graph, 2 * k).await?
+        };
+        let by_graph: Vec<Passage> = fresh(by_graph.iter().map(Passage::from_hit).collect(), k);
+        for (m, tally) in methods.iter().zip(tallies.iter_mut()) {
+            let added: Vec<Passage> = match m {
+                HopMethod::None => first.iter().skip(k).cloned().collect(),
+                HopMethod::NextHopQuery => by_query.clone(),
+                HopMethod::FollowEntities => by_graph.clone(),
+                HopMethod::Both => {
+                    let mut both: Vec<Passage> =
+                        by_graph.iter().take(k.div_ceil(2)).cloned().collect();
+                    both.extend(metarag_agent::evidence::fresh(&both, by_query.clone()));
+                    both.truncate(k);
+                    both
+                }
+            };
+            let mut titles = before.clone();
+            titles.extend(titles_of(&added));
+            let all = complete(&titles.iter().map(String::as_str).collect::<Vec<_>>());
+            let v = f64::from(u8::from(all));
+            tally.complete += v;
+            let kind = q.kind.clone().unwrap_or_else(|| "all".into());
+            let t = tally.by_type.entry(kind).or_default();
+            t.0 += 1;
+            t.1 += v;
+            if !before_complete {
+                tally.incomplete_before += 1;
+                tally.completed += usize::from(all);
+            }
+        }
+    }
+    let n = questions.len().max(1) as f64;
+    Ok(methods
+        .iter()
+        .zip(tallies)
+        .map(|(&method, t)| HopReport {
+            method,
+            recall_all: t.complete / n,
+            recall_all_by_type: t
+                .by_type
+                .into_iter()
+                .map(|(kind, (c, v))| (kind, v / c.max(1) as f64))
+                .collect(),
+            completed: t.completed as f64 / t.incomplete_before.max(1) as f64,
+            questions: questions.len(),
+        })
+        .collect())
 }
 
 #[cfg(test)]

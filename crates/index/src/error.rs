@@ -82,6 +82,10 @@ pub enum Error {
     /// message names the field.
     #[error("{0}")]
     Filter(String),
+    /// The name embedder of the entity-linking cascade failed or returned vectors of
+    /// another dimension.
+    #[error("embedding names for entity linking: {0}")]
+    NameEmbedding(String),
     /// A write to an index opened read-only.
     #[error("the index at {0} is open read-only (another process is writing to it)")]
     ReadOnly(PathBuf),

@@ -246,6 +246,9 @@ pub enum LinkStage {
     Alias,
     /// Edit similarity of the keys at or above the threshold.
     Fuzzy,
+    /// Cosine similarity of the embedded names at or above the threshold (the cascade's
+    /// last stage, for a mention no string stage links).
+    Embedding,
 }
 
 /// An entity linked to a mention, with the link's similarity.
@@ -255,7 +258,8 @@ pub struct Link {
     pub mention: String,
     /// The entity.
     pub entity: Entity,
-    /// 1 for exact, 0.95 for alias, the edit similarity for fuzzy.
+    /// 1 for exact, 0.95 for alias, the edit similarity for fuzzy, the cosine of the
+    /// names' embeddings for embedding.
     pub similarity: f32,
     /// Which stage of the cascade found it.
     pub stage: LinkStage,
@@ -405,6 +409,37 @@ pub(crate) fn link(
         .take(max)
         .map(|(sim, e)| make(e, sim, LinkStage::Fuzzy))
         .collect())
+}
+
+/// Named entities (titles, names, acronyms; not dates or noun phrases) mentioned in
+/// `chunks`, most confidently mentioned first, at most `n`: the candidates a mention is
+/// compared with by embedding.
+pub(crate) fn named_entities_in(
+    conn: &Connection,
+    chunks: &[i64],
+    n: usize,
+) -> Result<Vec<Entity>> {
+    let mut best: HashMap<i64, f32> = HashMap::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.entity_id, m.confidence FROM mentions m JOIN entities e ON e.id = m.entity_id
+         WHERE m.chunk_id = ?1 AND e.label IN ('title', 'name', 'acronym')",
+    )?;
+    for &chunk in chunks {
+        for row in stmt.query_map([chunk], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f32>(1)?)))? {
+            let (id, c) = row?;
+            let b = best.entry(id).or_default();
+            *b = b.max(c);
+        }
+    }
+    let mut ranked: Vec<(i64, f32)> = best.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = Vec::with_capacity(n.min(ranked.len()));
+    for (id, _) in ranked.into_iter().take(n) {
+        if let Some(e) = entity_by_id(conn, id)? {
+            out.push(e);
+        }
+    }
+    Ok(out)
 }
 
 /// How specific an entity is among `total` chunks: 1 for one mention, falling towards 0

@@ -36,7 +36,7 @@ use metarag_core::{
 };
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// One entry of the audit memory: a document version written, or a document removed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -114,6 +114,26 @@ struct Inner {
     /// The exclusive lock on `writer.lock` that makes this process the index's only writer
     /// (released by the OS when the process ends, however it ends); `None` read-only.
     _process_lock: Option<std::fs::File>,
+    /// Embeds names for the linking cascade's last stage; none: that stage is skipped.
+    names: RwLock<Option<Arc<dyn NameEmbedder>>>,
+}
+
+/// Embeds entity names and query mentions for the last stage of entity linking (seed
+/// `001`: exact, alias, fuzzy, then embedding similarity). The index holds no model; the
+/// application hands it the embedder it searches with. Called from the blocking thread a
+/// graph search runs on.
+pub trait NameEmbedder: Send + Sync {
+    /// One vector per name, in order, of the index's dimension.
+    fn embed_names(&self, names: &[String]) -> metarag_core::Result<Vec<Vec<f32>>>;
+}
+
+impl<F> NameEmbedder for F
+where
+    F: Fn(&[String]) -> metarag_core::Result<Vec<Vec<f32>>> + Send + Sync,
+{
+    fn embed_names(&self, names: &[String]) -> metarag_core::Result<Vec<Vec<f32>>> {
+        self(names)
+    }
 }
 
 impl EmbeddedIndex {
@@ -181,6 +201,7 @@ impl EmbeddedIndex {
                 dense,
                 write_lock: Mutex::new(()),
                 _process_lock: lock,
+                names: RwLock::new(None),
             }),
         })
     }
@@ -395,28 +416,40 @@ impl EmbeddedIndex {
         }
         let allowed = self.allowed_chunks(filter)?;
         let total = self.inner.dense.len() as u64;
-        let db = self.db();
         let mut links: Vec<Link> = Vec::new();
-        let mut covered: Vec<String> = Vec::new();
-        for mention in entities::query_mentions(query) {
-            // A part of a joined name the graph knows ("Kiss" of "Kiss and Tell") is not
-            // linked on its own.
-            if covered
-                .iter()
-                .any(|c| c.split(" and ").any(|p| p == mention))
-            {
-                continue;
-            }
-            let found = graph::link(db.conn(), &mention, walk.link_threshold, walk.max_links)?;
-            if mention.contains(" and ") || mention.contains(" & ") {
-                if found.iter().any(|l| l.stage != LinkStage::Fuzzy) {
-                    covered.push(mention.replace(" & ", " and "));
-                    links.extend(found.into_iter().filter(|l| l.stage != LinkStage::Fuzzy));
+        let mut unlinked: Vec<String> = Vec::new();
+        {
+            let db = self.db();
+            let mut covered: Vec<String> = Vec::new();
+            for mention in entities::query_mentions(query) {
+                // A part of a joined name the graph knows ("Kiss" of "Kiss and Tell") is
+                // not linked on its own.
+                if covered
+                    .iter()
+                    .any(|c| c.split(" and ").any(|p| p == mention))
+                {
+                    continue;
                 }
-                continue;
+                let found = graph::link(db.conn(), &mention, walk.link_threshold, walk.max_links)?;
+                if mention.contains(" and ") || mention.contains(" & ") {
+                    // The joined form is a guess at a title: its parts are mentions in
+                    // their own right, so it never goes on to the embedding stage.
+                    if found.iter().any(|l| l.stage != LinkStage::Fuzzy) {
+                        covered.push(mention.replace(" & ", " and "));
+                        links.extend(found.into_iter().filter(|l| l.stage != LinkStage::Fuzzy));
+                    }
+                    continue;
+                }
+                if found.is_empty() {
+                    unlinked.push(mention);
+                }
+                links.extend(found);
             }
-            links.extend(found);
         }
+        if walk.embedding_link && !unlinked.is_empty() {
+            links.extend(self.link_by_embedding(&unlinked, walk)?);
+        }
+        let db = self.db();
         let (reached, scores) = graph::walk(db.conn(), &links, walk, total)?;
         let mut ranked: Vec<ScoredChunk> = scores
             .into_iter()
@@ -426,6 +459,101 @@ impl EmbeddedIndex {
         ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.0.cmp(&b.id.0)));
         ranked.truncate(n);
         Ok((links, reached, ranked))
+    }
+
+    /// Gives the index the embedder of the linking cascade's last stage (see
+    /// [`NameEmbedder`]); without one, a mention no string stage links is left unlinked.
+    pub fn set_name_embedder(&self, embedder: Arc<dyn NameEmbedder>) {
+        *self.inner.names.write().unwrap_or_else(|p| p.into_inner()) = Some(embedder);
+    }
+
+    /// The cascade's last stage: each mention is embedded, the chunks nearest it give the
+    /// candidates (their named entities: the graph holds no entity vectors, so the
+    /// neighbourhood of the mention in the chunk index stands in for a search over every
+    /// name), and the candidates whose names' embeddings are within `link_threshold`
+    /// cosine of the mention's are linked, at most `max_links` each. The index lock is not
+    /// held while embedding.
+    fn link_by_embedding(&self, mentions: &[String], walk: &GraphWalk) -> Result<Vec<Link>> {
+        let Some(embedder) = self
+            .inner
+            .names
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        else {
+            return Ok(Vec::new());
+        };
+        let _span = tracing::debug_span!("link_by_embedding", mentions = mentions.len()).entered();
+        let dimension = self.inner.config.dimension;
+        let embed = |names: &[String]| -> Result<Vec<Vec<f32>>> {
+            let vectors = embedder
+                .embed_names(names)
+                .map_err(|e| Error::NameEmbedding(e.to_string()))?;
+            if vectors.len() != names.len() || vectors.iter().any(|v| v.len() != dimension) {
+                return Err(Error::NameEmbedding(format!(
+                    "expected {} vectors of {dimension} dimensions",
+                    names.len()
+                )));
+            }
+            Ok(vectors)
+        };
+        let vectors = embed(mentions)?;
+        let mut candidates: Vec<Vec<Entity>> = Vec::with_capacity(mentions.len());
+        for v in &vectors {
+            let near: Vec<i64> = self
+                .inner
+                .dense
+                .search(v, walk.embedding_candidates, None)?
+                .into_iter()
+                .map(|(id, _)| id.0 as i64)
+                .collect();
+            let db = self.db();
+            // Four names a chunk, at most: a few dozen names to embed per mention.
+            candidates.push(graph::named_entities_in(
+                db.conn(),
+                &near,
+                walk.embedding_candidates * 4,
+            )?);
+        }
+        let mut names: Vec<String> = candidates
+            .iter()
+            .flatten()
+            .map(|e| e.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let name_vectors = embed(&names)?;
+        let by_name: std::collections::HashMap<&str, &[f32]> = names
+            .iter()
+            .map(String::as_str)
+            .zip(name_vectors.iter().map(Vec::as_slice))
+            .collect();
+        let mut links = Vec::new();
+        for ((mention, v), found) in mentions.iter().zip(&vectors).zip(candidates) {
+            let mut scored: Vec<(f32, Entity)> = found
+                .into_iter()
+                .filter_map(|e| {
+                    let sim = cosine(v, by_name.get(e.name.as_str())?);
+                    (sim >= walk.link_threshold).then_some((sim, e))
+                })
+                .collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.mentions.cmp(&a.1.mentions)));
+            links.extend(
+                scored
+                    .into_iter()
+                    .take(walk.max_links)
+                    .map(|(sim, e)| Link {
+                        mention: mention.clone(),
+                        entity: e,
+                        similarity: sim,
+                        stage: LinkStage::Embedding,
+                    }),
+            );
+        }
+        Ok(links)
     }
 
     /// Links a name to the graph's entities (exact, alias, then fuzzy at `threshold`).
@@ -741,6 +869,24 @@ impl StoreRead for EmbeddedIndex {
         let (query, walk, filter) = (query.to_string(), walk.clone(), filter.clone());
         self.blocking(move |i| i.graph_search(&query, n, &walk, &filter))
             .await
+    }
+}
+
+/// Cosine similarity; 0 for a zero or mismatched vector.
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
     }
 }
 

@@ -8,7 +8,7 @@ use crate::graph::{NodeError, NodeId, NodeResult, Transition};
 use crate::state::Run;
 use crate::text::content_terms;
 use crate::trace::{EvidenceMode, RetrievalReason, RetrievalRecord};
-use metarag_core::{Hit, SearchRequest};
+use metarag_core::{Hit, RetrieverKind, SearchMode, SearchRequest};
 
 /// The RRF constant used to fuse a reranker's order with the retriever's (as in retrieval).
 const RERANK_RRF_K: f32 = 60.0;
@@ -45,7 +45,38 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
         .take()
         .unwrap_or_else(|| (s.question.clone(), RetrievalReason::Initial));
     let k = s.route.top_k;
-    let (added, _) = search_into_pool(s, &query, k, reason, s.route.rerank).await?;
+    // A hop this node planned, or a re-retrieval for a missing hop, first follows the
+    // graph's edges from the bridge entities the pool names: half the passages from there, the rest from the
+    // query (docs/results/graph.md measures the pool both ways).
+    let mut followed = 0;
+    if std::mem::take(&mut s.follow_bridge)
+        && s.cfg().follow_entities
+        && s.search_mode.retrievers().contains(&RetrieverKind::Graph)
+    {
+        let names = evidence::bridge_names(&s.question, &s.pool, 3);
+        if !names.is_empty() {
+            let mode = std::mem::replace(&mut s.search_mode, SearchMode::Graph);
+            let result = search_into_pool(
+                s,
+                &names.join("; "),
+                k.div_ceil(2),
+                RetrievalReason::FollowEntities,
+                false,
+            )
+            .await;
+            s.search_mode = mode;
+            followed = result?.0;
+        }
+    }
+    let (added, _) = search_into_pool(
+        s,
+        &query,
+        k.saturating_sub(followed).max(1),
+        reason,
+        s.route.rerank,
+    )
+    .await?;
+    let added = added + followed;
     // A repair of an earlier search is not a hop of the plan.
     let repair = matches!(
         reason,
@@ -76,6 +107,7 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
         && !s.queries.contains(&next_query)
     {
         s.pending = Some((next_query, RetrievalReason::Hop));
+        s.follow_bridge = true;
         return Ok(Transition::Goto(RETRIEVE));
     }
     Ok(Transition::Goto(next))

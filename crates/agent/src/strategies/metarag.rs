@@ -417,6 +417,8 @@ async fn remediate(s: &mut S) -> NodeResult {
             query: query.clone(),
         });
         s.ext.pool_before = s.pool.len();
+        // Missing knowledge is a missing hop: follow the bridge entities first.
+        s.follow_bridge = d.category == Category::InsufficientKnowledge;
         s.pending = Some((query, RetrievalReason::Remediation));
         return Ok(Transition::Goto(RETRIEVE));
     }

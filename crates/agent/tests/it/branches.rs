@@ -569,3 +569,71 @@ async fn over_an_index_a_rewrite_runs_only_when_rewrite_open_is_set() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_hop_follows_the_bridge_entity_through_the_graph_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = crate::jaws_index(dir.path(), &[]).await;
+    let run = |follow: bool| {
+        let retriever = retriever.clone();
+        async move {
+            let llm: Arc<dyn DynLlm> = Arc::new(
+                ScriptedLlm::new()
+                    .on(&[SAMPLE], short("United States"))
+                    .on(&[PLAN], r#"{"complexity": "multi_hop"}"#)
+                    .on(&[WRITE], GOOD)
+                    .on(&[CLOSED], "United States"),
+            );
+            let config = AgentConfig {
+                // Every pool covers less than all of the question's terms: a hop is taken.
+                evidence_coverage_threshold: 1.0,
+                follow_entities: follow,
+                ..AgentConfig::default().with_route(RouteConfig {
+                    top_k: 1,
+                    rerank: false,
+                    hops: 2,
+                })
+            };
+            let agent = Agent::builder(llm)
+                .retriever(retriever)
+                .registry(metarag_registry())
+                .config(config)
+                .build()
+                .unwrap();
+            agent.ask(&Ask::new(Q, "metarag")).await.unwrap()
+        }
+    };
+    let t = run(true).await;
+    let reasons: Vec<RetrievalReason> = t.retrievals.iter().map(|r| r.reason).collect();
+    assert_eq!(
+        &reasons[..3],
+        [
+            RetrievalReason::Initial,
+            RetrievalReason::FollowEntities,
+            RetrievalReason::Hop
+        ],
+        "{:?}",
+        t.retrievals
+    );
+    // The first passage (Jaws) names its director; the graph gives his page.
+    assert!(
+        t.retrievals[1].query.contains("Steven Spielberg"),
+        "{:?}",
+        t.retrievals[1]
+    );
+    assert_eq!(t.retrievals[1].added, 1);
+    assert!(
+        t.sources
+            .iter()
+            .any(|s| s.passage.title == "Steven Spielberg")
+    );
+
+    // Turned off, the hop is the query alone.
+    let t = run(false).await;
+    let reasons: Vec<RetrievalReason> = t.retrievals.iter().map(|r| r.reason).collect();
+    assert_eq!(
+        &reasons[..2],
+        [RetrievalReason::Initial, RetrievalReason::Hop]
+    );
+    assert!(!reasons.contains(&RetrievalReason::FollowEntities));
+}

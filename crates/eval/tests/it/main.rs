@@ -509,3 +509,93 @@ async fn both_run_logs_record_list_and_summarise_alike() {
         traces.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hop_measure_counts_pools_that_reach_the_bridge_page() {
+    use metarag_core::Embedder;
+    use metarag_eval::{HopMethod, evaluate_hops};
+    use metarag_index::{EmbeddedIndex, IndexConfig};
+    use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester};
+    use metarag_retrieve::{HybridRetriever, RetrievalConfig};
+
+    // The question names the film; the star's page, which answers it, names neither the
+    // film nor anything the question asks about.
+    let passages = [
+        (
+            "Salt and Ember",
+            "Salt and Ember is a 1962 drama film starring Orrin Dalby as a lighthouse keeper.",
+        ),
+        (
+            "Orrin Dalby",
+            "Orrin Dalby was an actor who later served as mayor of Marrowgate.",
+        ),
+        (
+            "Tide Mill",
+            "The Tide Mill is a drama about a miller and his storm-bound family.",
+        ),
+        (
+            "Ember Days",
+            "Ember Days are four separate sets of three days of prayer.",
+        ),
+        (
+            "Salt marsh",
+            "A salt marsh is a coastal ecosystem flooded by the tides.",
+        ),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus.jsonl");
+    let lines: Vec<String> = passages
+        .iter()
+        .map(|(t, x)| serde_json::json!({"doc_id": t, "title": t, "text": x}).to_string())
+        .collect();
+    std::fs::write(&corpus, lines.join("\n")).unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = EmbeddedIndex::open(
+        tmp.path().join("index"),
+        IndexConfig::new(embedder.model_id(), embedder.dimension()),
+    )
+    .unwrap();
+    let chunker = Chunker::new(
+        embedder.tokenizer().clone(),
+        ChunkSettings {
+            max_tokens: embedder.max_tokens(),
+            overlap: 32,
+        },
+    )
+    .unwrap();
+    let options = IngestOptions {
+        corpus: CorpusMode::Corpus,
+        ..Default::default()
+    };
+    Ingester::new(&chunker, &embedder, &index, options)
+        .run(&[corpus], &|_| {})
+        .await
+        .unwrap();
+    let retriever = HybridRetriever::new(embedder, index, RetrievalConfig::default());
+    let question = QaRecord {
+        id: "q".into(),
+        dataset: "hotpotqa".into(),
+        question: "Which town did the star of the drama film Salt and Ember govern?".into(),
+        answers: vec!["Marrowgate".into()],
+        kind: Some("bridge".into()),
+        supporting_titles: vec!["Salt and Ember".into(), "Orrin Dalby".into()],
+        contexts: vec![],
+    };
+    let reports = evaluate_hops(&retriever, &[question], 1).await.unwrap();
+    let methods: Vec<HopMethod> = reports.iter().map(|r| r.method).collect();
+    assert_eq!(
+        methods,
+        [
+            HopMethod::None,
+            HopMethod::NextHopQuery,
+            HopMethod::FollowEntities,
+            HopMethod::Both
+        ]
+    );
+    let of = |m: HopMethod| reports.iter().find(|r| r.method == m).unwrap();
+    // Following the star named by the film's page reaches his page with one passage.
+    assert_eq!(of(HopMethod::FollowEntities).recall_all, 1.0, "{reports:?}");
+    assert_eq!(of(HopMethod::Both).recall_all, 1.0, "{reports:?}");
+    assert_eq!(of(HopMethod::Both).recall_all_by_type["bridge"], 1.0);
+    assert!(reports.iter().all(|r| r.questions == 1));
+}

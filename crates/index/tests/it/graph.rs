@@ -2,7 +2,9 @@
 
 use super::{config, update};
 use metarag_core::{Filter, GraphWalk, StoreRead};
-use metarag_index::{EmbeddedIndex, LinkStage};
+use metarag_index::{EmbeddedIndex, LinkStage, NameEmbedder};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A small corpus of invented entities: a bridge from a film to its star, and a star's
 /// own page.
@@ -206,4 +208,113 @@ async fn a_walk_reaches_the_bridge_page_with_decayed_weight() {
             .iter()
             .all(|c| c.doc_id.as_str() == "dalby")
     );
+}
+
+/// A name embedder for the tests: names about the film point along the film chunk's axis,
+/// names about the actor along his; anything else elsewhere. Counts its calls.
+fn name_embedder(calls: Arc<AtomicUsize>) -> Arc<dyn NameEmbedder> {
+    Arc::new(move |names: &[String]| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok(names
+            .iter()
+            .map(|n| {
+                if n.contains("Ember") {
+                    super::vector(0)
+                } else if n.contains("Dalby") {
+                    super::vector(1)
+                } else if n.contains("Quillon") {
+                    super::vector(7)
+                } else {
+                    super::vector(4)
+                }
+            })
+            .collect())
+    })
+}
+
+#[test]
+fn a_mention_no_string_stage_links_is_linked_by_embedding() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    corpus(&index);
+    // "Ember Picture" shares a word with the film's title but is too far from it by edit
+    // similarity: the string stages find nothing.
+    let question = "Who starred in the Ember Picture?";
+    let walk = GraphWalk {
+        embedding_link: true,
+        ..GraphWalk::default()
+    };
+    let (links, _, ranked) = index
+        .graph_search_explained(question, 10, &walk, &Filter::default())
+        .unwrap();
+    assert!(links.is_empty(), "no embedder yet: {links:?}");
+    assert!(ranked.is_empty());
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    index.set_name_embedder(name_embedder(calls.clone()));
+    let (links, reached, ranked) = index
+        .graph_search_explained(question, 10, &walk, &Filter::default())
+        .unwrap();
+    assert!(
+        !links.is_empty() && links.len() <= walk.max_links,
+        "{links:?}"
+    );
+    assert!(links.iter().all(|l| l.stage == LinkStage::Embedding
+        && l.mention == "Ember Picture"
+        && l.similarity >= walk.link_threshold));
+    assert_eq!(
+        links[0].entity.name, "Salt and Ember (1962 film)",
+        "the title, most mentioned first among equals"
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "the mentions, then the candidates"
+    );
+    // From there the walk is the usual one: the star is one hop away.
+    assert!(reached.iter().any(|r| r.entity.name == "Orrin Dalby"));
+    assert!(!ranked.is_empty());
+
+    // A mention a string stage links never reaches the embedder.
+    calls.store(0, Ordering::SeqCst);
+    let (links, _, _) = index
+        .graph_search_explained("Who is Orrin Dalby?", 10, &walk, &Filter::default())
+        .unwrap();
+    assert_eq!(links[0].stage, LinkStage::Exact);
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // The stage is a setting, and the threshold holds for it: a name embedded far from
+    // every candidate links nothing.
+    let off = GraphWalk::default();
+    assert!(!off.embedding_link, "off unless asked for");
+    let (links, _, _) = index
+        .graph_search_explained(question, 10, &off, &Filter::default())
+        .unwrap();
+    assert!(links.is_empty(), "{links:?}");
+    let (links, _, _) = index
+        .graph_search_explained("Who founded Quillon Press?", 10, &walk, &Filter::default())
+        .unwrap();
+    assert!(links.is_empty(), "{links:?}");
+}
+
+#[test]
+fn a_name_embedder_of_the_wrong_dimension_is_an_error_not_a_wrong_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    corpus(&index);
+    index.set_name_embedder(Arc::new(|names: &[String]| {
+        Ok(names.iter().map(|_| vec![1.0; 3]).collect())
+    }));
+    let err = index
+        .graph_search(
+            "Who starred in the Ember Picture?",
+            10,
+            &GraphWalk {
+                embedding_link: true,
+                ..GraphWalk::default()
+            },
+            &Filter::default(),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("8 dimensions"), "{err}");
 }

@@ -19,10 +19,17 @@ pub const MAX_TOTAL_BYTES: u64 = 512 << 20;
 pub const MAX_RATIO: u64 = 100;
 const RATIO_FLOOR: u64 = 16 << 20;
 
+/// The part holding the document's core properties (title, author, keywords, dates).
+const CORE_PART: &str = "docProps/core.xml";
+/// Most bytes of the core properties part read (it is a few hundred in practice).
+const MAX_CORE_BYTES: u64 = 1 << 20;
+
 /// Decompresses every entry with a cap before docx-rs sees the file, so a zip bomb (a small
 /// file that inflates to gigabytes, or millions of entries) is one refused file instead of
 /// an exhausted machine. The sizes are measured, not taken from the headers, which can lie.
-fn check_archive(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Returns the core properties part, if the archive has one of sane size (docx-rs reads
+/// but does not expose it).
+fn check_archive(path: &Path, bytes: &[u8]) -> Result<Option<String>> {
     use std::io::Read;
     let refuse = |reason: String| Error::Parse {
         path: path.to_path_buf(),
@@ -38,11 +45,24 @@ fn check_archive(path: &Path, bytes: &[u8]) -> Result<()> {
         )));
     }
     let mut total = 0u64;
+    let mut core = None;
     for i in 0..archive.len() {
-        let entry = archive
+        let mut entry = archive
             .by_index(i)
             .map_err(|e| refuse(format!("entry {i}: {e}")))?;
         let name = entry.name().to_string();
+        if name == CORE_PART && entry.size() <= MAX_CORE_BYTES {
+            let mut xml = String::new();
+            // A part that is not UTF-8 is left out: the properties are optional.
+            if (&mut entry)
+                .take(MAX_CORE_BYTES)
+                .read_to_string(&mut xml)
+                .is_ok()
+            {
+                total += xml.len() as u64;
+                core = Some(xml);
+            }
+        }
         let size = std::io::copy(&mut entry.take(MAX_ENTRY_BYTES + 1), &mut std::io::sink())
             .map_err(|e| refuse(format!("{name}: {e}")))?;
         if size > MAX_ENTRY_BYTES {
@@ -66,11 +86,79 @@ fn check_archive(path: &Path, bytes: &[u8]) -> Result<()> {
             total / compressed
         )));
     }
-    Ok(())
+    Ok(core)
+}
+
+/// The core properties a user filters by: `dc:title` (returned apart: a fallback title),
+/// `dc:creator` as `author`, `dc:subject`, `dc:description`, `cp:category`,
+/// `cp:keywords` (a list, split at commas or semicolons) and the day of `dcterms:created`
+/// as the date. A part that does not parse gives what was read before the fault.
+fn core_properties(
+    xml: &str,
+) -> (
+    Option<String>,
+    serde_json::Map<String, serde_json::Value>,
+    Option<i64>,
+) {
+    use quick_xml::events::Event;
+    use serde_json::Value;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let (mut title, mut meta, mut date) = (None, serde_json::Map::new(), None);
+    let mut current: Option<Vec<u8>> = None;
+    let mut text = String::new();
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => {
+                current = Some(e.local_name().as_ref().to_vec());
+                text.clear();
+            }
+            Ok(Event::Text(t)) if current.is_some() => {
+                if let Ok(s) = t.xml10_content() {
+                    text.push_str(&s);
+                }
+            }
+            Ok(Event::GeneralRef(r)) if current.is_some() => {
+                if let Ok(Some(c)) = r.resolve_char_ref() {
+                    text.push(c);
+                } else if let Ok(name) = r.decode()
+                    && let Some(s) = quick_xml::escape::resolve_predefined_entity(&name)
+                {
+                    text.push_str(s);
+                }
+            }
+            Ok(Event::End(_)) => {
+                let value = super::collapse_ws(text.trim());
+                match current.take().as_deref() {
+                    _ if value.is_empty() => {}
+                    Some(b"title") => title = Some(value),
+                    Some(b"creator") => {
+                        meta.insert("author".into(), Value::String(value));
+                    }
+                    Some(key @ (b"subject" | b"description" | b"category")) => {
+                        let key = String::from_utf8_lossy(key).into_owned();
+                        meta.insert(key, Value::String(value));
+                    }
+                    Some(b"keywords") => {
+                        let words = super::keyword_list(&value);
+                        if !words.is_empty() {
+                            meta.insert("keywords".into(), Value::Array(words));
+                        }
+                    }
+                    Some(b"created") => date = super::day_of(&value),
+                    _ => {}
+                }
+                text.clear();
+            }
+            Ok(Event::Eof) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    (title, meta, date)
 }
 
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
-    check_archive(path, bytes)?;
+    let core = check_archive(path, bytes)?;
+    let (core_title, metadata, date) = core.as_deref().map(core_properties).unwrap_or_default();
     let docx = docx_rs::read_docx(bytes).map_err(|e| Error::Parse {
         path: path.to_path_buf(),
         format: "docx",
@@ -86,14 +174,19 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         }
     }
     let (text, sections) = b.finish();
-    Ok(assemble(
+    // A `Title`/`Heading` paragraph names the document as readers see it; the core title
+    // is often a template's leftover, so it comes second.
+    let mut parsed = assemble(
         path,
         id,
-        title.unwrap_or_else(|| file_title(path)),
+        title.or(core_title).unwrap_or_else(|| file_title(path)),
         DocFormat::Docx,
         (text, sections),
         bytes,
-    ))
+    );
+    parsed.metadata = metadata;
+    parsed.date = date;
+    Ok(parsed)
 }
 
 /// Heading level of a paragraph style id: `Title` is 0 (the root the headings nest under),
@@ -212,5 +305,88 @@ mod tests {
         let ratio = zip_of(&[("word/document.xml", vec![b'a'; 20 << 20])]);
         assert!(error_of("r.docx", &ratio).contains("compression ratio"));
         assert!(error_of("n.docx", b"not a zip").contains("not a zip archive"));
+    }
+
+    const CORE: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<dc:title>Quarterly   plan</dc:title><dc:subject>Harbour &amp; docks</dc:subject>
+<dc:creator>Ada Quillon</dc:creator><cp:keywords>ops; finance, q3</cp:keywords>
+<dc:description></dc:description><cp:lastModifiedBy>someone</cp:lastModifiedBy>
+<dcterms:created xsi:type="dcterms:W3CDTF">2024-03-05T10:20:00Z</dcterms:created>
+</cp:coreProperties>"#;
+
+    /// A real DOCX (docx-rs's writer) whose core properties part is `core`, or which has
+    /// none.
+    fn docx_with_core(heading: Option<&str>, core: Option<&str>) -> Vec<u8> {
+        use std::io::{Read, Write};
+        let mut doc = docx_rs::Docx::new();
+        if let Some(h) = heading {
+            doc = doc.add_paragraph(
+                docx_rs::Paragraph::new()
+                    .add_run(docx_rs::Run::new().add_text(h))
+                    .style("Title"),
+            );
+        }
+        doc = doc.add_paragraph(
+            docx_rs::Paragraph::new()
+                .add_run(docx_rs::Run::new().add_text("The docks open at six.")),
+        );
+        let mut packed = std::io::Cursor::new(Vec::new());
+        doc.build().pack(&mut packed).unwrap();
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(packed.into_inner())).unwrap();
+        let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default();
+        for i in 0..archive.len() {
+            let mut e = archive.by_index(i).unwrap();
+            let name = e.name().to_string();
+            let mut data = Vec::new();
+            e.read_to_end(&mut data).unwrap();
+            if name == CORE_PART {
+                match core {
+                    Some(c) => data = c.as_bytes().to_vec(),
+                    None => continue,
+                }
+            }
+            w.start_file(name, opts).unwrap();
+            w.write_all(&data).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    fn parse_bytes(bytes: &[u8]) -> ParsedDocument {
+        parse(Path::new("plan.docx"), &DocId::new("plan").unwrap(), bytes).unwrap()
+    }
+
+    #[test]
+    fn core_properties_give_metadata_the_date_and_a_fallback_title() {
+        let d = parse_bytes(&docx_with_core(None, Some(CORE)));
+        assert_eq!(
+            d.title, "Quarterly plan",
+            "no Title paragraph: the core title"
+        );
+        assert_eq!(
+            serde_json::Value::Object(d.metadata.clone()),
+            serde_json::json!({
+                "author": "Ada Quillon",
+                "subject": "Harbour & docks",
+                "keywords": ["ops", "finance", "q3"],
+            })
+        );
+        assert_eq!(d.date, Some(1_709_596_800));
+        assert!(d.text.contains("The docks open at six."));
+
+        // A Title paragraph names the document; the properties stay.
+        let d = parse_bytes(&docx_with_core(Some("Harbour Plan 2024"), Some(CORE)));
+        assert_eq!(d.title, "Harbour Plan 2024");
+        assert_eq!(d.metadata["author"], "Ada Quillon");
+
+        // No properties part, or a broken one: the text still goes in, with what parsed.
+        let d = parse_bytes(&docx_with_core(None, None));
+        assert!(d.metadata.is_empty() && d.date.is_none());
+        assert_eq!(d.title, "plan");
+        let broken = "<cp:coreProperties><dc:creator>Ada</dc:creator><dc:subject>unclosed";
+        let d = parse_bytes(&docx_with_core(None, Some(broken)));
+        assert_eq!(d.metadata["author"], "Ada");
+        assert!(d.metadata.get("subject").is_none());
     }
 }

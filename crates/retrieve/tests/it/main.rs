@@ -269,3 +269,86 @@ async fn the_embedding_router_classifies_with_the_real_model() {
             .all(|s| s.retriever != RetrieverKind::Graph)
     }));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_title_the_string_stages_miss_is_linked_by_the_real_embedder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus.jsonl");
+    let docs = [
+        (
+            "Horatio Nelson",
+            "Horatio Nelson was a British flag officer in the Royal Navy who died at the Battle of Trafalgar in 1805.",
+        ),
+        (
+            "Battle of Trafalgar",
+            "The Battle of Trafalgar was a naval engagement fought in 1805 off Cape Trafalgar.",
+        ),
+        (
+            "Nelson Mandela",
+            "Nelson Mandela was a South African activist who served as President of South Africa.",
+        ),
+        (
+            "Robben Island",
+            "Robben Island is an island in Table Bay where Nelson Mandela was imprisoned.",
+        ),
+    ];
+    let lines: Vec<String> = docs
+        .iter()
+        .map(|(t, x)| serde_json::json!({"doc_id": t, "title": t, "text": x}).to_string())
+        .collect();
+    std::fs::write(&corpus, lines.join("\n")).unwrap();
+    let (index, _) = ingest(tmp.path(), &corpus).await;
+    let embedder = metarag_testkit::embedder();
+    let names = embedder.clone();
+    index.set_name_embedder(std::sync::Arc::new(move |n: &[String]| {
+        names.embed_blocking(n).map_err(Into::into)
+    }));
+    let walk = metarag_core::GraphWalk {
+        embedding_link: true,
+        ..Default::default()
+    };
+    // "Admiral Nelson" is no entity's key, alias or near spelling (edit similarity 0.57
+    // to "Horatio Nelson"); all-MiniLM-L6-v2 puts it at cosine 0.80 from "Horatio Nelson"
+    // and 0.65 from "Nelson Mandela".
+    let question = "In which battle did Admiral Nelson die?";
+    let (links, _, ranked) = index
+        .graph_search_explained(question, 5, &walk, &metarag_core::Filter::default())
+        .unwrap();
+    assert!(
+        links
+            .iter()
+            .any(|l| l.entity.name == "Horatio Nelson"
+                && l.stage == metarag_index::LinkStage::Embedding),
+        "{links:?}"
+    );
+    assert!(
+        links.iter().all(|l| l.entity.name != "Nelson Mandela"),
+        "{links:?}"
+    );
+    let off = index
+        .graph_search(
+            question,
+            5,
+            &Default::default(),
+            &metarag_core::Filter::default(),
+        )
+        .unwrap();
+    assert!(
+        off.is_empty(),
+        "the string stages alone link nothing: {off:?}"
+    );
+
+    // Through the retriever: the graph list now starts at the admiral's page.
+    let config = RetrievalConfig {
+        graph: walk,
+        ..RetrievalConfig::default()
+    };
+    let retriever = HybridRetriever::new(embedder, index, config);
+    let mut request = SearchRequest::new(question, 3);
+    request.mode = SearchMode::Graph;
+    let hits = metarag_core::Retriever::search(&retriever, &request)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), ranked.len().min(3));
+    assert_eq!(hits[0].chunk.title, "Horatio Nelson", "{hits:?}");
+}

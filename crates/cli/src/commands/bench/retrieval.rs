@@ -50,6 +50,11 @@ pub struct RetrievalArgs {
     /// `config`) and evaluate the same questions over it, in the same run.
     #[arg(long, value_name = "URL")]
     pub postgres: Option<String>,
+    /// Also measure the agent's second hop: the pool after a first hybrid search of this
+    /// many passages and one hop (none, the next-hop query, following the bridge entities
+    /// in the graph, both).
+    #[arg(long, value_name = "K")]
+    hops: Option<usize>,
     /// Also write the JSON report here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -99,6 +104,10 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
     let retriever = HybridRetriever::new(embedder.clone(), index, app.config.retrieval());
     let modes: Vec<_> = args.modes.iter().map(|&m| m.into()).collect();
     let report = metarag_eval::evaluate_retrieval(&retriever, &questions, &modes, &args.k).await?;
+    let hops = match args.hops {
+        Some(k) => Some(metarag_eval::evaluate_hops(&retriever, &questions, k).await?),
+        None => None,
+    };
     // The same questions over Postgres: the index copied (vectors included), then the
     // modes it supports (it keeps no entity graph).
     let postgres = match &args.postgres {
@@ -143,6 +152,7 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
         "candidates": retrieval.candidates,
         "ingest": ingest,
         "retrieval": report,
+        "hops": hops.as_ref().map(|h| serde_json::json!({"k": args.hops, "methods": h})),
         "postgres": postgres.as_ref().map(|(copy, report)| serde_json::json!({"copy": copy, "retrieval": report})),
     });
     write_json(args.out.as_deref(), &json)?;
@@ -166,6 +176,29 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
         )?;
     }
     table(&mut md, &report)?;
+    if let (Some(hops), Some(k)) = (&hops, args.hops) {
+        writeln!(
+            md,
+            "\nThe pool after a first search of {k} and one hop of {k} (all supporting titles in the pool):\n"
+        )?;
+        writeln!(md, "| hop | recall (all) | completes | by type |")?;
+        writeln!(md, "|---|---|---|---|")?;
+        for h in hops {
+            let types: Vec<String> = h
+                .recall_all_by_type
+                .iter()
+                .map(|(t, v)| format!("{t} {v:.3}"))
+                .collect();
+            writeln!(
+                md,
+                "| {:?} | {:.3} | {:.3} | {} |",
+                h.method,
+                h.recall_all,
+                h.completed,
+                types.join(", ")
+            )?;
+        }
+    }
     if let Some((copy, pg)) = &postgres {
         writeln!(
             md,
