@@ -222,14 +222,10 @@ async fn runs_scores_resumes_summarizes_and_reports() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
-    use metarag_core::Embedder;
-    use metarag_index::{EmbeddedIndex, IndexConfig};
-    use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester};
     use metarag_retrieve::{HybridRetriever, RetrievalConfig};
 
     let records = vec![record("a", "bridge", "Iran"), record("b", "bridge", "Peru")];
     let tmp = tempfile::tempdir().unwrap();
-    let corpus = tmp.path().join("corpus.jsonl");
     let mut lines = Vec::new();
     for r in &records {
         for c in r.contexts.iter().filter(|c| c.is_supporting) {
@@ -240,29 +236,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
         }
     }
     lines.push(serde_json::json!({"doc_id": "x", "title": "Distractor", "text": "A distractor paragraph about rivers and mountains."}).to_string());
-    std::fs::write(&corpus, lines.join("\n")).unwrap();
-    let embedder = metarag_testkit::embedder();
-    let index = EmbeddedIndex::open(
-        tmp.path().join("index"),
-        IndexConfig::new(embedder.model_id(), embedder.dimension()),
-    )
-    .unwrap();
-    let chunker = Chunker::new(
-        embedder.tokenizer().clone(),
-        ChunkSettings {
-            max_tokens: embedder.max_tokens(),
-            overlap: 32,
-        },
-    )
-    .unwrap();
-    let options = IngestOptions {
-        corpus: CorpusMode::Corpus,
-        ..Default::default()
-    };
-    Ingester::new(&chunker, &embedder, &index, options)
-        .run(&[corpus], &|_| {})
-        .await
-        .unwrap();
+    let (embedder, index) = ingested(tmp.path(), &lines).await;
     let llm: Arc<dyn DynLlm> = Arc::new(llm());
     let agent = Agent::builder(llm)
         .retriever(Arc::new(HybridRetriever::new(
@@ -512,10 +486,7 @@ async fn both_run_logs_record_list_and_summarise_alike() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_hop_measure_counts_pools_that_reach_the_bridge_page() {
-    use metarag_core::Embedder;
     use metarag_eval::{HopMethod, evaluate_hops};
-    use metarag_index::{EmbeddedIndex, IndexConfig};
-    use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester};
     use metarag_retrieve::{HybridRetriever, RetrievalConfig};
 
     // The question names the film; the star's page, which answers it, names neither the
@@ -543,34 +514,11 @@ async fn the_hop_measure_counts_pools_that_reach_the_bridge_page() {
         ),
     ];
     let tmp = tempfile::tempdir().unwrap();
-    let corpus = tmp.path().join("corpus.jsonl");
     let lines: Vec<String> = passages
         .iter()
         .map(|(t, x)| serde_json::json!({"doc_id": t, "title": t, "text": x}).to_string())
         .collect();
-    std::fs::write(&corpus, lines.join("\n")).unwrap();
-    let embedder = metarag_testkit::embedder();
-    let index = EmbeddedIndex::open(
-        tmp.path().join("index"),
-        IndexConfig::new(embedder.model_id(), embedder.dimension()),
-    )
-    .unwrap();
-    let chunker = Chunker::new(
-        embedder.tokenizer().clone(),
-        ChunkSettings {
-            max_tokens: embedder.max_tokens(),
-            overlap: 32,
-        },
-    )
-    .unwrap();
-    let options = IngestOptions {
-        corpus: CorpusMode::Corpus,
-        ..Default::default()
-    };
-    Ingester::new(&chunker, &embedder, &index, options)
-        .run(&[corpus], &|_| {})
-        .await
-        .unwrap();
+    let (embedder, index) = ingested(tmp.path(), &lines).await;
     let retriever = HybridRetriever::new(embedder, index, RetrievalConfig::default());
     let question = QaRecord {
         id: "q".into(),
@@ -598,4 +546,43 @@ async fn the_hop_measure_counts_pools_that_reach_the_bridge_page() {
     assert_eq!(of(HopMethod::Both).recall_all, 1.0, "{reports:?}");
     assert_eq!(of(HopMethod::Both).recall_all_by_type["bridge"], 1.0);
     assert!(reports.iter().all(|r| r.questions == 1));
+}
+
+/// An index under `dir` of corpus `lines` (`{doc_id, title, text}` records), ingested by
+/// the real embedder, with the embedder.
+async fn ingested(
+    dir: &std::path::Path,
+    lines: &[String],
+) -> (
+    metarag_models::SentenceEmbedder,
+    metarag_index::EmbeddedIndex,
+) {
+    use metarag_core::Embedder;
+    use metarag_index::{EmbeddedIndex, IndexConfig};
+    use metarag_ingest::{ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester};
+    let corpus = dir.join("corpus.jsonl");
+    std::fs::write(&corpus, lines.join("\n")).unwrap();
+    let embedder = metarag_testkit::embedder();
+    let index = EmbeddedIndex::open(
+        dir.join("index"),
+        IndexConfig::new(embedder.model_id(), embedder.dimension()),
+    )
+    .unwrap();
+    let chunker = Chunker::new(
+        embedder.tokenizer().clone(),
+        ChunkSettings {
+            max_tokens: embedder.max_tokens(),
+            overlap: 32,
+        },
+    )
+    .unwrap();
+    let options = IngestOptions {
+        corpus: CorpusMode::Corpus,
+        ..Default::default()
+    };
+    Ingester::new(&chunker, &embedder, &index, options)
+        .run(&[corpus], &|_| {})
+        .await
+        .unwrap();
+    (embedder, index)
 }
