@@ -933,3 +933,99 @@ fn an_unreachable_postgres_store_is_a_user_error_naming_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("store.url"));
 }
+
+#[test]
+fn bench_retrieval_measures_hops_and_searches_an_index_another_process_writes() {
+    let env = Env::new();
+    // The first three HotpotQA dev questions and a corpus of their paragraphs.
+    let dev =
+        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let lines: Vec<&str> = dev.lines().take(3).collect();
+    let mut corpus = String::new();
+    let mut seen = std::collections::HashSet::new();
+    for line in &lines {
+        let q: Value = serde_json::from_str(line).unwrap();
+        for c in q["contexts"].as_array().unwrap() {
+            let title = c["title"].as_str().unwrap();
+            if seen.insert(title.to_string()) {
+                corpus.push_str(
+                    &serde_json::json!({"doc_id": title, "title": title, "text": c["text"]})
+                        .to_string(),
+                );
+                corpus.push('\n');
+            }
+        }
+    }
+    let dir = env.home.path();
+    let (corpus_path, questions_path, index) = (
+        dir.join("corpus.jsonl"),
+        dir.join("questions.jsonl"),
+        dir.join("bench-index"),
+    );
+    std::fs::write(&corpus_path, corpus).unwrap();
+    std::fs::write(&questions_path, lines.join("\n")).unwrap();
+    let args = [
+        "bench",
+        "retrieval",
+        "--corpus",
+        corpus_path.to_str().unwrap(),
+        "--questions",
+        questions_path.to_str().unwrap(),
+        "--index",
+        index.to_str().unwrap(),
+        "--modes",
+        "hybrid",
+        "--k",
+        "2,5",
+        "--hops",
+        "2",
+    ];
+    let first = env.json(&args);
+    assert!(first["ingest"]["chunks"].as_u64().unwrap() > 0, "{first:#}");
+    let methods: Vec<&str> = first["hops"]["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        methods,
+        ["none", "next_hop_query", "follow_entities", "both"]
+    );
+    for m in first["hops"]["methods"].as_array().unwrap() {
+        let r = m["recall_all"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&r), "{m}");
+        assert_eq!(m["questions"], 3);
+    }
+
+    // Another process holds the index for writing (here: this one): the benchmark
+    // searches it as it is instead of failing, and measures the same.
+    let (model, dim) = metarag_index::EmbeddedIndex::recorded_embedder(&index)
+        .unwrap()
+        .unwrap();
+    let _writer =
+        metarag_index::EmbeddedIndex::open(&index, metarag_index::IndexConfig::new(&model, dim))
+            .unwrap();
+    let out = env.run(&args.iter().copied().chain(["--json"]).collect::<Vec<_>>());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("searching it as it is"));
+    let second: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(second["ingest"].is_null(), "{second:#}");
+    assert_eq!(
+        second["retrieval"]["modes"][0]["recall_all"],
+        first["retrieval"]["modes"][0]["recall_all"]
+    );
+    let recalls = |v: &Value| -> Vec<Value> {
+        v["hops"]["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["recall_all"].clone())
+            .collect()
+    };
+    assert_eq!(recalls(&second), recalls(&first));
+}

@@ -16,7 +16,7 @@ use anyhow::Result;
 use clap::{Args as ClapArgs, Subcommand};
 use std::process::ExitCode;
 
-pub use retrieval::{corpus_index, corpus_index_dir};
+pub use retrieval::{corpus_index, corpus_index_to_search};
 
 /// `metarag bench`: the QA benchmark (`--dataset ...`) or one of the other benchmarks.
 #[derive(ClapArgs, Debug)]

@@ -306,33 +306,7 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
         };
         let embedder = app.embedder()?;
         embedder_id = Some(embedder.model_id().to_string());
-        // Another benchmark over the same corpus holds the index for writing: its
-        // documents are already in, so search it as it is instead of failing.
-        let dir = crate::bench::corpus_index_dir(app, &corpus, &embedder);
-        let busy = match app.open_index(&dir, &embedder) {
-            Err(e) => matches!(
-                e.downcast_ref::<metarag_index::Error>(),
-                Some(metarag_index::Error::Busy { .. })
-            ),
-            Ok(_) => false,
-        };
-        if busy {
-            eprintln!(
-                "{} is being written by another metarag process: searching it as it is, read-only",
-                dir.display()
-            );
-        } else {
-            eprintln!(
-                "indexing {} (only new or changed documents are embedded)...",
-                corpus.display()
-            );
-            let (_, ingest) = crate::bench::corpus_index(app, &corpus, None, &embedder).await?;
-            eprintln!(
-                "index {}: {}",
-                dir.display(),
-                crate::commands::ingest::ingest_summary(&ingest)
-            );
-        }
+        let (dir, _) = crate::bench::corpus_index_to_search(app, &corpus, None, &embedder).await?;
         let index = app.open_index_for_reading(&dir, &embedder)?;
         builder = builder
             .embedder(Arc::new(embedder.clone()))

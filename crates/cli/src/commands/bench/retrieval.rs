@@ -77,6 +77,45 @@ pub async fn corpus_index(
     Ok((dir, report))
 }
 
+/// [`corpus_index`] for a benchmark that only searches: when another metarag process holds
+/// the index for writing (a QA benchmark over the same corpus), its documents are already
+/// in, so it is searched as it is (`None`: nothing ingested) instead of failing.
+pub async fn corpus_index_to_search(
+    app: &App,
+    corpus: &Path,
+    index: Option<PathBuf>,
+    embedder: &SentenceEmbedder,
+) -> Result<(PathBuf, Option<IngestReport>)> {
+    let dir = index
+        .clone()
+        .unwrap_or_else(|| corpus_index_dir(app, corpus, embedder));
+    let busy = match app.open_index(&dir, embedder) {
+        Err(e) => matches!(
+            e.downcast_ref::<metarag_index::Error>(),
+            Some(metarag_index::Error::Busy { .. })
+        ),
+        Ok(_) => false,
+    };
+    if busy {
+        eprintln!(
+            "{} is being written by another metarag process: searching it as it is, read-only",
+            dir.display()
+        );
+        return Ok((dir, None));
+    }
+    eprintln!(
+        "indexing {} (only new or changed documents are embedded)...",
+        corpus.display()
+    );
+    let (dir, ingest) = corpus_index(app, corpus, index, embedder).await?;
+    eprintln!(
+        "index {}: {}",
+        dir.display(),
+        crate::commands::ingest::ingest_summary(&ingest)
+    );
+    Ok((dir, Some(ingest)))
+}
+
 /// Where the benchmarks keep the index of `corpus` built with `embedder`.
 pub fn corpus_index_dir(app: &App, corpus: &Path, embedder: &SentenceEmbedder) -> PathBuf {
     let stem = corpus
@@ -92,7 +131,8 @@ pub fn corpus_index_dir(app: &App, corpus: &Path, embedder: &SentenceEmbedder) -
 /// Measures retrieval quality and latency per mode.
 pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
     let embedder = app.embedder()?;
-    let (dir, ingest) = corpus_index(app, &args.corpus, args.index.clone(), &embedder).await?;
+    let (dir, ingest) =
+        corpus_index_to_search(app, &args.corpus, args.index.clone(), &embedder).await?;
     let mut questions = metarag_eval::load_dataset(&args.questions)?;
     if let Some(split) = args.split.map(SplitArg::split) {
         questions.retain(|q| metarag_eval::monitor::split_of(&q.id) == split);
@@ -100,7 +140,7 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
     if let Some(n) = args.n {
         questions.truncate(n);
     }
-    let index = app.open_index(&dir, &embedder)?;
+    let index = app.open_index_for_reading(&dir, &embedder)?;
     let retriever = HybridRetriever::new(embedder.clone(), index, app.config.retrieval());
     let modes: Vec<_> = args.modes.iter().map(|&m| m.into()).collect();
     let report = metarag_eval::evaluate_retrieval(&retriever, &questions, &modes, &args.k).await?;
@@ -161,7 +201,7 @@ pub async fn run(app: &App, args: RetrievalArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut md = String::new();
-    if ingest.chunks > 0 {
+    if let Some(ingest) = ingest.as_ref().filter(|i| i.chunks > 0) {
         writeln!(
             md,
             "Ingest: {} documents, {} chunks, {} tokens in {:.1}s ({:.1} chunks/s, {:.0} tokens/s; embedding {:.1}s = {:.0} tokens/s)\n",
