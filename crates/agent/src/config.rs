@@ -60,7 +60,8 @@ pub struct AgentConfig {
     /// hop's passages from the graph, the rest from the hop's query). Chosen on the tuning
     /// halves: the pool after a hop holds both supporting titles for 73.0% of 2Wiki
     /// questions against 69.3% with the query alone (HotpotQA 90.3 / 89.9); the reporting
-    /// halves agree (74.2 / 68.4, 86.8 / 83.1; docs/results/graph.md). Only where the search mode includes the graph.
+    /// halves agree (74.2 / 68.4, 86.8 / 83.1; docs/results/graph.md). Only where the
+    /// search mode includes the graph.
     pub follow_entities: bool,
     /// Document diversity under this is reported as a retrieval warning.
     pub min_retrieval_diversity: f64,

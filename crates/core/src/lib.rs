@@ -16,6 +16,7 @@ mod search;
 pub mod time;
 mod traits;
 mod types;
+pub mod vector;
 
 pub use error::{Error, Fault, HasFault, Result};
 pub use ids::{ChunkId, DocId};

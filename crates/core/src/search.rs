@@ -72,8 +72,8 @@ impl SearchMode {
 }
 
 /// How the entity graph is walked for a query (seed `001`): the query's entities are
-/// linked to the graph's (exact, then alias, then fuzzy, then by embedding), then a breadth-first walk to
-/// `max_hops` scores the chunks each reached entity is mentioned in by the link's
+/// linked to the graph's (exact, then alias, then fuzzy, then by embedding), then a
+/// breadth-first walk to `max_hops` scores the chunks each reached entity is mentioned in by the link's
 /// similarity times `decay` per hop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]

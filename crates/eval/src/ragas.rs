@@ -20,6 +20,7 @@
 
 use crate::qa::QuestionResult;
 use metarag_agent::Source;
+use metarag_core::vector::cosine;
 use metarag_core::{ChatRequest, DynEmbedder, DynLlm, Message, parse_json};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -166,21 +167,6 @@ pub fn average_precision(useful: &[bool]) -> f64 {
     if hits == 0.0 { 0.0 } else { sum / hits }
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na * nb)
-    }
-}
-
 async fn ask<T: serde::de::DeserializeOwned>(llm: &dyn DynLlm, request: ChatRequest) -> Option<T> {
     match llm.chat_dyn(&request).await {
         Ok(c) => parse_json::<T>(&c.text).ok(),
@@ -227,7 +213,7 @@ pub async fn score(judge: &Judge, r: &QuestionResult) -> Option<RagasScores> {
             let others = embedder.embed_dyn(&generated).await;
             if let (Ok(o), Ok(g)) = (original, others) {
                 out.answer_relevancy =
-                    Some(g.iter().map(|v| cosine(&o, v)).sum::<f64>() / g.len() as f64);
+                    Some(g.iter().map(|v| f64::from(cosine(&o, v))).sum::<f64>() / g.len() as f64);
             }
         }
     }
@@ -265,12 +251,5 @@ mod tests {
         assert!((average_precision(&[true, false, true]) - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
         assert_eq!(average_precision(&[false, false]), 0.0);
         assert_eq!(average_precision(&[]), 0.0);
-    }
-
-    #[test]
-    fn cosine_of_parallel_and_orthogonal_vectors() {
-        assert!((cosine(&[1.0, 2.0], &[2.0, 4.0]) - 1.0).abs() < 1e-9);
-        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
     }
 }

@@ -536,7 +536,7 @@ impl EmbeddedIndex {
             let mut scored: Vec<(f32, Entity)> = found
                 .into_iter()
                 .filter_map(|e| {
-                    let sim = cosine(v, by_name.get(e.name.as_str())?);
+                    let sim = metarag_core::vector::cosine(v, by_name.get(e.name.as_str())?);
                     (sim >= walk.link_threshold).then_some((sim, e))
                 })
                 .collect();
@@ -869,24 +869,6 @@ impl StoreRead for EmbeddedIndex {
         let (query, walk, filter) = (query.to_string(), walk.clone(), filter.clone());
         self.blocking(move |i| i.graph_search(&query, n, &walk, &filter))
             .await
-    }
-}
-
-/// Cosine similarity; 0 for a zero or mismatched vector.
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
-    for (x, y) in a.iter().zip(b) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
     }
 }
 

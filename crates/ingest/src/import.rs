@@ -180,13 +180,6 @@ fn record(
     })
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    dot / (na * nb).max(f32::MIN_POSITIVE)
-}
-
 /// Re-embeds an even sample of the records and returns the mean cosine with their dump
 /// vectors (`None` for an empty sample).
 pub async fn check_vectors<E: Embedder>(
@@ -204,7 +197,7 @@ pub async fn check_vectors<E: Embedder>(
     let sum: f32 = picked
         .iter()
         .zip(&fresh)
-        .map(|(r, v)| cosine(&r.embedding, v))
+        .map(|(r, v)| metarag_core::vector::cosine(&r.embedding, v))
         .sum();
     Ok(Some(sum / n as f32))
 }

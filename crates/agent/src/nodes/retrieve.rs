@@ -46,8 +46,8 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
         .unwrap_or_else(|| (s.question.clone(), RetrievalReason::Initial));
     let k = s.route.top_k;
     // A hop this node planned, or a re-retrieval for a missing hop, first follows the
-    // graph's edges from the bridge entities the pool names: half the passages from there, the rest from the
-    // query (docs/results/graph.md measures the pool both ways).
+    // graph's edges from the bridge entities the pool names: half the passages from
+    // there, the rest from the query (docs/results/graph.md measures the pool both ways).
     let mut followed = 0;
     if std::mem::take(&mut s.follow_bridge)
         && s.cfg().follow_entities

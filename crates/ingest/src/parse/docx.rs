@@ -51,20 +51,23 @@ fn check_archive(path: &Path, bytes: &[u8]) -> Result<Option<String>> {
             .by_index(i)
             .map_err(|e| refuse(format!("entry {i}: {e}")))?;
         let name = entry.name().to_string();
-        if name == CORE_PART && entry.size() <= MAX_CORE_BYTES {
-            let mut xml = String::new();
-            // A part that is not UTF-8 is left out: the properties are optional.
-            if (&mut entry)
-                .take(MAX_CORE_BYTES)
-                .read_to_string(&mut xml)
-                .is_ok()
-            {
-                total += xml.len() as u64;
-                core = Some(xml);
-            }
-        }
-        let size = std::io::copy(&mut entry.take(MAX_ENTRY_BYTES + 1), &mut std::io::sink())
-            .map_err(|e| refuse(format!("{name}: {e}")))?;
+        let mut capped = (&mut entry).take(MAX_ENTRY_BYTES + 1);
+        let size = if name == CORE_PART {
+            // Kept rather than discarded: the measured bytes are the part itself. A part
+            // that is too big or not UTF-8 is left out; the properties are optional.
+            let mut xml = Vec::new();
+            capped
+                .read_to_end(&mut xml)
+                .map_err(|e| refuse(format!("{name}: {e}")))?;
+            let size = xml.len() as u64;
+            core = (size <= MAX_CORE_BYTES)
+                .then(|| String::from_utf8(xml).ok())
+                .flatten();
+            size
+        } else {
+            std::io::copy(&mut capped, &mut std::io::sink())
+                .map_err(|e| refuse(format!("{name}: {e}")))?
+        };
         if size > MAX_ENTRY_BYTES {
             return Err(refuse(format!(
                 "{name} decompresses to more than {} MiB",

@@ -89,31 +89,33 @@ pub async fn corpus_index_to_search(
     let dir = index
         .clone()
         .unwrap_or_else(|| corpus_index_dir(app, corpus, embedder));
-    let busy = match app.open_index(&dir, embedder) {
-        Err(e) => matches!(
-            e.downcast_ref::<metarag_index::Error>(),
-            Some(metarag_index::Error::Busy { .. })
-        ),
-        Ok(_) => false,
-    };
-    if busy {
-        eprintln!(
-            "{} is being written by another metarag process: searching it as it is, read-only",
-            dir.display()
-        );
-        return Ok((dir, None));
-    }
     eprintln!(
         "indexing {} (only new or changed documents are embedded)...",
         corpus.display()
     );
-    let (dir, ingest) = corpus_index(app, corpus, index, embedder).await?;
-    eprintln!(
-        "index {}: {}",
-        dir.display(),
-        crate::commands::ingest::ingest_summary(&ingest)
-    );
-    Ok((dir, Some(ingest)))
+    match corpus_index(app, corpus, index, embedder).await {
+        Ok((dir, ingest)) => {
+            eprintln!(
+                "index {}: {}",
+                dir.display(),
+                crate::commands::ingest::ingest_summary(&ingest)
+            );
+            Ok((dir, Some(ingest)))
+        }
+        Err(e)
+            if matches!(
+                e.downcast_ref::<metarag_index::Error>(),
+                Some(metarag_index::Error::Busy { .. })
+            ) =>
+        {
+            eprintln!(
+                "{} is being written by another metarag process: searching it as it is, read-only",
+                dir.display()
+            );
+            Ok((dir, None))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Where the benchmarks keep the index of `corpus` built with `embedder`.
