@@ -67,6 +67,14 @@ pub struct AgentConfig {
     pub min_retrieval_diversity: f64,
     /// Near-duplicate chunks (word-trigram Jaccard at or above this) are dropped.
     pub near_duplicate_threshold: f64,
+    /// Which prompt-injection screens every passage passes before it enters the evidence
+    /// pool: `patterns` (free; the default) or `model` (the patterns, then one constrained
+    /// yes/no call per passage asking the model whether the passage holds instructions
+    /// aimed at it; for corpora nobody vetted). Measured by `metarag bench injection`.
+    pub injection_screen: crate::injection::Screen,
+    /// The model screen drops a passage when the model's probability that it holds
+    /// instructions aimed at the model ([`crate::injection::score`]) is at least this.
+    pub injection_threshold: f64,
     /// Most characters of evidence put in front of the model (the read node trims to it).
     pub max_evidence_chars: usize,
     /// A claim counts as supported when this share of its content terms is in its source.
@@ -105,6 +113,8 @@ impl Default for AgentConfig {
             follow_entities: true,
             min_retrieval_diversity: 0.25,
             near_duplicate_threshold: 0.9,
+            injection_screen: crate::injection::Screen::Patterns,
+            injection_threshold: 0.65,
             max_evidence_chars: 6000,
             support_threshold: 0.6,
             max_rounds: 3,
@@ -145,6 +155,7 @@ impl AgentConfig {
             ),
             ("min_retrieval_diversity", self.min_retrieval_diversity),
             ("near_duplicate_threshold", self.near_duplicate_threshold),
+            ("injection_threshold", self.injection_threshold),
             ("support_threshold", self.support_threshold),
             ("judge_weight", self.judge_weight),
         ];

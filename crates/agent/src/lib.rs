@@ -24,6 +24,7 @@ pub mod error;
 pub mod evidence;
 pub mod gateway;
 pub mod graph;
+pub mod injection;
 pub mod metacog;
 pub mod monitor;
 pub mod nodes;

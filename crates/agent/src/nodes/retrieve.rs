@@ -5,6 +5,7 @@ use super::RETRIEVE;
 use crate::evidence::{self, Passage};
 use crate::gateway::DEFAULT_RETRIEVER;
 use crate::graph::{NodeError, NodeId, NodeResult, Transition};
+use crate::injection::{self, Screen};
 use crate::state::Run;
 use crate::text::content_terms;
 use crate::trace::{EvidenceMode, RetrievalReason, RetrievalRecord};
@@ -21,7 +22,8 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
     if s.mode != EvidenceMode::Retrieval {
         let given = s.context.clone().unwrap_or_default();
         let hits = given.len();
-        let (kept, guardrails) = evidence::guard(given, &s.pool, threshold);
+        let (kept, mut guardrails) = evidence::guard(given, &s.pool, threshold);
+        let kept = screen(s, kept, hits, &mut guardrails).await?;
         let added = evidence::merge(&mut s.pool, kept);
         s.note = Some(format!(
             "{hits} context paragraphs, {added} kept, {} dropped",
@@ -151,8 +153,8 @@ async fn search_into_pool<E: Send>(
     let found: Vec<Passage> = hits.iter().map(Passage::from_hit).collect();
     let ranked: Vec<Passage> = found.iter().take(k).cloned().collect();
     let passages = evidence::fresh(&s.pool, found);
-    let (mut kept, guardrails) = evidence::guard(passages, &s.pool, threshold);
-    kept.truncate(k);
+    let (kept, mut guardrails) = evidence::guard(passages, &s.pool, threshold);
+    let kept = screen(s, kept, k, &mut guardrails).await?;
     let added = evidence::merge(&mut s.pool, kept);
     if !s.queries.iter().any(|q| q == query) {
         s.queries.push(query.to_string());
@@ -169,6 +171,53 @@ async fn search_into_pool<E: Send>(
         ms,
     });
     Ok((added, ranked))
+}
+
+/// The first `k` of `passages` (the guardrails' survivors, best first) that the
+/// configured injection screen passes. With the model screen, each is asked about in
+/// order until `k` pass, so a flagged passage costs one more call and not a place in the
+/// pool; the flagged ones are counted in `report.injection_model`. A call that fails or a
+/// reply that does not parse keeps its passage (the patterns have passed it) and is logged:
+/// a screen that cannot answer must not empty the pool.
+async fn screen<E: Send>(
+    s: &mut Run<E>,
+    passages: Vec<Passage>,
+    k: usize,
+    report: &mut evidence::GuardrailReport,
+) -> Result<Vec<Passage>, NodeError> {
+    if s.cfg().injection_screen == Screen::Patterns {
+        return Ok(passages.into_iter().take(k).collect());
+    }
+    let threshold = s.cfg().injection_threshold;
+    let mut kept = Vec::with_capacity(k);
+    for passage in passages {
+        if kept.len() == k {
+            break;
+        }
+        let c =
+            s.gw.chat(
+                RETRIEVE.as_str(),
+                "screen",
+                injection::request(&passage.text),
+            )
+            .await?;
+        match c.result.as_ref().map(injection::score) {
+            Ok(Some(p)) if p >= threshold => {
+                tracing::info!(title = %passage.title, "the model screen flagged a passage as injection");
+                report.injection_model += 1;
+            }
+            Ok(Some(_)) => kept.push(passage),
+            Ok(None) => {
+                tracing::warn!(title = %passage.title, "the injection screen's reply did not parse; passage kept");
+                kept.push(passage);
+            }
+            Err(e) => {
+                tracing::warn!(title = %passage.title, "the injection screen's call failed ({e}); passage kept");
+                kept.push(passage);
+            }
+        }
+    }
+    Ok(kept)
 }
 
 /// Reorders hits by RRF of the retriever's order and the reranker's scores: measured
@@ -272,8 +321,8 @@ pub async fn gather_fused<E: Send>(
     let ranked: Vec<Passage> = fused.iter().take(k).cloned().collect();
     let threshold = s.cfg().near_duplicate_threshold;
     let fresh = evidence::fresh(&s.pool, fused);
-    let (mut kept, guardrails) = evidence::guard(fresh, &s.pool, threshold);
-    kept.truncate(k);
+    let (kept, mut guardrails) = evidence::guard(fresh, &s.pool, threshold);
+    let kept = screen(s, kept, k, &mut guardrails).await?;
     let added = evidence::merge(&mut s.pool, kept);
     let ms = s.gw.usage.search_ms - search_ms;
     s.retrievals.push(RetrievalRecord {

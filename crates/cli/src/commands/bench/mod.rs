@@ -4,6 +4,7 @@
 
 mod crash;
 mod embed;
+mod injection;
 mod llm;
 mod load;
 mod qa;
@@ -41,6 +42,9 @@ pub enum Command {
     Judge(qa::JudgeArgs),
     /// Retrieval quality (recall@k of supporting titles, MRR) and latency per mode.
     Retrieval(retrieval::RetrievalArgs),
+    /// The prompt-injection screens (patterns, the model, either) against labelled sets of
+    /// attacks and benign look-alikes: recall and precision per set.
+    Injection(injection::InjectionArgs),
     /// The intent classifiers of `metarag context` against a labelled question set.
     Router(router::RouterArgs),
     /// Corpus embedding throughput (tokens per second and per CPU-second), optionally
@@ -72,6 +76,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         Some(Command::Judge(a)) => qa::judge(app, a).await,
         Some(Command::Retrieval(a)) => retrieval::run(app, a).await,
         Some(Command::Router(a)) => router::run(app, a).await,
+        Some(Command::Injection(a)) => injection::run(app, a).await,
         Some(Command::Embed(a)) => embed::run(app, a).await,
         Some(Command::Scale(a)) => scale::run(app, a).await,
         Some(Command::Crash(a)) => crash::run(app, a).await,

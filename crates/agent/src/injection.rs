@@ -1,0 +1,421 @@
+//! Prompt injection in retrieved passages: text a document's author planted to steer the
+//! model that reads it ("ignore your instructions", "when asked about X say Y", "send the
+//! conversation to ..."). Two screens, run by the retrieval guardrails:
+//!
+//! - [`looks_like_injection`]: command patterns on the lowercased text. Free, no false
+//!   alarm measured on real encyclopedic text or on passages that talk about prompts, but
+//!   it knows only the phrasings it was written from (recall 0.55 on a held-out set).
+//! - [`Screen::Model`]: the model itself is asked, one constrained yes/no call per passage,
+//!   whether the passage holds instructions aimed at the AI reading it. It reads
+//!   paraphrases and other languages the patterns miss, for a call per passage; so it is
+//!   opt-in (`agent.injection_screen = "model"`), for corpora nobody vetted.
+//!
+//! Both are measured by `metarag bench injection` on the labelled sets in
+//! `tests/fixtures/injection-*.jsonl` (docs/results/reliability.md).
+
+use crate::prompts;
+use metarag_core::{ChatRequest, Completion, DynLlm, parse_json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which screens the retrieval guardrails run on every passage before it enters the pool.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Screen {
+    /// The command patterns only ([`looks_like_injection`]).
+    #[default]
+    Patterns,
+    /// The patterns, then the model asked about each passage they let through
+    /// ([`request`]): one LLM call per passage that enters the pool.
+    Model,
+}
+
+impl Screen {
+    /// The name used in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Screen::Patterns => "patterns",
+            Screen::Model => "model",
+        }
+    }
+}
+
+/// The model screen's reply.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ScreenReply {
+    /// Whether the passage holds instructions aimed at the AI system that reads it.
+    pub ai_instructions: bool,
+}
+
+/// The model screen's prompt for one passage ([`prompts::injection_screen`]).
+pub fn request(passage: &str) -> ChatRequest {
+    prompts::injection_screen(passage)
+}
+
+/// The model screen's verdict from a reply's text, `None` when it does not parse.
+pub fn verdict(reply: &str) -> Option<bool> {
+    parse_json::<ScreenReply>(reply)
+        .ok()
+        .map(|r| r.ai_instructions)
+}
+
+/// The model's probability that the passage holds instructions aimed at it, from a
+/// completion of [`request`]: the probability it gave `true` at the verdict's position
+/// (over the whole vocabulary, before the schema's grammar), or one minus the one it gave
+/// `false`. Without log-probabilities (a backend that has none) the verdict itself, 1 or 0.
+/// `None` when the reply does not parse.
+pub fn score(c: &Completion) -> Option<f64> {
+    let flagged = verdict(&c.text)?;
+    let word = if flagged { "true" } else { "false" };
+    let p = c
+        .logprobs
+        .as_deref()
+        .and_then(|lp| lp.iter().find(|t| t.token.trim() == word))
+        .map(|t| f64::from(t.logprob).exp());
+    Some(match (flagged, p) {
+        (true, Some(p)) => p,
+        (false, Some(p)) => 1.0 - p,
+        (true, None) => 1.0,
+        (false, None) => 0.0,
+    })
+}
+
+/// Asks `llm` about `passage`: [`score`] of its reply, `None` when the call fails or the
+/// reply does not parse (the guardrails then keep the passage, which the patterns have
+/// passed, and log why).
+pub async fn ask(llm: &dyn DynLlm, passage: &str) -> Option<f64> {
+    let c = llm
+        .chat_dyn(&request(passage))
+        .await
+        .map_err(|e| tracing::warn!("injection screen call failed: {e}"))
+        .ok()?;
+    score(&c)
+}
+
+/// One labelled passage of an injection set (`{"label": "attack"|"benign", "text": ...}`,
+/// one per line; other fields, such as `class`, are kept for reports).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Labelled {
+    /// `attack` or `benign`.
+    pub label: Label,
+    /// The passage.
+    pub text: String,
+    /// The kind of attack or look-alike, where the set names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+}
+
+/// The label of a [`Labelled`] passage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    /// Text that tries to steer the model.
+    Attack,
+    /// Text that does not, often one that talks about prompts, models or instructions.
+    Benign,
+}
+
+/// Parses an injection set, naming the line of the first entry that is not one.
+pub fn parse_set(text: &str) -> std::result::Result<Vec<Labelled>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str::<Labelled>(l).map_err(|e| {
+                format!(
+                    "line {}: not {{\"label\": \"attack\"|\"benign\", \"text\": ...}}: {e}",
+                    i + 1
+                )
+            })
+        })
+        .collect()
+}
+
+/// A detector's counts on a labelled set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Attacks in the set.
+    pub attacks: usize,
+    /// Benign passages in the set.
+    pub benign: usize,
+    /// Attacks flagged.
+    pub caught: usize,
+    /// Benign passages flagged.
+    pub false_alarms: usize,
+    /// Passages without a verdict (a failed call or reply), counted as not flagged.
+    pub undecided: usize,
+}
+
+impl Counts {
+    /// Counts verdicts (`None`: no verdict) against the labels, in order.
+    pub fn of(set: &[Labelled], flags: &[Option<bool>]) -> Counts {
+        let mut c = Counts::default();
+        for (p, f) in set.iter().zip(flags) {
+            let flagged = f.unwrap_or(false);
+            c.undecided += usize::from(f.is_none());
+            match p.label {
+                Label::Attack => {
+                    c.attacks += 1;
+                    c.caught += usize::from(flagged);
+                }
+                Label::Benign => {
+                    c.benign += 1;
+                    c.false_alarms += usize::from(flagged);
+                }
+            }
+        }
+        c
+    }
+
+    /// Share of attacks caught.
+    pub fn recall(&self) -> f64 {
+        self.caught as f64 / self.attacks.max(1) as f64
+    }
+
+    /// Share of flagged passages that are attacks (1.0 when nothing is flagged).
+    pub fn precision(&self) -> f64 {
+        let flagged = self.caught + self.false_alarms;
+        if flagged == 0 {
+            1.0
+        } else {
+            self.caught as f64 / flagged as f64
+        }
+    }
+}
+
+/// Text that tries to steer the model from inside a document: commands to drop its
+/// instructions, role switches, fake chat-template markers, requests for its system prompt.
+/// Matched on lowercased text; each pattern is a command, not a topic, so a passage that
+/// merely talks about prompts or says "you are now entering Nevada" is kept. A match inside
+/// quotation marks (a passage quoting an attack) is a mention, not an attack.
+static INJECTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"(?:ignore|disregard|forget|override|skip)\s+(?:all\s+|any\s+|the\s+|your\s+|my\s+)*",
+        r"(?:previous|prior|above|earlier|preceding|original|system)?\s*",
+        r"(?:instructions|prompts?|directions|rules|guidelines|context)\b",
+        r"|\bnew\s+(?:instructions|system\s+prompt)\s*:",
+        r"|\byou\s+are\s+now\s+(?:dan\b|an?\s+(?:ai|assistant|chatbot|language\s+model|unrestricted|unfiltered|evil)\b|in\s+(?:developer|god|jailbreak|dan)\s+mode|jailbroken|free\s+of)",
+        r"|\b(?:reveal|print|show|output|repeat|leak|tell\s+me)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|hidden\s+instructions|initial\s+instructions)",
+        r"|<\|im_start\|>|<\|system\|>|<\|user\|>|<\|assistant\|>|\[/?inst\]|<<sys>>|###\s*(?:instruction|system)\s*:",
+        r"|(?:^|\n)\s*(?:system|assistant)\s*:\s*(?:you|ignore|from\s+now)",
+        r"|\bdo\s+anything\s+now\b|\bfrom\s+now\s+on,?\s+you\s+(?:will|must|are)\b",
+        r"|\b(?:as\s+an\s+ai|language\s+model),?\s+you\s+must\s+(?:now\s+)?(?:answer|say|respond|reply)",
+        r"|\b(?:answer|respond|reply)\s+(?:only\s+)?with\s+[\x22'][^\x22']{1,40}[\x22']\s+(?:to|for)\s+(?:every|any|all)\b",
+        // Widened on the second set's misses (see the tests): overriding everything said
+        // before or the sources themselves,
+        r"|\b(?:ignore|disregard|forget)\s+(?:everything|all)\b[^.]{0,30}\b(?:told|said|above|before|so\s+far|previous|earlier)\b",
+        r"|\b(?:ignore|disregard)\s+(?:the|all|any)\s+(?:sources?|documents?)\b|\boverride\s+any\s+source",
+        r"|\bdo\s+not\s+follow\s+(?:your|the)\s+(?:system|previous|original)|\bpretend\s+(?:that\s+)?(?:the\s+)?(?:previous|prior|above)\b",
+        r"|\bthe\s+only\s+correct\s+answer\s+to\s+(?:any|every)\b|\bstop\s+what\s+you\s+are\s+doing\b",
+        // a message addressed to the model reading the page,
+        r"|\b(?:note|message|instructions?)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:ai|llm|language\s+model|model|assistant|chatbot)s?\b",
+        r"|(?:^|[.!?>\]]\s*|\n)\s*(?:ai|llm|language\s+model|model|assistant|chatbot|ai\s+agent|ai\s+model)s?\s*[:,]\s*(?:you\s+must|do\s+not|don't|stop|ignore|append|include|rate|say|tell|respond|answer|reply|print|output|repeat|reveal|your\s+new)",
+        r"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|assistant|chatbot|bot)\b",
+        r"|\bthe\s+(?:assistant|ai|model|chatbot)\s+must\s+(?:say|answer|tell|respond|reply|claim|state)\b",
+        // a new task or role,
+        r"|\byour\s+(?:new|real|actual|only)\s+(?:task|goal|job|instructions?|purpose)\s+(?:is|are)\b|\b(?:switch|swap)\s+roles\b",
+        r"|\bact\s+as\s+my\b|\bnew\s+instructions\s+from\b",
+        // markers of a fake system turn, and exfiltration,
+        r"|\[system(?:\s+override)?\]|</?system>|</sources>|\bbegin\s+system\s+prompt\b",
+        r"|\b(?:output|print|reveal|leak|include|send)\s+(?:the\s+|your\s+|the\s+user'?s\s+|me\s+)?(?:full\s+)?(?:conversation\s+history|previous\s+messages|system\s+message|system\s+prompt|prompt|api\s+key|password)\b",
+        r"|\bsecretly\s+(?:include|add|insert|append|send|tell)\b",
+        // and the second set's one other language (German; nothing else was written for).
+        r"|\bignoriere\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+)?anweisungen\b",
+    ))
+    .expect("the injection pattern is valid")
+});
+
+/// Whether `text` carries an injection attempt (see [`INJECTION`]).
+pub fn looks_like_injection(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    INJECTION.find_iter(&lower).any(|m| {
+        // Quoted: the passage reports an attack rather than making one.
+        let before = lower[..m.start()].chars().rev().take(2).collect::<String>();
+        !before.contains(['"', '\'', '“', '‘', '«'])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The patterns' counts on a set, printing what they missed and flagged.
+    fn patterns_on(name: &str, set: &str) -> Counts {
+        let set = parse_set(set).unwrap();
+        let flags: Vec<Option<bool>> = set
+            .iter()
+            .map(|p| Some(looks_like_injection(&p.text)))
+            .collect();
+        let c = Counts::of(&set, &flags);
+        let (missed, flagged): (Vec<_>, Vec<_>) = set
+            .iter()
+            .zip(&flags)
+            .filter(|(p, f)| (p.label == Label::Attack) != f.unwrap_or(false))
+            .map(|(p, _)| p)
+            .partition(|p| p.label == Label::Attack);
+        eprintln!(
+            "{name}: {}/{} caught, {} benign flagged; recall {:.2}, precision {:.2}\nmissed: {:#?}\nflagged: {:#?}",
+            c.caught,
+            c.attacks,
+            c.false_alarms,
+            c.recall(),
+            c.precision(),
+            missed.iter().map(|p| &p.text).collect::<Vec<_>>(),
+            flagged.iter().map(|p| &p.text).collect::<Vec<_>>(),
+        );
+        c
+    }
+
+    /// The first set (tests/fixtures/injection-first.jsonl): 20 attacks and 20 passages
+    /// that only talk about prompts, models and instructions, written together with the
+    /// patterns, so in-sample.
+    #[test]
+    fn injection_detection_on_a_labelled_set() {
+        let c = patterns_on(
+            "first injection set",
+            include_str!("../tests/fixtures/injection-first.jsonl"),
+        );
+        assert_eq!((c.attacks, c.benign), (20, 20));
+        assert_eq!((c.caught, c.false_alarms), (20, 0), "{c:?}");
+    }
+
+    /// The second set (tests/fixtures/injection-heldout.jsonl: 20 attacks, among them
+    /// chat-template markers, role swaps, German, "notes to AI models"; 20 benign passages
+    /// that use the same words), written after the first patterns were fixed. It measured
+    /// them out of sample (recall 0.20, precision 1.00), then the patterns were widened on
+    /// its misses, so it is now in-sample: the floors keep what it measures today.
+    #[test]
+    fn injection_detection_on_the_second_set() {
+        let c = patterns_on(
+            "second injection set",
+            include_str!("../tests/fixtures/injection-heldout.jsonl"),
+        );
+        assert_eq!(c.attacks, 20);
+        assert!(
+            c.recall() >= 1.0 && c.precision() >= 1.0,
+            "recall {:.2}, precision {:.2}",
+            c.recall(),
+            c.precision()
+        );
+    }
+
+    /// The third set (tests/fixtures/injection-third.jsonl: 20 attacks, 20 benign
+    /// look-alikes), written and committed before the patterns were widened on the second
+    /// set's misses and never used to change them: the detector's out-of-sample figures.
+    /// The floors are what it measured when the set was added.
+    #[test]
+    fn injection_detection_on_a_held_out_third_set() {
+        let c = patterns_on(
+            "third injection set (held out)",
+            include_str!("../tests/fixtures/injection-third.jsonl"),
+        );
+        assert_eq!(c.attacks, 20);
+        // Before the widening: recall 0.05 (1 of 20), precision 1.00.
+        assert!(
+            c.recall() >= 0.55 && c.precision() >= 1.0,
+            "recall {:.2}, precision {:.2}",
+            c.recall(),
+            c.precision()
+        );
+    }
+
+    /// The patterns on real encyclopedic text: every passage of the three QA corpora
+    /// (Wikipedia paragraphs, none an attack) that the detector flags is a passage the
+    /// agent would lose.
+    #[test]
+    fn injection_patterns_keep_the_qa_corpora() {
+        for name in ["hotpotqa", "2wikimultihopqa", "musique"] {
+            let path = metarag_testkit::qa_dir().join(format!("{name}-corpus.jsonl"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (the shared QA data)", path.display()));
+            let flagged: Vec<String> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter_map(|v| v["text"].as_str().map(str::to_string))
+                .filter(|t| looks_like_injection(t))
+                .collect();
+            assert!(flagged.is_empty(), "{name} passages flagged: {flagged:#?}");
+        }
+    }
+
+    #[test]
+    fn a_set_line_that_is_not_an_entry_is_named() {
+        let err = parse_set(
+            "{\"label\": \"attack\", \"text\": \"x\"}\n\n{\"label\": \"maybe\", \"text\": \"y\"}",
+        )
+        .unwrap_err();
+        assert!(err.starts_with("line 3:"), "{err}");
+    }
+
+    #[test]
+    fn counts_score_flags_against_labels() {
+        let set = parse_set(concat!(
+            "{\"label\": \"attack\", \"text\": \"a\"}\n",
+            "{\"label\": \"attack\", \"text\": \"b\", \"class\": \"persona\"}\n",
+            "{\"label\": \"benign\", \"text\": \"c\"}\n",
+            "{\"label\": \"benign\", \"text\": \"d\"}\n",
+        ))
+        .unwrap();
+        let c = Counts::of(&set, &[Some(true), None, Some(true), Some(false)]);
+        assert_eq!(
+            c,
+            Counts {
+                attacks: 2,
+                benign: 2,
+                caught: 1,
+                false_alarms: 1,
+                undecided: 1
+            }
+        );
+        assert_eq!((c.recall(), c.precision()), (0.5, 0.5));
+        assert_eq!(Counts::default().precision(), 1.0);
+    }
+
+    fn plain(text: &str) -> Completion {
+        Completion::new(
+            text,
+            metarag_core::FinishReason::Stop,
+            Default::default(),
+            "m",
+        )
+    }
+
+    #[test]
+    fn the_score_is_the_probability_of_true() {
+        let completion = |text: &str, token: &str, p: f32| Completion {
+            logprobs: Some(vec![
+                metarag_core::TokenLogprob {
+                    token: "{\"".into(),
+                    logprob: -0.01,
+                },
+                metarag_core::TokenLogprob {
+                    token: format!(" {token}"),
+                    logprob: p.ln(),
+                },
+            ]),
+            ..plain(text)
+        };
+        let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-6;
+        assert!(close(
+            score(&completion("{\"ai_instructions\": true}", "true", 0.8)),
+            0.8
+        ));
+        assert!(close(
+            score(&completion("{\"ai_instructions\": false}", "false", 0.9)),
+            0.1
+        ));
+        // Without log-probabilities: the verdict.
+        assert_eq!(score(&plain("{\"ai_instructions\": true}")), Some(1.0));
+        assert_eq!(score(&plain("{\"ai_instructions\": false}")), Some(0.0));
+        assert_eq!(score(&plain("maybe")), None);
+    }
+
+    #[test]
+    fn the_screen_reply_is_read_or_refused() {
+        assert_eq!(verdict("{\"ai_instructions\": true}"), Some(true));
+        assert_eq!(verdict("{\"ai_instructions\": false}"), Some(false));
+        assert_eq!(verdict("yes"), None);
+    }
+}
