@@ -62,6 +62,13 @@ struct SetResult {
 /// Runs both screens on every set, prints recall and precision per set and detector, and
 /// lists what the combined screen missed and flagged.
 pub async fn run(app: &App, args: InjectionArgs) -> Result<ExitCode> {
+    // Checked before any file is read or model loaded.
+    let threshold = args
+        .threshold
+        .unwrap_or(app.config.raw.agent.injection_threshold);
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(UserError(format!("--threshold {threshold} is not in [0, 1]")).into());
+    }
     let mut sets: Vec<(String, Vec<Labelled>)> = Vec::new();
     for path in &args.sets {
         let text =
@@ -78,12 +85,6 @@ pub async fn run(app: &App, args: InjectionArgs) -> Result<ExitCode> {
     } else {
         Some(app.llm(true, args.model.as_deref()).await?)
     };
-    let threshold = args
-        .threshold
-        .unwrap_or(app.config.raw.agent.injection_threshold);
-    if !(0.0..=1.0).contains(&threshold) {
-        return Err(UserError(format!("--threshold {threshold} is not in [0, 1]")).into());
-    }
     let model = handle
         .as_ref()
         .map(|h| metarag_core::Llm::model_id(&h.llm).to_string());
