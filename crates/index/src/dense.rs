@@ -5,9 +5,10 @@
 //! checksummed record per [`Dense::apply`] (the chunks removed and the vectors added, with
 //! the change's generation). A write appends one record, O(batch), where saving the whole
 //! graph each time made ingest quadratic (a 1M-chunk index rewrote ~1.5 GB per batch). The
-//! snapshot is rewritten only when the journal holds a quarter of the graph (at least
+//! snapshot is rewritten only when the journal would hold a quarter of the graph (at least
 //! [`SNAPSHOT_MIN`] vectors) and when a writer closes, so the total written stays linear in
-//! the index size.
+//! the index size; the write that reaches that size is written as the snapshot alone, not
+//! as a record first (one large document's record is as large as its vectors).
 //!
 //! On open, the journal's records after the snapshot are replayed in generation order up to
 //! SQLite's generation. A record past it is a change SQLite never committed (killed between
@@ -147,20 +148,25 @@ impl Dense {
         let added: Vec<_> = added.collect();
         reserve(&index, added.len())?;
         add_all(&index, added.iter().map(|&(id, v)| (id.0, v)).collect())?;
-        let record = encode_record(generation, removed, &added, self.options.dimensions);
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.journal_path)
-            .and_then(|mut f| f.write_all(&record))
-            .map_err(|e| Error::io(&self.journal_path, e))?;
         let mut state = self.state();
-        state.generation = Some(generation);
-        state.journalled += added.len() + removed.len();
-        if state.journalled >= SNAPSHOT_MIN.max(index.size() / 4) {
+        let journalled = state.journalled + added.len() + removed.len();
+        if journalled >= SNAPSHOT_MIN.max(index.size() / 4) {
+            // The record would be folded into a snapshot at once: write the snapshot
+            // alone. A write of one large document (150k vectors) would otherwise be
+            // written twice, its record first (as large as its vectors).
             self.snapshot(&index, generation)?;
             state.journalled = 0;
+        } else {
+            append_record(
+                &self.journal_path,
+                generation,
+                removed,
+                &added,
+                self.options.dimensions,
+            )?;
+            state.journalled = journalled;
         }
+        state.generation = Some(generation);
         Ok(())
     }
 
@@ -287,31 +293,58 @@ fn truncate(path: &Path, len: u64) -> Result<()> {
 
 /// One journal record: header, removed ids, added `(id, vector)` pairs, then a CRC-32 of
 /// everything before it.
-fn encode_record(
+/// Appends one record to the journal at `path`, streamed through a buffer: a record is as
+/// large as its vectors, which the caller already holds once.
+fn append_record(
+    path: &Path,
     generation: u64,
     removed: &[ChunkId],
     added: &[(ChunkId, &[f32])],
     dim: usize,
-) -> Vec<u8> {
-    let mut buf =
-        Vec::with_capacity(HEADER_LEN + removed.len() * 8 + added.len() * (8 + 4 * dim) + 4);
-    buf.extend_from_slice(&RECORD_MAGIC);
-    buf.extend_from_slice(&generation.to_le_bytes());
-    buf.extend_from_slice(&(removed.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&(added.len() as u32).to_le_bytes());
-    buf.extend_from_slice(&(dim as u32).to_le_bytes());
+) -> Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    write_record(&mut out, generation, removed, added, dim)
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io(path, e))
+}
+
+/// Writes one journal record: the header, the removed ids, the added ids and vectors, and
+/// a CRC-32 of all of it.
+fn write_record(
+    out: &mut impl Write,
+    generation: u64,
+    removed: &[ChunkId],
+    added: &[(ChunkId, &[f32])],
+    dim: usize,
+) -> std::io::Result<()> {
+    let mut crc = crc32fast::Hasher::new();
+    let mut put = |bytes: &[u8]| {
+        crc.update(bytes);
+        out.write_all(bytes)
+    };
+    put(&RECORD_MAGIC)?;
+    put(&generation.to_le_bytes())?;
+    put(&(removed.len() as u32).to_le_bytes())?;
+    put(&(added.len() as u32).to_le_bytes())?;
+    put(&(dim as u32).to_le_bytes())?;
     for id in removed {
-        buf.extend_from_slice(&id.0.to_le_bytes());
+        put(&id.0.to_le_bytes())?;
     }
+    let mut entry = Vec::with_capacity(8 + 4 * dim);
     for (id, v) in added {
-        buf.extend_from_slice(&id.0.to_le_bytes());
+        entry.clear();
+        entry.extend_from_slice(&id.0.to_le_bytes());
         for x in *v {
-            buf.extend_from_slice(&x.to_le_bytes());
+            entry.extend_from_slice(&x.to_le_bytes());
         }
+        put(&entry)?;
     }
-    let crc = crc32fast::hash(&buf);
-    buf.extend_from_slice(&crc.to_le_bytes());
-    buf
+    out.write_all(&crc.finalize().to_le_bytes())
 }
 
 /// What a journal replay reached.
@@ -541,5 +574,48 @@ mod tests {
         std::mem::forget(reopened);
         let reader = Dense::open(&path, &config(), 4, false).unwrap();
         assert_eq!(reader.generation(), Some(4));
+    }
+
+    #[test]
+    fn one_write_past_the_threshold_is_written_as_a_snapshot_without_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dense.usearch");
+        let journal = path.with_extension("journal");
+        let dense = Dense::open(&path, &config(), 0, true).unwrap();
+        let small: Vec<Vec<f32>> = (0..10).map(v).collect();
+        dense
+            .apply(
+                &[],
+                small
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| (ChunkId(i as u64), x.as_slice())),
+                1,
+            )
+            .unwrap();
+        assert!(std::fs::metadata(&journal).unwrap().len() > 0);
+        let n = SNAPSHOT_MIN + 10;
+        let large: Vec<Vec<f32>> = (10..10 + n).map(v).collect();
+        dense
+            .apply(
+                &[ChunkId(3)],
+                large
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| (ChunkId(10 + i as u64), x.as_slice())),
+                2,
+            )
+            .unwrap();
+        // The journal is emptied by the snapshot, and the large write never went to it.
+        assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0);
+        std::mem::forget(dense); // a kill: no snapshot on close
+        let reopened = Dense::open(&path, &config(), 2, true).unwrap();
+        assert_eq!(reopened.generation(), Some(2));
+        assert_eq!(reopened.len(), 10 - 1 + n);
+        // SQLite one generation behind (killed before its commit): the snapshot is ahead,
+        // so the engine reports a generation SQLite does not have and is rebuilt.
+        std::mem::forget(reopened);
+        let ahead = Dense::open(&path, &config(), 1, true).unwrap();
+        assert_ne!(ahead.generation(), Some(1));
     }
 }
