@@ -517,16 +517,20 @@ fn neighbours(
     Ok(out)
 }
 
+/// An entity a walk reached: its id, hops from the start and weight.
+pub(crate) type Walked = (i64, usize, f32);
+
 /// The seed's traversal: breadth-first from the linked entities to `max_hops`, each hop
 /// multiplying the link's similarity by `decay`; every reached entity adds its weight
 /// (times its mention confidence and specificity) to the chunks that mention it.
-/// Returns the reached entities and the chunks' summed scores.
+/// Returns the reached entities (id, hop, weight: [`reached`] looks them up) and the
+/// chunks' summed scores.
 pub(crate) fn walk(
     conn: &Connection,
     links: &[Link],
     walk: &GraphWalk,
     total: u64,
-) -> Result<(Vec<Reached>, HashMap<i64, f32>)> {
+) -> Result<(Vec<Walked>, HashMap<i64, f32>)> {
     let mut best: HashMap<i64, (usize, f32)> = HashMap::new();
     let mut frontier: Vec<(i64, f32)> = Vec::new();
     for l in links {
@@ -577,22 +581,29 @@ pub(crate) fn walk(
             break;
         }
     }
-    let mut reached = Vec::with_capacity(best.len());
-    for (id, (hop, weight)) in best {
+    let mut reached: Vec<Walked> = best
+        .into_iter()
+        .map(|(id, (hop, weight))| (id, hop, weight))
+        .collect();
+    reached.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    Ok((reached, scores))
+}
+
+/// The entities a [`walk`] reached, looked up, in its order. Only an explanation needs
+/// them: a search skips this, which at a million chunks was a lookup for every neighbour
+/// of every expanded entity (up to `frontier x fanout` per hop).
+pub(crate) fn reached(conn: &Connection, walked: Vec<Walked>) -> Result<Vec<Reached>> {
+    let mut out = Vec::with_capacity(walked.len());
+    for (id, hop, weight) in walked {
         if let Some(entity) = entity_by_id(conn, id)? {
-            reached.push(Reached {
+            out.push(Reached {
                 entity,
                 hop,
                 weight,
             });
         }
     }
-    reached.sort_by(|a, b| {
-        b.weight
-            .total_cmp(&a.weight)
-            .then(a.entity.id.cmp(&b.entity.id))
-    });
-    Ok((reached, scores))
+    Ok(out)
 }
 
 /// Relations an entity takes part in, either side.

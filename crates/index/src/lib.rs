@@ -399,7 +399,7 @@ impl EmbeddedIndex {
         walk: &GraphWalk,
         filter: &Filter,
     ) -> Result<Vec<ScoredChunk>> {
-        Ok(self.graph_search_explained(query, n, walk, filter)?.2)
+        Ok(self.search_graph(query, n, walk, filter, false)?.2)
     }
 
     /// [`EmbeddedIndex::graph_search`] with its workings: the links of the query's
@@ -410,6 +410,18 @@ impl EmbeddedIndex {
         n: usize,
         walk: &GraphWalk,
         filter: &Filter,
+    ) -> Result<(Vec<Link>, Vec<Reached>, Vec<ScoredChunk>)> {
+        self.search_graph(query, n, walk, filter, true)
+    }
+
+    /// The graph search, with the reached entities looked up when `explain` (else none).
+    fn search_graph(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+        explain: bool,
     ) -> Result<(Vec<Link>, Vec<Reached>, Vec<ScoredChunk>)> {
         if !self.inner.config.graph || n == 0 {
             return Ok(Default::default());
@@ -450,7 +462,12 @@ impl EmbeddedIndex {
             links.extend(self.link_by_embedding(&unlinked, walk)?);
         }
         let db = self.db();
-        let (reached, scores) = graph::walk(db.conn(), &links, walk, total)?;
+        let (walked, scores) = graph::walk(db.conn(), &links, walk, total)?;
+        let reached = if explain {
+            graph::reached(db.conn(), walked)?
+        } else {
+            Vec::new()
+        };
         let mut ranked: Vec<ScoredChunk> = scores
             .into_iter()
             .filter(|(id, _)| allowed.as_ref().is_none_or(|a| a.contains(&(*id as u64))))
@@ -586,7 +603,9 @@ impl EmbeddedIndex {
             stage: LinkStage::Exact,
         };
         let total = self.inner.dense.len() as u64;
-        Ok(graph::walk(self.db().conn(), &[link], walk, total)?.0)
+        let db = self.db();
+        let walked = graph::walk(db.conn(), &[link], walk, total)?.0;
+        graph::reached(db.conn(), walked)
     }
 
     /// The audit memory: documents added, updated and removed at or after `from` and

@@ -1075,3 +1075,73 @@ fn bench_injection_scores_a_labelled_set() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("set.jsonl: line 2:"), "{err}");
 }
+
+#[test]
+fn bench_scale_builds_keeps_and_measures_a_kept_index_again() {
+    let env = Env::new();
+    let dir = env.home.path();
+    let corpus = dir.join("corpus.jsonl");
+    let passages: String = (0..12)
+        .map(|i| {
+            format!(
+                "{{\"title\": \"Harbour {i}\", \"text\": \"Harbour {i} lies on the north coast; its lighthouse was built in {}.\"}}\n",
+                1850 + i
+            )
+        })
+        .collect();
+    std::fs::write(&corpus, passages).unwrap();
+    let questions = dir.join("questions.jsonl");
+    std::fs::write(
+        &questions,
+        concat!(
+            "{\"id\": \"q1\", \"question\": \"When was the lighthouse of Harbour 3 built?\", \"answers\": [\"1853\"]}\n",
+            "{\"id\": \"q2\", \"question\": \"Which harbour lies on the north coast?\", \"answers\": [\"Harbour 1\"]}\n",
+        ),
+    )
+    .unwrap();
+    let work = dir.join("scale");
+    let common = [
+        "bench",
+        "scale",
+        "--chunks",
+        "40",
+        "--batch",
+        "16",
+        "--queries",
+        "2",
+        "--corpora",
+        corpus.to_str().unwrap(),
+        "--questions",
+        questions.to_str().unwrap(),
+        "--dir",
+        work.to_str().unwrap(),
+    ];
+    // Without --keep there is nothing to reuse.
+    let built = env.json(&common);
+    assert_eq!(built["reused"], false, "{built}");
+    assert!(built["build_s"].as_f64().is_some(), "{built}");
+    assert!(!work.join("index-40").exists());
+    let out = env.run(&[&common[..], &["--reuse"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("index-40") && err.contains("--keep"), "{err}");
+
+    env.json(&[&common[..], &["--keep"]].concat());
+    assert!(work.join("index-40").is_dir());
+    let again = env.json(&[&common[..], &["--reuse"]].concat());
+    assert_eq!(again["reused"], true, "{again}");
+    assert!(again["build_s"].is_null() && again["apply_s_first_batches_mean"].is_null());
+    // The exact search compares with vectors regenerated as the build made them: wrong
+    // ones would not match what the index holds.
+    assert!(
+        again["hnsw_recall_at_10_vs_exact"].as_f64() >= Some(0.9),
+        "{again}"
+    );
+    assert!(
+        again["search_excluding_query_embedding"]["hybrid"]["p95_ms"]
+            .as_f64()
+            .is_some()
+    );
+    // Measured, and still there for the next comparison.
+    assert!(work.join("index-40").is_dir());
+}

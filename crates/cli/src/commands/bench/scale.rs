@@ -11,7 +11,7 @@
 //! that near-duplicates cluster as they do in real collections without embedding a million
 //! texts (4 hours on two cores). Queries are real HotpotQA dev questions, really embedded.
 
-use crate::app::App;
+use crate::app::{App, UserError};
 use crate::measure::{load_average, mix, peak_rss_bytes, threads, unit};
 use crate::output::{print_json, write_json};
 use anyhow::{Context, Result, bail};
@@ -57,6 +57,11 @@ pub struct ScaleArgs {
     /// Keep the built index (default: removed after the run).
     #[arg(long)]
     keep: bool,
+    /// Measure the index a `--keep` run left in `DIR/index-N` again, without rebuilding
+    /// it (a million chunks take twenty minutes to build): for comparing search changes.
+    /// Build figures are then absent from the report; the index is kept.
+    #[arg(long)]
+    reuse: bool,
     /// Also write the JSON report here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -220,24 +225,45 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
     let embedder = app.embedder()?;
     let base = base(&embedder, &args, &dir)?;
     if let Some(url) = args.postgres.clone() {
+        if args.reuse {
+            return Err(UserError(
+                "--reuse measures a kept embedded index; it does not apply to --postgres".into(),
+            )
+            .into());
+        }
         return run_postgres(app, &args, &embedder, &base, &url).await;
     }
     let index_dir = dir.join(format!("index-{}", args.chunks));
-    if index_dir.exists() {
-        std::fs::remove_dir_all(&index_dir)
-            .with_context(|| format!("removing the old {}", index_dir.display()))?;
-    }
-
-    // Build, batch by batch, through the index's atomic apply.
-    let index = app.open_index(&index_dir, &embedder)?;
-    let started = Instant::now();
-    let (exact, batch_seconds) = build(&base, &args, async |updates| {
-        Ok(index.apply(updates, Vec::new())?)
-    })
-    .await?;
-    let build_s = started.elapsed().as_secs_f64();
-    let rss_after_build = peak_rss_bytes();
-    drop(index);
+    let (exact, batch_seconds, build_s, rss_after_build) = if args.reuse {
+        if !index_dir.is_dir() {
+            return Err(UserError(format!(
+                "--reuse: no index at {} (run once with --keep first)",
+                index_dir.display()
+            ))
+            .into());
+        }
+        // The vectors the exact search compares with, generated as the build made them.
+        let mut exact = Vec::with_capacity(args.chunks * base.dim);
+        for i in 0..args.chunks {
+            exact.extend_from_slice(&base.chunk(i).2);
+        }
+        (exact, Vec::new(), None, None)
+    } else {
+        if index_dir.exists() {
+            std::fs::remove_dir_all(&index_dir)
+                .with_context(|| format!("removing the old {}", index_dir.display()))?;
+        }
+        // Build, batch by batch, through the index's atomic apply.
+        let index = app.open_index(&index_dir, &embedder)?;
+        let started = Instant::now();
+        let (exact, batch_seconds) = build(&base, &args, async |updates| {
+            Ok(index.apply(updates, Vec::new())?)
+        })
+        .await?;
+        let build_s = started.elapsed().as_secs_f64();
+        drop(index);
+        (exact, batch_seconds, Some(build_s), Some(peak_rss_bytes()))
+    };
     let disk = dir_size(&index_dir);
 
     let t = Instant::now();
@@ -274,13 +300,14 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
         searched,
         json!({
             "store": "embedded",
+            "reused": args.reuse,
             "build_s": build_s,
             "reopen_s": reopen_s,
             "disk_bytes": disk,
             "peak_rss_bytes_after_build": rss_after_build,
         }),
     );
-    if !args.keep {
+    if !args.keep && !args.reuse {
         drop(retriever);
         let _ = std::fs::remove_dir_all(&index_dir);
     }
@@ -574,13 +601,15 @@ fn report(
 ) -> Value {
     let first = &batch_seconds[..batch_seconds.len().min(5)];
     let last = &batch_seconds[batch_seconds.len().saturating_sub(5)..];
+    // No batches: a `--reuse` run, which built nothing (null, not NaN).
+    let mean = |b: &[f64]| (!b.is_empty()).then(|| b.iter().sum::<f64>() / b.len() as f64);
     let mut report = json!({
         "chunks": args.chunks,
         "batch": args.batch,
         "base_passages": base.len(),
         "hnsw": {"m": m, "ef_construction": ef_construction, "ef_search": ef_search},
-        "apply_s_first_batches_mean": first.iter().sum::<f64>() / first.len() as f64,
-        "apply_s_last_batches_mean": last.iter().sum::<f64>() / last.len() as f64,
+        "apply_s_first_batches_mean": mean(first),
+        "apply_s_last_batches_mean": mean(last),
         "peak_rss_bytes": peak_rss_bytes(),
         "threads": threads(),
         "load_average": load_average(),
