@@ -7,7 +7,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use metarag_core::{DocFormat, DocId, Document, DocumentUpdate, Embedder, Store};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::Instant;
 
 /// Most text one document may yield (256 MiB, some 60 million tokens: days of embedding on
@@ -316,6 +318,10 @@ struct Pending {
     content_hash: String,
 }
 
+/// A batch's write to the store, running while the next batch is embedded; it yields the
+/// batch's chunks and tokens for the report.
+type Write<'s> = Pin<Box<dyn Future<Output = Result<(usize, usize)>> + Send + 's>>;
+
 impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
     /// An ingester writing into `store`.
     pub fn new(
@@ -390,6 +396,9 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         let fingerprint = self.fingerprint();
         let mut pending: Vec<Pending> = Vec::new();
         let mut pending_chunks = 0;
+        // At most one batch is being written while the next is embedded (the two run on
+        // blocking threads, so a write no longer leaves the embedder idle).
+        let mut writing: Option<Write<'_>> = None;
         for input in files {
             let path = input.label();
             let mut outcome = FileOutcome::default();
@@ -462,8 +471,13 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                             content_hash,
                         });
                         if pending_chunks >= self.options.batch_chunks {
-                            self.flush(std::mem::take(&mut pending), &mut report, on_event)
-                                .await?;
+                            self.flush(
+                                std::mem::take(&mut pending),
+                                &mut writing,
+                                &mut report,
+                                on_event,
+                            )
+                            .await?;
                             pending_chunks = 0;
                         }
                     }
@@ -477,7 +491,11 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                 outcome: &outcome,
             });
         }
-        self.flush(pending, &mut report, on_event).await?;
+        self.flush(pending, &mut writing, &mut report, on_event)
+            .await?;
+        if let Some(write) = writing.take() {
+            Self::written(write.await?, &mut report, on_event);
+        }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }
@@ -527,9 +545,14 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         parse::parse_file(&canonical, &id, &bytes, format, self.options.corpus)
     }
 
-    async fn flush(
-        &self,
+    /// Embeds a batch while the previous batch's write finishes, then starts the batch's
+    /// own write and leaves it in `writing`. The previous write is awaited even when the
+    /// embedding fails, so a batch that was being written is written (or fails) before the
+    /// run stops.
+    async fn flush<'s>(
+        &'s self,
         batch: Vec<Pending>,
+        writing: &mut Option<Write<'s>>,
         report: &mut IngestReport,
         on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
     ) -> Result<()> {
@@ -543,31 +566,18 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
             .flat_map(|p| &p.chunks)
             .map(|c| c.token_count as usize)
             .sum();
-        // The embedder's inputs are made and embedded a slice at a time: one document of
-        // 150k chunks (a 60 MB file) would otherwise hold all its inputs, and the embedder's
-        // copy of them, beside its chunks (docs/results/reliability.md).
-        let step = self.options.batch_chunks.max(1);
-        let mut flat = batch.iter().flat_map(|p| {
-            p.chunks
-                .iter()
-                .map(move |c| c.embedding_input(&p.doc.title))
+        let previous = writing.take();
+        let (vectors, written) = tokio::join!(self.embed(&batch, chunks, on_event), async {
+            match previous {
+                Some(write) => Some(write.await),
+                None => None,
+            }
         });
-        let mut vectors = Vec::with_capacity(chunks);
-        let t = Instant::now();
-        loop {
-            let inputs: Vec<String> = flat.by_ref().take(step).collect();
-            if inputs.is_empty() {
-                break;
-            }
-            vectors.extend(self.embedder.embed(&inputs).await?);
-            if chunks > step {
-                on_event(IngestEvent::Embedded {
-                    done: vectors.len(),
-                    of: chunks,
-                });
-            }
+        if let Some(written) = written {
+            Self::written(written?, report, on_event);
         }
-        report.embed_seconds += t.elapsed().as_secs_f64();
+        let (vectors, seconds) = vectors?;
+        report.embed_seconds += seconds;
         let mut vectors = vectors.into_iter();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -598,11 +608,57 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                 }
             })
             .collect();
-        self.store.apply(updates, Vec::new()).await?;
+        let store = self.store;
+        *writing = Some(Box::pin(async move {
+            store.apply(updates, Vec::new()).await?;
+            Ok((chunks, tokens))
+        }));
+        Ok(())
+    }
+
+    /// The embeddings of a batch's chunks, in order, and the seconds they took.
+    async fn embed(
+        &self,
+        batch: &[Pending],
+        chunks: usize,
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<(Vec<Vec<f32>>, f64)> {
+        let t = Instant::now();
+        // The embedder's inputs are made and embedded a slice at a time: one document of
+        // 150k chunks (a 60 MB file) would otherwise hold all its inputs, and the embedder's
+        // copy of them, beside its chunks (docs/results/reliability.md).
+        let step = self.options.batch_chunks.max(1);
+        let mut flat = batch.iter().flat_map(|p| {
+            p.chunks
+                .iter()
+                .map(move |c| c.embedding_input(&p.doc.title))
+        });
+        let mut vectors = Vec::with_capacity(chunks);
+        loop {
+            let inputs: Vec<String> = flat.by_ref().take(step).collect();
+            if inputs.is_empty() {
+                break;
+            }
+            vectors.extend(self.embedder.embed(&inputs).await?);
+            if chunks > step {
+                on_event(IngestEvent::Embedded {
+                    done: vectors.len(),
+                    of: chunks,
+                });
+            }
+        }
+        Ok((vectors, t.elapsed().as_secs_f64()))
+    }
+
+    /// A batch's write finished: counted, and reported.
+    fn written(
+        (chunks, tokens): (usize, usize),
+        report: &mut IngestReport,
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) {
         report.chunks += chunks;
         report.tokens += tokens;
         on_event(IngestEvent::Batch { chunks, tokens });
-        Ok(())
     }
 }
 

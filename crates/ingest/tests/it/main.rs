@@ -1,7 +1,7 @@
 //! Integration tests: real files of every format through parsing, chunking with the real
 //! embedder's tokenizer, embedding with the real model, and the embedded index.
 
-use metarag_core::{DocFormat, DocId, Embedder, Filter, StoreRead};
+use metarag_core::{DocFormat, DocId, Embedder, Filter, Store, StoreRead};
 use metarag_index::{EmbeddedIndex, IndexConfig};
 use metarag_ingest::{
     ChunkSettings, Chunker, CorpusMode, IngestOptions, Ingester, discover, parse,
@@ -709,4 +709,189 @@ async fn a_document_larger_than_a_batch_is_embedded_in_slices_and_written_whole(
         let near = index.nearest(&v, 1, &Filter::default()).unwrap();
         assert_eq!(near[0].id, c.id);
     }
+}
+
+/// The real embedder, with a hook run at the start of each call (its number from 1).
+struct Hooked<E, F> {
+    inner: E,
+    calls: std::sync::atomic::AtomicUsize,
+    hook: F,
+}
+
+impl<E: Embedder, F: Fn(usize) -> metarag_core::Result<()> + Send + Sync> Embedder
+    for Hooked<E, F>
+{
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    fn max_tokens(&self) -> usize {
+        self.inner.max_tokens()
+    }
+    async fn embed(&self, texts: &[String]) -> metarag_core::Result<Vec<Vec<f32>>> {
+        let n = 1 + self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        (self.hook)(n)?;
+        self.inner.embed(texts).await
+    }
+}
+
+/// The embedded index, whose writes wait (up to 3 s) for the embedder's next call to
+/// begin, and record whether it did: a pipeline that writes and then embeds never lets it.
+struct WaitingStore {
+    inner: EmbeddedIndex,
+    embed_began: std::sync::Arc<tokio::sync::Notify>,
+    overlapped: std::sync::Mutex<Vec<bool>>,
+}
+
+impl StoreRead for WaitingStore {
+    async fn document(&self, id: &DocId) -> metarag_core::Result<Option<metarag_core::Document>> {
+        StoreRead::document(&self.inner, id).await
+    }
+    async fn contains(&self, id: &DocId) -> metarag_core::Result<bool> {
+        self.inner.contains(id).await
+    }
+    async fn documents(&self) -> metarag_core::Result<Vec<metarag_core::Document>> {
+        StoreRead::documents(&self.inner).await
+    }
+    async fn chunks(
+        &self,
+        ids: &[metarag_core::ChunkId],
+    ) -> metarag_core::Result<Vec<metarag_core::Chunk>> {
+        StoreRead::chunks(&self.inner, ids).await
+    }
+    async fn document_chunks(&self, id: &DocId) -> metarag_core::Result<Vec<metarag_core::Chunk>> {
+        StoreRead::document_chunks(&self.inner, id).await
+    }
+    async fn stats(&self) -> metarag_core::Result<metarag_core::StoreStats> {
+        StoreRead::stats(&self.inner).await
+    }
+    async fn lexical(
+        &self,
+        q: &str,
+        n: usize,
+        f: &Filter,
+    ) -> metarag_core::Result<Vec<metarag_core::ScoredChunk>> {
+        StoreRead::lexical(&self.inner, q, n, f).await
+    }
+    async fn nearest(
+        &self,
+        v: &[f32],
+        n: usize,
+        f: &Filter,
+    ) -> metarag_core::Result<Vec<metarag_core::ScoredChunk>> {
+        StoreRead::nearest(&self.inner, v, n, f).await
+    }
+}
+
+impl Store for WaitingStore {
+    async fn apply(
+        &self,
+        updates: Vec<metarag_core::DocumentUpdate>,
+        removals: Vec<DocId>,
+    ) -> metarag_core::Result<()> {
+        let began = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            self.embed_began.notified(),
+        )
+        .await
+        .is_ok();
+        self.overlapped.lock().unwrap().push(began);
+        Store::apply(&self.inner, updates, removals).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_is_written_while_the_next_is_embedded() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    for i in 0..4 {
+        std::fs::write(
+            src.path().join(format!("note{i}.md")),
+            format!("# Note {i}\n\nNote {i} is about the harbour of Pellmoor and its ferries.\n"),
+        )
+        .unwrap();
+    }
+    let began = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = began.clone();
+    let embedder = Hooked {
+        inner: metarag_testkit::embedder(),
+        calls: Default::default(),
+        hook: move |n| {
+            // Call n embeds batch n, so it is the one write n - 1 waits for (`notify_one`
+            // keeps a permit when the write is not waiting yet).
+            if n > 1 {
+                signal.notify_one();
+            }
+            Ok(())
+        },
+    };
+    let store = WaitingStore {
+        inner: open_index(data.path()),
+        embed_began: began,
+        overlapped: Default::default(),
+    };
+    let options = IngestOptions {
+        batch_chunks: 1,
+        ..Default::default()
+    };
+    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    let report = Ingester::new(&chunker(64, 0), &embedder, &store, options)
+        .run(&files, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((report.added, report.chunks), (4, 4));
+    // Four batches: each of the first three writes saw the next batch's embedding begin
+    // (written then embedded, all four would wait in vain); the last has none to see.
+    let overlapped = store.overlapped.into_inner().unwrap();
+    assert_eq!(overlapped, [true, true, true, false]);
+    assert_eq!(store.inner.documents().unwrap().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_embedding_stops_the_run_after_the_batch_being_written_is_written() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        std::fs::write(
+            src.path().join(format!("note{i}.md")),
+            format!("# Note {i}\n\nNote {i} is about the lighthouse of Quarrow.\n"),
+        )
+        .unwrap();
+    }
+    let embedder = Hooked {
+        inner: metarag_testkit::embedder(),
+        calls: Default::default(),
+        hook: |n| {
+            if n == 3 {
+                Err(metarag_core::Error::backend(
+                    "embedder",
+                    metarag_core::Fault::Internal,
+                    "out of memory",
+                ))
+            } else {
+                Ok(())
+            }
+        },
+    };
+    let index = open_index(data.path());
+    let options = IngestOptions {
+        batch_chunks: 1,
+        ..Default::default()
+    };
+    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    let err = Ingester::new(&chunker(64, 0), &embedder, &index, options)
+        .run(&files, &|_| {})
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("out of memory"), "{err}");
+    // The second batch's write was under way while the third was embedded: it is kept.
+    let stored: Vec<String> = index
+        .documents()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.title)
+        .collect();
+    assert_eq!(stored, ["Note 0", "Note 1"]);
 }
