@@ -66,6 +66,31 @@ impl fmt::Display for ChunkId {
     }
 }
 
+/// A staged write: the chunks of one document handed to a store ahead of the document's
+/// write ([`crate::Store::stage`]). Assigned by the store on the first slice; the update
+/// that names it in [`crate::DocumentUpdate::staged`] writes them.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(transparent)]
+pub struct StageId(pub u64);
+
+impl fmt::Display for StageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ mod types;
 pub mod vector;
 
 pub use error::{Error, Fault, HasFault, Result};
-pub use ids::{ChunkId, DocId};
+pub use ids::{ChunkId, DocId, StageId};
 pub use llm::{
     Capabilities, ChatRequest, Completion, DynLlm, DynReranker, FinishReason, GenParams, Llm,
     LogprobSummary, MAX_SAMPLES, Message, OutputSchema, Reranker, Role, Sample, Structured,

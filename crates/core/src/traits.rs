@@ -1,8 +1,8 @@
 //! The traits that separate the layers.
 
 use crate::{
-    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, Hit, Result, ScoredChunk,
-    SearchRequest, StoreStats,
+    Chunk, ChunkDraft, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, Hit, Result,
+    ScoredChunk, SearchRequest, StageId, StoreStats,
 };
 use std::future::Future;
 use std::pin::Pin;
@@ -157,6 +157,22 @@ pub trait Store: StoreRead {
         updates: Vec<DocumentUpdate>,
         removals: Vec<DocId>,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Hands the store a slice of one document's chunks ahead of the document's write, so
+    /// a writer need not hold a large document's chunks and vectors until then (memory
+    /// stays at one slice, whatever the document's size). `stage: None` starts a staged
+    /// write and returns its id; later slices pass it back and are appended in order.
+    /// Staged chunks are invisible to every read until an [`Store::apply`] whose update
+    /// names the id in [`DocumentUpdate::staged`] writes them, atomically with the rest of
+    /// that change. A staged write no update claims (the writer failed or was killed) is
+    /// dropped by the store later, never made visible. Vectors of the wrong dimension are
+    /// refused here, naming `doc`.
+    fn stage(
+        &self,
+        stage: Option<StageId>,
+        doc: &DocId,
+        chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    ) -> impl Future<Output = Result<StageId>> + Send;
 }
 
 impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
@@ -213,6 +229,14 @@ impl<T: Store + ?Sized> Store for Arc<T> {
     ) -> impl Future<Output = Result<()>> + Send {
         (**self).apply(updates, removals)
     }
+    fn stage(
+        &self,
+        stage: Option<StageId>,
+        doc: &DocId,
+        chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    ) -> impl Future<Output = Result<StageId>> + Send {
+        (**self).stage(stage, doc, chunks)
+    }
 }
 
 /// Object-safe twin of [`Store`] (its read side included), for a backend picked from
@@ -259,6 +283,13 @@ pub trait DynStore: Send + Sync {
         updates: Vec<DocumentUpdate>,
         removals: Vec<DocId>,
     ) -> BoxFuture<'_, Result<()>>;
+    /// See [`Store::stage`].
+    fn stage_dyn<'a>(
+        &'a self,
+        stage: Option<StageId>,
+        doc: &'a DocId,
+        chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    ) -> BoxFuture<'a, Result<StageId>>;
 }
 
 impl<T: Store> DynStore for T {
@@ -312,6 +343,14 @@ impl<T: Store> DynStore for T {
     ) -> BoxFuture<'_, Result<()>> {
         Box::pin(self.apply(updates, removals))
     }
+    fn stage_dyn<'a>(
+        &'a self,
+        stage: Option<StageId>,
+        doc: &'a DocId,
+        chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    ) -> BoxFuture<'a, Result<StageId>> {
+        Box::pin(self.stage(stage, doc, chunks))
+    }
 }
 
 impl StoreRead for dyn DynStore + '_ {
@@ -353,6 +392,14 @@ impl StoreRead for dyn DynStore + '_ {
 impl Store for dyn DynStore + '_ {
     async fn apply(&self, updates: Vec<DocumentUpdate>, removals: Vec<DocId>) -> Result<()> {
         self.apply_dyn(updates, removals).await
+    }
+    async fn stage(
+        &self,
+        stage: Option<StageId>,
+        doc: &DocId,
+        chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    ) -> Result<StageId> {
+        self.stage_dyn(stage, doc, chunks).await
     }
 }
 

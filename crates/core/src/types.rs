@@ -1,6 +1,6 @@
 //! Documents and chunks as every layer sees them.
 
-use crate::{ChunkId, DocId};
+use crate::{ChunkId, DocId, StageId};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -149,8 +149,23 @@ pub struct Chunk {
 pub struct DocumentUpdate {
     /// The document record (its `chunk_count` is set by the store).
     pub document: Document,
-    /// Chunks in order, each with its embedding.
+    /// Chunks in order, each with its embedding (after the staged ones, if any).
     pub chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    /// Chunks handed to the store ahead of this write ([`crate::Store::stage`]): they are
+    /// the document's first chunks, in the order they were staged, and `chunks` follow
+    /// them. `None`: every chunk is in `chunks`.
+    pub staged: Option<StageId>,
+}
+
+impl DocumentUpdate {
+    /// A document with all its chunks in hand (nothing staged).
+    pub fn new(document: Document, chunks: Vec<(ChunkDraft, Vec<f32>)>) -> Self {
+        DocumentUpdate {
+            document,
+            chunks,
+            staged: None,
+        }
+    }
 }
 
 /// Counts a store reports.

@@ -3,12 +3,17 @@
 //! minute instead of the hour the embedding takes.
 //!
 //! ```sh
-//! cargo run -p metarag-index --example write_memory -- 147641
+//! cargo run -p metarag-index --example write_memory -- 147641            # whole
+//! cargo run -p metarag-index --example write_memory -- 147641 staged     # as ingest does now
 //! ```
 //!
 //! Builds one document of N chunks (prose-like text of ~600 bytes each, unit vectors of
 //! dimension 384 from a hash), reports the process's resident memory before the write and
-//! its peak during it (`VmHWM`, Linux), then reopens the index and checks it holds N chunks.
+//! its peak over the whole run (`VmHWM`, Linux), then reopens the index and checks it holds
+//! N chunks. `whole`: every chunk with its vector in one update, as ingest wrote a document
+//! before staging. `staged`: the chunks' vectors made 1,024 at a time and each slice handed
+//! to `EmbeddedIndex::stage` (the chunk drafts are dropped as they go, as ingest's embedding
+//! loop drops them), then one update claims the stage.
 
 use metarag_core::{ChunkDraft, DocFormat, DocId, Document, DocumentUpdate};
 use metarag_index::{EmbeddedIndex, IndexConfig};
@@ -45,32 +50,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(147_641);
+    let staged = match std::env::args().nth(2).as_deref() {
+        None | Some("whole") => false,
+        Some("staged") => true,
+        Some(other) => return Err(format!("mode `{other}`: whole or staged").into()),
+    };
     let dir = tempfile::tempdir()?;
     let sentence = "The river rises in the hills north of the town and was named for a family of \
                     millers who settled there in the seventeenth century. ";
     let mut text = String::new();
-    let mut chunks = Vec::with_capacity(n);
+    let mut drafts = Vec::with_capacity(n);
     for i in 0..n {
         let start = text.len();
         text.push_str(&format!("Passage {i}. "));
         for _ in 0..4 {
             text.push_str(sentence);
         }
-        chunks.push((
-            ChunkDraft {
-                ordinal: i as u32,
-                section: vec![format!("Section {}", i / 50)],
-                pages: None,
-                bytes: start..text.len(),
-                token_count: 130,
-                text: text[start..].to_string(),
-            },
-            vector(i),
-        ));
+        drafts.push(ChunkDraft {
+            ordinal: i as u32,
+            section: vec![format!("Section {}", i / 50)],
+            pages: None,
+            bytes: start..text.len(),
+            token_count: 130,
+            text: text[start..].to_string(),
+        });
     }
+    let index = EmbeddedIndex::open(dir.path(), IndexConfig::new("hash-384", DIM))?;
+    let doc = DocId::new("large.md")?;
+    let mut stage = None;
+    let chunks = if staged {
+        let mut drafts = drafts.into_iter().enumerate();
+        loop {
+            let slice: Vec<_> = drafts
+                .by_ref()
+                .take(1024)
+                .map(|(i, c)| (c, vector(i)))
+                .collect();
+            if slice.is_empty() {
+                break;
+            }
+            stage = Some(index.stage(stage, &doc, slice)?);
+        }
+        Vec::new()
+    } else {
+        drafts
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| (c, vector(i)))
+            .collect()
+    };
     let update = DocumentUpdate {
         document: Document {
-            id: DocId::new("large.md")?,
+            id: doc,
             title: "A large document".into(),
             source: "large.md".into(),
             format: DocFormat::Markdown,
@@ -83,8 +114,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             text: Some(text),
         },
         chunks,
+        staged: stage,
     };
-    let index = EmbeddedIndex::open(dir.path(), IndexConfig::new("hash-384", DIM))?;
     let before = status_kb("VmRSS:");
     let started = std::time::Instant::now();
     index.apply(vec![update], Vec::new())?;
@@ -99,7 +130,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "the reopened index holds every chunk"
     );
     println!(
-        "{{\"chunks\": {n}, \"rss_before_write_mb\": {}, \"peak_rss_mb\": {}, \"write_peak_over_before_mb\": {}, \"write_s\": {seconds:.1}}}",
+        "{{\"chunks\": {n}, \"mode\": \"{}\", \"rss_before_write_mb\": {}, \"peak_rss_mb\": {}, \"write_peak_over_before_mb\": {}, \"write_s\": {seconds:.1}}}",
+        if staged { "staged" } else { "whole" },
         before / 1024,
         peak / 1024,
         peak.saturating_sub(before) / 1024

@@ -131,10 +131,10 @@ impl Bm25 {
     }
 
     /// Deletes every chunk of `touched` documents, adds `rows`, commits with `generation`.
-    pub fn apply<'a>(
+    pub fn apply<'a, X: AsRef<str>>(
         &self,
         touched: impl Iterator<Item = &'a str>,
-        rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, &'a str)>,
+        rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, X)>,
         generation: u64,
     ) -> Result<()> {
         let mut w = self.writer()?.lock().map_err(|_| Error::Poisoned)?;
@@ -155,10 +155,10 @@ impl Bm25 {
         self.add_and_commit(&mut w, rows, generation)
     }
 
-    fn add_and_commit<'a>(
+    fn add_and_commit<'a, X: AsRef<str>>(
         &self,
         w: &mut IndexWriter,
-        rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, &'a str)>,
+        rows: impl Iterator<Item = (ChunkId, &'a str, &'a str, X)>,
         generation: u64,
     ) -> Result<()> {
         for (id, doc, title, text) in rows {
@@ -166,7 +166,7 @@ impl Bm25 {
             d.add_u64(self.chunk_id, id.0);
             d.add_text(self.doc_id, doc);
             d.add_text(self.title, title);
-            d.add_text(self.text, text);
+            d.add_text(self.text, text.as_ref());
             w.add_document(d)?;
         }
         let mut prepared = w.prepare_commit()?;

@@ -135,21 +135,33 @@ impl Dense {
         self.index.read().map(|i| i.size()).unwrap_or(0)
     }
 
-    pub fn apply<'a>(
+    /// Removes `removed`, adds `added` and records the change at `generation` (a journal
+    /// record, or a snapshot when the journal would reach its limit). The vectors are
+    /// taken a slice at a time, so a caller may read them from disk as they go (a staged
+    /// document); the record is then written from the graph's own copy of them.
+    pub fn apply<V: AsRef<[f32]>>(
         &self,
         removed: &[ChunkId],
-        added: impl Iterator<Item = (ChunkId, &'a [f32])>,
+        added: impl Iterator<Item = (ChunkId, V)>,
         generation: u64,
     ) -> Result<()> {
         let index = self.index.write().map_err(|_| Error::Poisoned)?;
         for id in removed {
             index.remove(id.0).map_err(|e| usearch_err("remove", e))?;
         }
-        let added: Vec<_> = added.collect();
-        reserve(&index, added.len())?;
-        add_all(&index, added.iter().map(|&(id, v)| (id.0, v)).collect())?;
+        let mut added = added.peekable();
+        let mut ids = Vec::new();
+        while added.peek().is_some() {
+            let slice: Vec<(ChunkId, V)> = added.by_ref().take(ADD_SLICE).collect();
+            reserve(&index, slice.len())?;
+            add_all(
+                &index,
+                slice.iter().map(|(id, v)| (id.0, v.as_ref())).collect(),
+            )?;
+            ids.extend(slice.iter().map(|(id, _)| *id));
+        }
         let mut state = self.state();
-        let journalled = state.journalled + added.len() + removed.len();
+        let journalled = state.journalled + ids.len() + removed.len();
         if journalled >= SNAPSHOT_MIN.max(index.size() / 4) {
             // The record would be folded into a snapshot at once: write the snapshot
             // alone. A write of one large document (150k vectors) would otherwise be
@@ -161,7 +173,14 @@ impl Dense {
                 &self.journal_path,
                 generation,
                 removed,
-                &added,
+                &ids,
+                |id, out| match index.get(id.0, out) {
+                    Ok(1) => Ok(()),
+                    Ok(_) => Err(std::io::Error::other(format!(
+                        "chunk {id} was added but the graph does not hold it"
+                    ))),
+                    Err(e) => Err(std::io::Error::other(e.to_string())),
+                },
                 self.options.dimensions,
             )?;
             state.journalled = journalled;
@@ -299,7 +318,8 @@ fn append_record(
     path: &Path,
     generation: u64,
     removed: &[ChunkId],
-    added: &[(ChunkId, &[f32])],
+    added: &[ChunkId],
+    vector_of: impl FnMut(ChunkId, &mut [f32]) -> std::io::Result<()>,
     dim: usize,
 ) -> Result<()> {
     let file = std::fs::OpenOptions::new()
@@ -308,18 +328,19 @@ fn append_record(
         .open(path)
         .map_err(|e| Error::io(path, e))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    write_record(&mut out, generation, removed, added, dim)
+    write_record(&mut out, generation, removed, added, vector_of, dim)
         .and_then(|()| out.flush())
         .map_err(|e| Error::io(path, e))
 }
 
-/// Writes one journal record: the header, the removed ids, the added ids and vectors, and
-/// a CRC-32 of all of it.
+/// Writes one journal record: the header, the removed ids, the added ids and vectors
+/// (each vector fetched by `vector_of` into a buffer of `dim`), and a CRC-32 of all of it.
 fn write_record(
     out: &mut impl Write,
     generation: u64,
     removed: &[ChunkId],
-    added: &[(ChunkId, &[f32])],
+    added: &[ChunkId],
+    mut vector_of: impl FnMut(ChunkId, &mut [f32]) -> std::io::Result<()>,
     dim: usize,
 ) -> std::io::Result<()> {
     let mut crc = crc32fast::Hasher::new();
@@ -335,11 +356,13 @@ fn write_record(
     for id in removed {
         put(&id.0.to_le_bytes())?;
     }
+    let mut vector = vec![0f32; dim];
     let mut entry = Vec::with_capacity(8 + 4 * dim);
-    for (id, v) in added {
+    for &id in added {
+        vector_of(id, &mut vector)?;
         entry.clear();
         entry.extend_from_slice(&id.0.to_le_bytes());
-        for x in *v {
+        for x in &vector {
             entry.extend_from_slice(&x.to_le_bytes());
         }
         put(&entry)?;
@@ -465,6 +488,10 @@ fn threads() -> usize {
 /// (usearch's graph takes concurrent inserts once that many threads are reserved).
 const PARALLEL_ADD_MIN: usize = 256;
 
+/// Vectors taken from the caller and inserted at a time: the most a write holds of vectors
+/// it reads from disk.
+const ADD_SLICE: usize = 8192;
+
 /// Inserts `items` into the graph (capacity already reserved), on every core. Building
 /// the graph is ~75% of writing a large index, nearly all of it distance computations.
 fn add_all(index: &Index, items: Vec<(u64, &[f32])>) -> Result<()> {
@@ -564,7 +591,9 @@ mod tests {
             }
         }
         // A removal is journalled too; a reopen replays it onto the snapshot.
-        dense.apply(&[ChunkId(7)], std::iter::empty(), 5).unwrap();
+        dense
+            .apply(&[ChunkId(7)], std::iter::empty::<(ChunkId, &[f32])>(), 5)
+            .unwrap();
         std::mem::forget(dense); // a kill: no snapshot on close
         let reopened = Dense::open(&path, &config(), 5, true).unwrap();
         assert_eq!(reopened.generation(), Some(5));

@@ -31,9 +31,10 @@ pub use error::{Error, Result};
 pub use graph::{Entity, GraphStats, Link, LinkStage, Reached, StoredRelation};
 
 use metarag_core::{
-    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, ScoredChunk, Store,
-    StoreRead, StoreStats,
+    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, ScoredChunk, StageId,
+    Store, StoreRead, StoreStats,
 };
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -116,6 +117,9 @@ struct Inner {
     _process_lock: Option<std::fs::File>,
     /// Embeds names for the linking cascade's last stage; none: that stage is skipped.
     names: RwLock<Option<Arc<dyn NameEmbedder>>>,
+    /// The next stage id ([`EmbeddedIndex::stage`]); staged chunks live only as long as
+    /// this writer, so ids restart with each open.
+    next_stage: std::sync::atomic::AtomicU64,
 }
 
 /// Embeds entity names and query mentions for the last stage of entity linking (seed
@@ -186,6 +190,10 @@ impl EmbeddedIndex {
                 tracing::warn!(dir = %dir.display(), "vector index out of date, rebuilding from SQLite");
                 rebuild_dense(&db, &dense, generation)?;
             }
+            let dropped = db.clear_staged()?;
+            if dropped > 0 {
+                tracing::info!(dir = %dir.display(), chunks = dropped, "dropped chunks staged by a write that never finished");
+            }
             if config.graph && !db.graph_current(generation)? {
                 let started = std::time::Instant::now();
                 let chunks = db.rebuild_graph(generation)?;
@@ -202,6 +210,7 @@ impl EmbeddedIndex {
                 write_lock: Mutex::new(()),
                 _process_lock: lock,
                 names: RwLock::new(None),
+                next_stage: std::sync::atomic::AtomicU64::new(1),
             }),
         })
     }
@@ -258,22 +267,19 @@ impl EmbeddedIndex {
             return Err(Error::ReadOnly(self.inner.dir.clone()));
         }
         let _guard = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
+        let stages: Vec<StageId> = updates.iter().filter_map(|u| u.staged).collect();
         let updates = effective_updates(updates, &removals);
-        let dim = self.inner.config.dimension;
         for u in &updates {
-            for (i, (_, v)) in u.chunks.iter().enumerate() {
-                if v.len() != dim {
-                    return Err(Error::Dimension {
-                        doc: u.document.id.to_string(),
-                        chunk: i,
-                        expected: dim,
-                        got: v.len(),
-                    });
-                }
-            }
+            check_dimension(&u.document.id, &u.chunks, self.inner.config.dimension)?;
         }
         let mut db = self.db();
         let tx = db.begin(self.inner.config.graph)?;
+        // Stages of updates this batch superseded are dropped with it.
+        for stage in stages {
+            if !updates.iter().any(|u| u.staged == Some(stage)) {
+                tx.drop_stage(stage.0)?;
+            }
+        }
         let generation = tx.generation()? + 1;
         let touched: Vec<&DocId> = updates
             .iter()
@@ -285,13 +291,30 @@ impl EmbeddedIndex {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let mut new_rows = Vec::new();
+        // Documents whose chunks were staged: the engines read them back from SQLite a
+        // page at a time rather than from `new_rows`.
+        let mut paged: Vec<&Document> = Vec::new();
         for u in &updates {
             let before = tx.outline(&u.document.id)?;
-            tx.record_event(&version_event(&u.document, &u.chunks, before, now))?;
             tx.delete_document(&u.document.id)?;
             let ids = tx.insert_document(u)?;
-            for (id, (draft, vector)) in ids.into_iter().zip(&u.chunks) {
-                new_rows.push((id, &u.document.id, &u.document.title, draft, vector));
+            if u.staged.is_some() {
+                let (_, sections) = tx.outline(&u.document.id)?.unwrap_or_default();
+                let count = tx.chunk_ids_of(&[&u.document.id])?.len();
+                tx.record_event(&version_event(&u.document, sections, count, before, now))?;
+                paged.push(&u.document);
+            } else {
+                let sections = section_names(u.chunks.iter().map(|(c, _)| c));
+                tx.record_event(&version_event(
+                    &u.document,
+                    sections,
+                    u.chunks.len(),
+                    before,
+                    now,
+                ))?;
+                for (id, (draft, vector)) in ids.into_iter().zip(&u.chunks) {
+                    new_rows.push((id, &u.document.id, &u.document.title, draft, vector));
+                }
             }
         }
         for id in &removals {
@@ -309,23 +332,43 @@ impl EmbeddedIndex {
         tx.set_generation(generation)?;
         // Engines first, SQLite last: if we die before the SQLite commit, the engines are
         // ahead of SQLite and get rebuilt from it on the next open.
-        let engines = self
-            .inner
-            .bm25
-            .apply(
-                touched.iter().map(|d| d.as_str()),
-                new_rows.iter().map(|(id, doc, title, draft, _)| {
-                    (*id, doc.as_str(), title.as_str(), draft.text.as_str())
-                }),
-                generation,
-            )
-            .and_then(|()| {
-                self.inner.dense.apply(
-                    &old_ids,
-                    new_rows.iter().map(|(id, _, _, _, v)| (*id, v.as_slice())),
+        // A failed page read ends its iterator early and is kept here: the engines then
+        // hold part of the change, and the failure path below resynchronises them.
+        let read_error = std::cell::RefCell::new(None);
+        let engines =
+            self.inner
+                .bm25
+                .apply(
+                    touched.iter().map(|d| d.as_str()),
+                    new_rows
+                        .iter()
+                        .map(|(id, doc, title, draft, _)| {
+                            (
+                                *id,
+                                doc.as_str(),
+                                title.as_str(),
+                                Cow::Borrowed(draft.text.as_str()),
+                            )
+                        })
+                        .chain(Paged::new(&tx, &paged, false, &read_error).map(|(d, c)| {
+                            (c.id, d.id.as_str(), d.title.as_str(), Cow::Owned(c.text))
+                        })),
                     generation,
                 )
-            });
+                .and_then(|()| {
+                    self.inner.dense.apply(
+                        &old_ids,
+                        new_rows
+                            .iter()
+                            .map(|(id, _, _, _, v)| (*id, Cow::Borrowed(v.as_slice())))
+                            .chain(
+                                Paged::new(&tx, &paged, true, &read_error)
+                                    .map(|(_, c)| (c.id, Cow::Owned(c.vector.unwrap_or_default()))),
+                            ),
+                        generation,
+                    )
+                })
+                .and_then(|()| read_error.take().map_or(Ok(()), Err));
         let result = engines.and_then(|()| tx.commit());
         if let Err(e) = result {
             // The engines may hold part of a change SQLite rolled back: bring them back to
@@ -337,6 +380,31 @@ impl EmbeddedIndex {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Stores a slice of `doc`'s chunks ahead of its write (see [`Store::stage`]): in a
+    /// staging table of SQLite that no read looks at, emptied when a writer opens the
+    /// index. `None` starts a new stage.
+    pub fn stage(
+        &self,
+        stage: Option<StageId>,
+        doc: &DocId,
+        chunks: Vec<(metarag_core::ChunkDraft, Vec<f32>)>,
+    ) -> Result<StageId> {
+        let _span = tracing::info_span!("index.stage", chunks = chunks.len()).entered();
+        if self.is_read_only() {
+            return Err(Error::ReadOnly(self.inner.dir.clone()));
+        }
+        check_dimension(doc, &chunks, self.inner.config.dimension)?;
+        let stage = stage.unwrap_or_else(|| {
+            StageId(
+                self.inner
+                    .next_stage
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            )
+        });
+        self.db().stage(stage.0, &chunks)?;
+        Ok(stage)
     }
 
     /// Documents matching `filter`, resolved to the set of allowed document ids; `None`
@@ -661,7 +729,7 @@ impl EmbeddedIndex {
             .into_iter()
             .map(|(c, v)| (c.draft, v))
             .collect();
-        Ok(Some(DocumentUpdate { document, chunks }))
+        Ok(Some(DocumentUpdate::new(document, chunks)))
     }
 
     /// Counts of documents, chunks and tokens.
@@ -681,6 +749,12 @@ impl EmbeddedIndex {
     /// whenever the index is consistent (used by tests and `doctor`-style checks).
     pub fn engine_sizes(&self) -> Result<(usize, usize)> {
         Ok((self.inner.bm25.num_docs()?, self.inner.dense.len()))
+    }
+
+    /// Chunks staged ([`EmbeddedIndex::stage`]) and not yet written: zero between writes
+    /// once every staged write was claimed (what the crash checks expect after a reopen).
+    pub fn staged_chunks(&self) -> Result<usize> {
+        self.db().staged_count()
     }
 
     fn db(&self) -> std::sync::MutexGuard<'_, sql::Db> {
@@ -705,23 +779,114 @@ impl EmbeddedIndex {
 
 /// The audit event of a document version: added, or updated with the sections it gained
 /// and lost against the stored version.
-fn version_event(
-    doc: &Document,
+/// Refuses vectors of another dimension than the index's, naming the document and chunk.
+fn check_dimension(
+    doc: &DocId,
     chunks: &[(metarag_core::ChunkDraft, Vec<f32>)],
-    before: Option<(String, Vec<String>)>,
-    at: i64,
-) -> AuditEvent {
+    dim: usize,
+) -> Result<()> {
+    match chunks.iter().position(|(_, v)| v.len() != dim) {
+        None => Ok(()),
+        Some(i) => Err(Error::Dimension {
+            doc: doc.to_string(),
+            chunk: i,
+            expected: dim,
+            got: chunks[i].1.len(),
+        }),
+    }
+}
+
+/// The chunks of staged documents, read back from SQLite inside the write's transaction a
+/// page at a time ([`sql::PAGE`] rows), each with its document; vectors when asked. A read
+/// that fails ends the iteration and leaves its error in `error`.
+struct Paged<'t, 'd, 'a> {
+    tx: &'t sql::Tx<'d>,
+    docs: std::slice::Iter<'a, &'a Document>,
+    current: Option<&'a Document>,
+    /// The current document has no rows after this page.
+    last_page: bool,
+    after: Option<(u32, ChunkId)>,
+    page: std::vec::IntoIter<sql::PagedChunk>,
+    vectors: bool,
+    error: &'t std::cell::RefCell<Option<Error>>,
+}
+
+impl<'t, 'd, 'a> Paged<'t, 'd, 'a> {
+    fn new(
+        tx: &'t sql::Tx<'d>,
+        docs: &'a [&'a Document],
+        vectors: bool,
+        error: &'t std::cell::RefCell<Option<Error>>,
+    ) -> Self {
+        Paged {
+            tx,
+            docs: docs.iter(),
+            current: None,
+            last_page: true,
+            after: None,
+            page: Vec::new().into_iter(),
+            vectors,
+            error,
+        }
+    }
+}
+
+impl<'a> Iterator for Paged<'_, '_, 'a> {
+    type Item = (&'a Document, sql::PagedChunk);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(chunk) = self.page.next() {
+                return Some((self.current?, chunk));
+            }
+            if self.last_page {
+                self.current = Some(self.docs.next()?);
+                self.after = None;
+            }
+            let doc = self.current?;
+            match self
+                .tx
+                .chunk_page(&doc.id, self.after, sql::PAGE, self.vectors)
+            {
+                Ok(page) => {
+                    self.last_page = page.len() < sql::PAGE;
+                    self.after = page.last().map(|c| (c.ordinal, c.id));
+                    self.page = page.into_iter();
+                }
+                Err(e) => {
+                    *self.error.borrow_mut() = Some(e);
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// The distinct section names of `chunks`, in order of first appearance.
+fn section_names<'a>(chunks: impl Iterator<Item = &'a metarag_core::ChunkDraft>) -> Vec<String> {
     let mut sections: Vec<String> = Vec::new();
-    for (c, _) in chunks {
+    for c in chunks {
         let name = c.section.join(" > ");
         if !name.is_empty() && !sections.contains(&name) {
             sections.push(name);
         }
     }
+    sections
+}
+
+/// The audit event of writing `doc` with `chunks` chunks in `sections`, over the version
+/// `before` (its title and sections), if any.
+fn version_event(
+    doc: &Document,
+    sections: Vec<String>,
+    chunks: usize,
+    before: Option<(String, Vec<String>)>,
+    at: i64,
+) -> AuditEvent {
     let (kind, detail) = match before {
         None => (
             "added",
-            serde_json::json!({ "chunks": chunks.len(), "sections": sections }),
+            serde_json::json!({ "chunks": chunks, "sections": sections }),
         ),
         Some((_, old)) => {
             let added: Vec<&String> = sections.iter().filter(|s| !old.contains(s)).collect();
@@ -729,7 +894,7 @@ fn version_event(
             (
                 "updated",
                 serde_json::json!({
-                    "chunks": chunks.len(), "sections_added": added, "sections_removed": removed
+                    "chunks": chunks, "sections_added": added, "sections_removed": removed
                 }),
             )
         }
@@ -823,6 +988,16 @@ impl Store for EmbeddedIndex {
         removals: Vec<DocId>,
     ) -> metarag_core::Result<()> {
         self.blocking(move |i| i.apply(updates, removals)).await
+    }
+
+    async fn stage(
+        &self,
+        stage: Option<StageId>,
+        doc: &DocId,
+        chunks: Vec<(metarag_core::ChunkDraft, Vec<f32>)>,
+    ) -> metarag_core::Result<StageId> {
+        let doc = doc.clone();
+        self.blocking(move |i| i.stage(stage, &doc, chunks)).await
     }
 }
 

@@ -53,6 +53,24 @@ CREATE TABLE IF NOT EXISTS events(
     detail TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_time ON events(at);
+-- Chunks handed over ahead of their document's write (`Store::stage`), in the order they
+-- came (`seq`). Nothing reads them but the write that claims their stage, which moves them
+-- into `chunks`; a writer empties the table when it opens the index, so a stage whose
+-- writer died is dropped. Added without a schema version: an older metarag ignores it.
+CREATE TABLE IF NOT EXISTS staged_chunks(
+    stage INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    section TEXT NOT NULL,
+    page_start INTEGER,
+    page_end INTEGER,
+    byte_start INTEGER NOT NULL,
+    byte_end INTEGER NOT NULL,
+    token_count INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    PRIMARY KEY (stage, seq)
+);
 CREATE INDEX IF NOT EXISTS events_by_doc ON events(doc_id, at);
 ";
 
@@ -60,6 +78,17 @@ const CHUNK_COLS: &str = "c.id, c.doc_id, d.title, c.ordinal, c.section, c.page_
 
 pub(crate) struct Db {
     conn: Connection,
+}
+
+/// Rows a staged document is read back in, per page.
+pub(crate) const PAGE: usize = 4096;
+
+/// One chunk of a staged document, read back from SQLite.
+pub(crate) struct PagedChunk {
+    pub id: ChunkId,
+    pub ordinal: u32,
+    pub text: String,
+    pub vector: Option<Vec<f32>>,
 }
 
 pub(crate) struct Tx<'a> {
@@ -179,6 +208,51 @@ impl Db {
         set_graph_meta(&tx, generation)?;
         tx.commit()?;
         Ok(n)
+    }
+
+    /// Chunks in the staging table.
+    pub fn staged_count(&self) -> Result<usize> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM staged_chunks", [], |r| r.get(0))?;
+        Ok(n as usize)
+    }
+
+    /// Drops every staged chunk (stages left by a writer that died); returns how many.
+    pub fn clear_staged(&self) -> Result<usize> {
+        Ok(self.conn.execute("DELETE FROM staged_chunks", [])?)
+    }
+
+    /// Appends chunks to `stage`, after those already staged there, in one transaction.
+    pub fn stage(&mut self, stage: u64, chunks: &[(ChunkDraft, Vec<f32>)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let next: i64 = tx.query_row(
+                "SELECT coalesce(max(seq) + 1, 0) FROM staged_chunks WHERE stage = ?1",
+                [stage as i64],
+                |r| r.get(0),
+            )?;
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO staged_chunks(stage, seq, ordinal, section, page_start, page_end, byte_start, byte_end, token_count, text, embedding)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
+            for (i, (c, v)) in chunks.iter().enumerate() {
+                stmt.execute(params![
+                    stage as i64,
+                    next + i as i64,
+                    c.ordinal,
+                    serde_json::to_string(&c.section).expect("strings serialize"),
+                    c.pages.map(|p| p.0),
+                    c.pages.map(|p| p.1),
+                    c.bytes.start as i64,
+                    c.bytes.end as i64,
+                    c.token_count,
+                    c.text,
+                    vector_to_blob(v),
+                ])?;
+            }
+        }
+        Ok(tx.commit()?)
     }
 
     pub fn content_hash(&self, id: &DocId) -> Result<Option<String>> {
@@ -419,6 +493,13 @@ impl Tx<'_> {
         chunk_ids_of(&self.tx, docs)
     }
 
+    /// Drops the chunks staged under `stage` (an update that was superseded).
+    pub fn drop_stage(&self, stage: u64) -> Result<()> {
+        self.tx
+            .execute("DELETE FROM staged_chunks WHERE stage = ?1", [stage as i64])?;
+        Ok(())
+    }
+
     pub fn delete_document(&self, id: &DocId) -> Result<()> {
         if self.graph {
             graph::touch_document(&self.tx, id.as_str(), &mut self.touched.borrow_mut())?;
@@ -430,9 +511,20 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Inserts the document and its chunks; returns the new chunk ids in order.
+    /// Inserts the document and its chunks (its staged chunks first, moved out of the
+    /// staging table); returns the ids of the chunks in `u.chunks`, in order. A staged
+    /// document's chunks, staged or not, are read back with [`Tx::chunk_page`], and its
+    /// mentions are extracted from them here.
     pub fn insert_document(&self, u: &DocumentUpdate) -> Result<Vec<ChunkId>> {
         let d = &u.document;
+        let staged: i64 = match u.staged {
+            None => 0,
+            Some(stage) => self.tx.query_row(
+                "SELECT count(*) FROM staged_chunks WHERE stage = ?1",
+                [stage.0 as i64],
+                |r| r.get(0),
+            )?,
+        };
         self.tx.execute(
             "INSERT INTO documents(doc_id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text, metadata)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -445,11 +537,24 @@ impl Tx<'_> {
                 d.bytes as i64,
                 d.date,
                 d.ingested_at,
-                u.chunks.len() as i64,
+                staged + u.chunks.len() as i64,
                 d.text,
                 serde_json::Value::Object(d.metadata.clone()).to_string(),
             ],
         )?;
+        if let Some(stage) = u.staged {
+            // In SQL, a row at a time: the staged chunks never come back into memory whole.
+            self.tx.execute(
+                "INSERT INTO chunks(doc_id, ordinal, section, page_start, page_end, byte_start, byte_end, token_count, text, embedding)
+                 SELECT ?1, ordinal, section, page_start, page_end, byte_start, byte_end, token_count, text, embedding
+                 FROM staged_chunks WHERE stage = ?2 ORDER BY seq",
+                params![d.id.as_str(), stage.0 as i64],
+            )?;
+            self.tx.execute(
+                "DELETE FROM staged_chunks WHERE stage = ?1",
+                [stage.0 as i64],
+            )?;
+        }
         let mut stmt = self.tx.prepare_cached(
             "INSERT INTO chunks(doc_id, ordinal, section, page_start, page_end, byte_start, byte_end, token_count, text, embedding)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -472,11 +577,60 @@ impl Tx<'_> {
         }
         if self.graph {
             let mut touched = self.touched.borrow_mut();
-            for (id, (c, _)) in ids.iter().zip(&u.chunks) {
-                graph::insert_chunk(&self.tx, *id, &d.title, &c.text, &mut touched)?;
+            if u.staged.is_some() {
+                let mut after = None;
+                loop {
+                    let page = self.chunk_page(&d.id, after, PAGE, false)?;
+                    for row in &page {
+                        graph::insert_chunk(&self.tx, row.id, &d.title, &row.text, &mut touched)?;
+                    }
+                    match page.last() {
+                        Some(last) if page.len() == PAGE => after = Some((last.ordinal, last.id)),
+                        _ => break,
+                    }
+                }
+            } else {
+                for (id, (c, _)) in ids.iter().zip(&u.chunks) {
+                    graph::insert_chunk(&self.tx, *id, &d.title, &c.text, &mut touched)?;
+                }
             }
         }
         Ok(ids)
+    }
+
+    /// Up to `n` of a document's chunks in (ordinal, id) order after `after`, with their
+    /// vectors when `vectors`: how a staged document is read back a page at a time.
+    pub fn chunk_page(
+        &self,
+        doc: &DocId,
+        after: Option<(u32, ChunkId)>,
+        n: usize,
+        vectors: bool,
+    ) -> Result<Vec<PagedChunk>> {
+        let (ordinal, id) = after.map_or((-1, -1), |(o, id)| (i64::from(o), id.0 as i64));
+        let mut stmt = self.tx.prepare_cached(
+            "SELECT id, ordinal, text, CASE WHEN ?5 THEN embedding END FROM chunks
+             WHERE doc_id = ?1 AND (ordinal, id) > (?2, ?3) ORDER BY ordinal, id LIMIT ?4",
+        )?;
+        let rows = stmt.query_map(params![doc.as_str(), ordinal, id, n as i64, vectors], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<Vec<u8>>>(3)?,
+            ))
+        })?;
+        let mut out = Vec::with_capacity(n);
+        for row in rows {
+            let (id, ordinal, text, blob) = row?;
+            out.push(PagedChunk {
+                id: ChunkId(id as u64),
+                ordinal: ordinal as u32,
+                text,
+                vector: blob.map(|b| blob_to_vector(&b)).transpose()?,
+            });
+        }
+        Ok(out)
     }
 
     /// The document's title and the sections of its chunks, if it is stored.

@@ -303,6 +303,7 @@ pub async fn import_dump<E: Embedder, S: Store>(
                 text: Some(r.text),
             },
             chunks: vec![(draft, r.embedding)],
+            staged: None,
         });
         if batch.len() >= options.batch.max(1) {
             report.chunks += batch.len();

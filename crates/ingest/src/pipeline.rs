@@ -318,6 +318,16 @@ struct Pending {
     content_hash: String,
 }
 
+/// A document of a batch, embedded: its chunks with their vectors, or the stage they were
+/// handed to the store under.
+struct Embedded {
+    pending: Pending,
+    /// Chunks in the document.
+    count: usize,
+    chunks: Vec<(metarag_core::ChunkDraft, Vec<f32>)>,
+    staged: Option<metarag_core::StageId>,
+}
+
 /// A batch's write to the store, running while the next batch is embedded; it yields the
 /// batch's chunks and tokens for the report.
 type Write<'s> = Pin<Box<dyn Future<Output = Result<(usize, usize)>> + Send + 's>>;
@@ -567,7 +577,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
             .map(|c| c.token_count as usize)
             .sum();
         let previous = writing.take();
-        let (vectors, written) = tokio::join!(self.embed(&batch, chunks, on_event), async {
+        let (embedded, written) = tokio::join!(self.embed(batch, chunks, on_event), async {
             match previous {
                 Some(write) => Some(write.await),
                 None => None,
@@ -576,20 +586,15 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         if let Some(written) = written {
             Self::written(written?, report, on_event);
         }
-        let (vectors, seconds) = vectors?;
+        let (embedded, seconds) = embedded?;
         report.embed_seconds += seconds;
-        let mut vectors = vectors.into_iter();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
-        let updates: Vec<DocumentUpdate> = batch
+        let updates: Vec<DocumentUpdate> = embedded
             .into_iter()
-            .map(|p| {
-                let chunks: Vec<_> = p
-                    .chunks
-                    .into_iter()
-                    .map(|c| (c, vectors.next().unwrap_or_default()))
-                    .collect();
+            .map(|e| {
+                let p = e.pending;
                 DocumentUpdate {
                     document: Document {
                         id: p.doc.id,
@@ -600,11 +605,12 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                         bytes: p.doc.bytes,
                         date: p.doc.date,
                         ingested_at: now,
-                        chunk_count: chunks.len() as u32,
+                        chunk_count: e.count as u32,
                         metadata: p.doc.metadata,
                         text: Some(p.doc.text),
                     },
-                    chunks,
+                    chunks: e.chunks,
+                    staged: e.staged,
                 }
             })
             .collect();
@@ -616,38 +622,91 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         Ok(())
     }
 
-    /// The embeddings of a batch's chunks, in order, and the seconds they took.
+    /// Embeds a batch's chunks, and the seconds it took. A document of more than
+    /// `batch_chunks` chunks is handed to the store a slice at a time as it is embedded
+    /// ([`Store::stage`]), its chunks and vectors dropped from memory slice by slice: one
+    /// 60 MB file (150k chunks) would otherwise hold every chunk and vector until its
+    /// write (docs/results/reliability.md). The other documents' chunks are embedded a
+    /// slice at a time across documents and kept for the write.
     async fn embed(
         &self,
-        batch: &[Pending],
+        batch: Vec<Pending>,
         chunks: usize,
         on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
-    ) -> Result<(Vec<Vec<f32>>, f64)> {
+    ) -> Result<(Vec<Embedded>, f64)> {
         let t = Instant::now();
-        // The embedder's inputs are made and embedded a slice at a time: one document of
-        // 150k chunks (a 60 MB file) would otherwise hold all its inputs, and the embedder's
-        // copy of them, beside its chunks (docs/results/reliability.md).
         let step = self.options.batch_chunks.max(1);
-        let mut flat = batch.iter().flat_map(|p| {
-            p.chunks
-                .iter()
-                .map(move |c| c.embedding_input(&p.doc.title))
-        });
-        let mut vectors = Vec::with_capacity(chunks);
-        loop {
-            let inputs: Vec<String> = flat.by_ref().take(step).collect();
-            if inputs.is_empty() {
-                break;
-            }
-            vectors.extend(self.embedder.embed(&inputs).await?);
+        let mut done = 0;
+        let mut progress = |n: usize| {
+            done += n;
             if chunks > step {
-                on_event(IngestEvent::Embedded {
-                    done: vectors.len(),
-                    of: chunks,
-                });
+                on_event(IngestEvent::Embedded { done, of: chunks });
+            }
+        };
+        let (large, small): (Vec<Pending>, Vec<Pending>) =
+            batch.into_iter().partition(|p| p.chunks.len() > step);
+        // Small documents: the embedder's inputs are made a slice at a time across them.
+        let mut vectors = Vec::with_capacity(small.iter().map(|p| p.chunks.len()).sum());
+        {
+            let mut flat = small.iter().flat_map(|p| {
+                p.chunks
+                    .iter()
+                    .map(move |c| c.embedding_input(&p.doc.title))
+            });
+            loop {
+                let inputs: Vec<String> = flat.by_ref().take(step).collect();
+                if inputs.is_empty() {
+                    break;
+                }
+                vectors.extend(self.embedder.embed(&inputs).await?);
+                progress(inputs.len());
             }
         }
-        Ok((vectors, t.elapsed().as_secs_f64()))
+        let mut vectors = vectors.into_iter();
+        let mut out: Vec<Embedded> = small
+            .into_iter()
+            .map(|mut p| {
+                let drafts = std::mem::take(&mut p.chunks);
+                let chunks: Vec<_> = drafts
+                    .into_iter()
+                    .map(|c| (c, vectors.next().unwrap_or_default()))
+                    .collect();
+                Embedded {
+                    count: chunks.len(),
+                    chunks,
+                    staged: None,
+                    pending: p,
+                }
+            })
+            .collect();
+        for mut p in large {
+            let count = p.chunks.len();
+            let mut drafts = std::mem::take(&mut p.chunks).into_iter();
+            let mut stage = None;
+            loop {
+                let slice: Vec<_> = drafts.by_ref().take(step).collect();
+                if slice.is_empty() {
+                    break;
+                }
+                let inputs: Vec<String> = slice
+                    .iter()
+                    .map(|c| c.embedding_input(&p.doc.title))
+                    .collect();
+                let embedded = self.embedder.embed(&inputs).await?;
+                drop(inputs);
+                let n = slice.len();
+                let rows = slice.into_iter().zip(embedded).collect();
+                stage = Some(self.store.stage(stage, &p.doc.id, rows).await?);
+                progress(n);
+            }
+            out.push(Embedded {
+                count,
+                chunks: Vec::new(),
+                staged: stage,
+                pending: p,
+            });
+        }
+        Ok((out, t.elapsed().as_secs_f64()))
     }
 
     /// A batch's write finished: counted, and reported.

@@ -31,7 +31,7 @@ pub use deadpool_postgres::Object;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use metarag_core::{
     Chunk, ChunkDraft, ChunkId, DocFormat, DocId, Document, DocumentUpdate, Filter, ScoredChunk,
-    Store, StoreRead, StoreStats,
+    StageId, Store, StoreRead, StoreStats,
 };
 use pgvector::Vector;
 use std::str::FromStr;
@@ -460,23 +460,90 @@ impl PgStore {
             .await
     }
 
+    /// Refuses vectors of another dimension than the store's, naming the document.
+    fn check_dimension(&self, doc: &DocId, chunks: &[(ChunkDraft, Vec<f32>)]) -> Result<()> {
+        match chunks
+            .iter()
+            .position(|(_, v)| v.len() != self.config.dimension)
+        {
+            None => Ok(()),
+            Some(i) => Err(Error::Dimension {
+                doc: doc.to_string(),
+                chunk: i,
+                expected: self.config.dimension,
+                got: chunks[i].1.len(),
+            }),
+        }
+    }
+
+    async fn stage_inner(
+        &self,
+        stage: Option<StageId>,
+        doc: &DocId,
+        chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    ) -> Result<StageId> {
+        self.check_dimension(doc, &chunks)?;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let stage: i64 = match stage {
+            Some(s) => s.0 as i64,
+            None => tx
+                .query_one("SELECT nextval('staged_chunks_stage')", &[])
+                .await?
+                .get(0),
+        };
+        let next: i32 = tx
+            .query_one(
+                "SELECT COALESCE(max(seq) + 1, 0) FROM staged_chunks WHERE stage = $1",
+                &[&stage],
+            )
+            .await?
+            .get(0);
+        let insert = tx
+            .prepare(
+                "INSERT INTO staged_chunks (stage, seq, ordinal, section, page_from, page_to, byte_start, byte_end, token_count, text, embedding)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .await?;
+        for (i, (draft, vector)) in chunks.into_iter().enumerate() {
+            let section =
+                serde_json::to_value(&draft.section).map_err(|e| Error::Corrupt(e.to_string()))?;
+            tx.execute(
+                &insert,
+                &[
+                    &stage,
+                    &(next + i as i32),
+                    &(draft.ordinal as i32),
+                    &section,
+                    &draft.pages.map(|p| p.0 as i32),
+                    &draft.pages.map(|p| p.1 as i32),
+                    &(draft.bytes.start as i64),
+                    &(draft.bytes.end as i64),
+                    &(draft.token_count as i32),
+                    &draft.text,
+                    &Vector::from(vector),
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(StageId(stage as u64))
+    }
+
     async fn apply_inner(&self, updates: Vec<DocumentUpdate>, removals: Vec<DocId>) -> Result<()> {
         // Checked before anything is written: a bad vector fails the batch, nothing stored
-        // is touched.
+        // is touched. (Staged chunks were checked when they were staged.)
         for u in &updates {
-            for (i, (_, v)) in u.chunks.iter().enumerate() {
-                if v.len() != self.config.dimension {
-                    return Err(Error::Dimension {
-                        doc: u.document.id.to_string(),
-                        chunk: i,
-                        expected: self.config.dimension,
-                        got: v.len(),
-                    });
-                }
-            }
+            self.check_dimension(&u.document.id, &u.chunks)?;
         }
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        // Stages whose writer died before claiming them.
+        tx.execute(
+            "DELETE FROM staged_chunks WHERE staged_at < now() - interval '1 day'",
+            &[],
+        )
+        .await?;
         let delete = tx
             .prepare(
                 "DELETE FROM documents WHERE id = $1 RETURNING chunk_count, lexemes, title_lexemes",
@@ -512,7 +579,18 @@ impl PgStore {
         for u in updates {
             let d = &u.document;
             removed(tx.query(&delete, &[&d.id.as_str()]).await?, &mut delta);
-            delta[0] += u.chunks.len() as i64;
+            let staged: i64 = match u.staged {
+                None => 0,
+                Some(stage) => tx
+                    .query_one(
+                        "SELECT count(*) FROM staged_chunks WHERE stage = $1",
+                        &[&(stage.0 as i64)],
+                    )
+                    .await?
+                    .get(0),
+            };
+            let count = staged + u.chunks.len() as i64;
+            delta[0] += count;
             tx.execute(
                 &insert_doc,
                 &[
@@ -524,12 +602,27 @@ impl PgStore {
                     &(d.bytes as i64),
                     &d.date,
                     &d.ingested_at,
-                    &(u.chunks.len() as i32),
+                    &(count as i32),
                     &d.text,
                     &serde_json::Value::Object(d.metadata.clone()),
                 ],
             )
             .await?;
+            if let Some(stage) = u.staged {
+                // Moved inside the database: the staged chunks never come back to us.
+                tx.execute(
+                    "INSERT INTO chunks (doc_id, ordinal, section, page_from, page_to, byte_start, byte_end, token_count, title, text, embedding)
+                     SELECT $1, ordinal, section, page_from, page_to, byte_start, byte_end, token_count, $2, text, embedding
+                     FROM staged_chunks WHERE stage = $3 ORDER BY seq",
+                    &[&d.id.as_str(), &d.title, &(stage.0 as i64)],
+                )
+                .await?;
+                tx.execute(
+                    "DELETE FROM staged_chunks WHERE stage = $1",
+                    &[&(stage.0 as i64)],
+                )
+                .await?;
+            }
             for (draft, vector) in u.chunks {
                 let section = serde_json::to_value(&draft.section)
                     .map_err(|e| Error::Corrupt(e.to_string()))?;
@@ -880,6 +973,15 @@ impl Store for PgStore {
         removals: Vec<DocId>,
     ) -> metarag_core::Result<()> {
         Ok(self.apply_inner(updates, removals).await?)
+    }
+
+    async fn stage(
+        &self,
+        stage: Option<StageId>,
+        doc: &DocId,
+        chunks: Vec<(ChunkDraft, Vec<f32>)>,
+    ) -> metarag_core::Result<StageId> {
+        Ok(self.stage_inner(stage, doc, chunks).await?)
     }
 }
 

@@ -162,6 +162,30 @@ pub const MIGRATIONS: &[&str] = &[
     DROP INDEX chunks_tsv;
     "#
     ),
+    // 4: chunks handed over ahead of their document's write (`Store::stage`), in the order
+    // they came (`seq`), under a stage id from a sequence so that servers sharing the
+    // database never mix their stages. Nothing reads them but the write that claims the
+    // stage, which moves them into `chunks`; a stage no write claims (its writer died) is
+    // dropped by a later write once it is a day old.
+    r#"
+    CREATE SEQUENCE staged_chunks_stage;
+    CREATE TABLE staged_chunks (
+        stage BIGINT NOT NULL,
+        seq INTEGER NOT NULL,
+        ordinal INTEGER NOT NULL,
+        section JSONB NOT NULL,
+        page_from INTEGER,
+        page_to INTEGER,
+        byte_start BIGINT NOT NULL,
+        byte_end BIGINT NOT NULL,
+        token_count INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        embedding vector NOT NULL,
+        staged_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (stage, seq)
+    );
+    CREATE INDEX staged_chunks_age ON staged_chunks (staged_at);
+    "#,
 ];
 
 /// The newest schema version this build knows.

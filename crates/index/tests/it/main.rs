@@ -52,6 +52,7 @@ fn update(id: &str, title: &str, texts: &[&str], axis: usize, date: Option<i64>)
             text: Some(texts.join("\n")),
         },
         chunks,
+        staged: None,
     }
 }
 
@@ -643,3 +644,6 @@ fn a_torn_journal_tail_makes_the_vectors_rebuild_from_sqlite() {
 mod graph;
 
 mod audit;
+
+/// Staged writes: a large document handed over a slice at a time.
+mod staged;

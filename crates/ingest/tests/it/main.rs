@@ -665,8 +665,22 @@ async fn metadata_from_records_and_the_ingest_is_stored_filterable_and_part_of_t
 async fn a_document_larger_than_a_batch_is_embedded_in_slices_and_written_whole() {
     let src = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let embedder = metarag_testkit::embedder();
     let index = open_index(data.path());
+    // What the index holds staged, and whether any of the document is visible, as each
+    // slice's embedding begins.
+    let seen = std::sync::Mutex::new(Vec::new());
+    let watched = index.clone();
+    let embedder = Hooked {
+        inner: metarag_testkit::embedder(),
+        calls: Default::default(),
+        hook: |_| {
+            let visible = watched.stats().unwrap().chunks;
+            seen.lock()
+                .unwrap()
+                .push((watched.staged_chunks().unwrap(), visible));
+            Ok(())
+        },
+    };
     let chunker = chunker(64, 0);
     let file = src.path().join("long.md");
     let long: String = (0..60)
@@ -696,12 +710,21 @@ async fn a_document_larger_than_a_batch_is_embedded_in_slices_and_written_whole(
         .collect();
     assert_eq!(done, want);
     assert!(progress.iter().all(|p| p.1 == chunks));
+    // Each slice went to the store as soon as it was embedded (staged, so nothing of the
+    // document was visible), and the write took them all.
+    let staged: Vec<(usize, u64)> = seen.lock().unwrap().clone();
+    let want: Vec<(usize, u64)> = (0..chunks.div_ceil(2)).map(|i| (2 * i, 0)).collect();
+    assert_eq!(staged, want);
+    assert_eq!(index.staged_chunks().unwrap(), 0);
     let id = DocId::new(std::fs::canonicalize(&file).unwrap().display().to_string()).unwrap();
     let stored = index.document_chunks(&id).unwrap();
     assert_eq!(stored.len(), chunks);
+    let ordinals: Vec<u32> = stored.iter().map(|c| c.draft.ordinal).collect();
+    assert_eq!(ordinals, (0..chunks as u32).collect::<Vec<_>>());
     // Each chunk got its own vector: the text of chunk i is found nearest to itself.
     for c in stored.iter().step_by(3) {
         let v = embedder
+            .inner
             .embed(&[c.draft.embedding_input(&c.title)])
             .await
             .unwrap()
@@ -709,6 +732,52 @@ async fn a_document_larger_than_a_batch_is_embedded_in_slices_and_written_whole(
         let near = index.nearest(&v, 1, &Filter::default()).unwrap();
         assert_eq!(near[0].id, c.id);
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_document_whose_embedding_fails_leaves_nothing_visible() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let file = src.path().join("long.md");
+    let long: String = (0..60)
+        .map(|i| format!("Sentence {i} talks about quokkas and wombats at length. "))
+        .collect();
+    std::fs::write(&file, format!("# Long\n\n{long}\n")).unwrap();
+    let embedder = Hooked {
+        inner: metarag_testkit::embedder(),
+        calls: Default::default(),
+        hook: |n| {
+            if n == 3 {
+                Err(metarag_core::Error::backend(
+                    "embedder",
+                    metarag_core::Fault::Internal,
+                    "out of memory",
+                ))
+            } else {
+                Ok(())
+            }
+        },
+    };
+    {
+        let index = open_index(data.path());
+        let options = IngestOptions {
+            batch_chunks: 2,
+            ..Default::default()
+        };
+        let err = Ingester::new(&chunker(64, 0), &embedder, &index, options)
+            .run(std::slice::from_ref(&file), &|_| {})
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("out of memory"), "{err}");
+        // Two slices were staged; none of the document is visible.
+        assert_eq!(index.staged_chunks().unwrap(), 4);
+        assert_eq!(index.stats().unwrap().chunks, 0);
+        assert_eq!(index.engine_sizes().unwrap(), (0, 0));
+    }
+    // The next writer drops the stage nobody claimed.
+    let index = open_index(data.path());
+    assert_eq!(index.staged_chunks().unwrap(), 0);
+    assert!(index.documents().unwrap().is_empty());
 }
 
 /// The real embedder, with a hook run at the start of each call (its number from 1).
@@ -799,6 +868,14 @@ impl Store for WaitingStore {
         .is_ok();
         self.overlapped.lock().unwrap().push(began);
         Store::apply(&self.inner, updates, removals).await
+    }
+    async fn stage(
+        &self,
+        stage: Option<metarag_core::StageId>,
+        doc: &DocId,
+        chunks: Vec<(metarag_core::ChunkDraft, Vec<f32>)>,
+    ) -> metarag_core::Result<metarag_core::StageId> {
+        Store::stage(&self.inner, stage, doc, chunks).await
     }
 }
 

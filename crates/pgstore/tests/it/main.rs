@@ -65,6 +65,7 @@ fn update_with(
             text: Some(texts.join("\n")),
         },
         chunks,
+        staged: None,
     }
 }
 
@@ -365,6 +366,76 @@ async fn conformance<S: Store>(s: &S, name: &str) {
         .await
         .unwrap_err();
     assert_eq!(err.fault(), metarag_core::Fault::User, "{name}: {err}");
+
+    // A staged write: two slices handed over first, invisible until the write that
+    // claims them, which appends the chunks in hand after them.
+    let large = DocId::new("large").unwrap();
+    let slices = update(
+        "large",
+        "Large",
+        &[
+            "Ferries leave Pellmoor hourly.",
+            "The harbour wall is old.",
+            "Quarrying at Dunmere ended.",
+        ],
+        4,
+        None,
+    )
+    .chunks;
+    let stage = s.stage(None, &large, slices[..2].to_vec()).await.unwrap();
+    let again = s
+        .stage(Some(stage), &large, slices[2..].to_vec())
+        .await
+        .unwrap();
+    assert_eq!(again, stage, "{name}");
+    assert!(s.document(&large).await.unwrap().is_none(), "{name}");
+    assert!(
+        s.lexical("Dunmere", 3, &Filter::default())
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}"
+    );
+    let mut last = update("large", "Large", &["The lighthouse is white."], 7, None);
+    last.chunks[0].0.ordinal = 3;
+    last.staged = Some(stage);
+    s.apply(vec![last], vec![]).await.unwrap();
+    let texts: Vec<String> = s
+        .document_chunks(&large)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.draft.text)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Ferries leave Pellmoor hourly.",
+            "The harbour wall is old.",
+            "Quarrying at Dunmere ended.",
+            "The lighthouse is white."
+        ],
+        "{name}"
+    );
+    assert_eq!(
+        s.document(&large).await.unwrap().unwrap().chunk_count,
+        4,
+        "{name}"
+    );
+    let hits = s.lexical("Dunmere", 3, &Filter::default()).await.unwrap();
+    assert_eq!(hits.len(), 1, "{name}");
+    // Its staged vector came through: the chunk is at distance zero from it (other
+    // chunks may share the axis).
+    let near = s.nearest(&vector(6), 5, &Filter::default()).await.unwrap();
+    let own = near.iter().find(|h| h.id == hits[0].id);
+    assert!(own.is_some_and(|h| h.score > 0.999), "{name}: {near:?}");
+    assert_eq!(s.stats().await.unwrap().chunks, 7, "{name}");
+    // A staged vector of the wrong length is refused at once, naming the document.
+    let bad = update_with("large", "Large", &["x"], None, |_| vec![0.0; DIM - 1]).chunks;
+    let err = s.stage(None, &large, bad).await.unwrap_err();
+    assert_eq!(err.fault(), metarag_core::Fault::User, "{name}: {err}");
+    assert!(err.to_string().contains("large"), "{name}: {err}");
+    s.apply(vec![], vec![large]).await.unwrap();
 }
 
 fn pg_config(url: &str) -> PgConfig {
@@ -476,21 +547,27 @@ async fn a_database_at_every_earlier_schema_version_migrates_without_loss() {
                 )
                 .await
                 .unwrap();
-            for (i, sql) in metarag_pgstore::schema::MIGRATIONS[..from as usize]
-                .iter()
-                .enumerate()
-            {
-                client.batch_execute(sql).await.unwrap();
-                client
-                    .execute(
-                        "INSERT INTO metarag_schema (version) VALUES ($1)",
-                        &[&(i as i32 + 1)],
-                    )
-                    .await
-                    .unwrap();
-            }
             // A document the old build stored (its embedder recorded, as a store's first
-            // open does), which later versions must still find.
+            // open does), which later versions must still find. It is written at version 2
+            // at the latest and the later migrations run over it: from version 3 a write
+            // also keeps postings, which migration 3 builds for the chunks it finds.
+            let migrate = async |versions: std::ops::Range<usize>| {
+                for i in versions {
+                    client
+                        .batch_execute(metarag_pgstore::schema::MIGRATIONS[i])
+                        .await
+                        .unwrap();
+                    client
+                        .execute(
+                            "INSERT INTO metarag_schema (version) VALUES ($1)",
+                            &[&(i as i32 + 1)],
+                        )
+                        .await
+                        .unwrap();
+                }
+            };
+            let early = (from as usize).min(2);
+            migrate(0..early).await;
             client
                 .batch_execute(&format!(
                     "INSERT INTO metarag_meta (key, value) VALUES ('embedder', 'test-embedder'), ('dimension', '{DIM}');
@@ -502,6 +579,7 @@ async fn a_database_at_every_earlier_schema_version_migrates_without_loss() {
                 ))
                 .await
                 .unwrap();
+            migrate(early..from as usize).await;
         }
         let old = PgStore::connect(pg_config(&url)).await.unwrap();
         assert_eq!(old.schema_version().await.unwrap(), latest, "from v{from}");

@@ -248,16 +248,34 @@ fn write_versions(corpus: &Path, n: usize, dir: &Path) -> Result<(PathBuf, PathB
     let text =
         std::fs::read_to_string(corpus).with_context(|| format!("reading {}", corpus.display()))?;
     let (mut v1, mut v2, mut ids) = (String::new(), String::new(), Vec::new());
-    for (i, line) in text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(n)
-        .enumerate()
-    {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    // Passages past the first `n`, to make long documents of: every 25th document carries
+    // 80 of them, several ingest batches of chunks, so kills also land inside a staged
+    // write (a document larger than a batch is handed to the index a slice at a time).
+    let filler: Vec<String> = lines
+        .iter()
+        .skip(n)
+        .take(400)
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|r| r["text"].as_str().map(str::to_string))
+        .collect();
+    for (i, line) in lines.iter().take(n).enumerate() {
         let mut rec: Value = serde_json::from_str(line)
             .with_context(|| format!("{}:{}: not JSON", corpus.display(), i + 1))?;
         let id = format!("crash-{i}");
         rec["doc_id"] = json!(id);
+        if i % 25 == 0 && !filler.is_empty() {
+            let t = rec["text"].as_str().unwrap_or_default().to_string();
+            let start = (i / 25 * 80) % filler.len();
+            let more: Vec<&str> = filler
+                .iter()
+                .cycle()
+                .skip(start)
+                .take(80)
+                .map(String::as_str)
+                .collect();
+            rec["text"] = json!(format!("{t}\n\n{}", more.join("\n\n")));
+        }
         v1.push_str(&rec.to_string());
         v1.push('\n');
         if i % 3 == 0 {

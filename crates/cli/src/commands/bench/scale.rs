@@ -381,6 +381,7 @@ fn batch(
                     text: Some(text),
                 },
                 chunks: vec![(draft, vector)],
+                staged: None,
             })
         })
         .collect()
