@@ -4,6 +4,7 @@ use crate::{Error, Result, graph};
 use metarag_core::{
     Chunk, ChunkDraft, ChunkId, DocFormat, DocId, Document, DocumentUpdate, Filter, StoreStats,
 };
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use std::path::Path;
 
@@ -237,19 +238,8 @@ impl Db {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )?;
             for (i, (c, v)) in chunks.iter().enumerate() {
-                stmt.execute(params![
-                    stage as i64,
-                    next + i as i64,
-                    c.ordinal,
-                    serde_json::to_string(&c.section).expect("strings serialize"),
-                    c.pages.map(|p| p.0),
-                    c.pages.map(|p| p.1),
-                    c.bytes.start as i64,
-                    c.bytes.end as i64,
-                    c.token_count,
-                    c.text,
-                    vector_to_blob(v),
-                ])?;
+                let key = [Value::from(stage as i64), Value::from(next + i as i64)];
+                stmt.execute(params_from_iter(key.into_iter().chain(draft_columns(c, v))))?;
             }
         }
         Ok(tx.commit()?)
@@ -561,18 +551,10 @@ impl Tx<'_> {
         )?;
         let mut ids = Vec::with_capacity(u.chunks.len());
         for (c, v) in &u.chunks {
-            stmt.execute(params![
-                d.id.as_str(),
-                c.ordinal,
-                serde_json::to_string(&c.section).expect("strings serialize"),
-                c.pages.map(|p| p.0),
-                c.pages.map(|p| p.1),
-                c.bytes.start as i64,
-                c.bytes.end as i64,
-                c.token_count,
-                c.text,
-                vector_to_blob(v),
-            ])?;
+            let key = Value::from(d.id.as_str().to_string());
+            stmt.execute(params_from_iter(
+                std::iter::once(key).chain(draft_columns(c, v)),
+            ))?;
             ids.push(ChunkId(self.tx.last_insert_rowid() as u64));
         }
         if self.graph {
@@ -682,6 +664,23 @@ impl Tx<'_> {
         }
         Ok(self.tx.commit()?)
     }
+}
+
+/// A chunk's columns after its key (the document, or the stage and its sequence number),
+/// in the order `chunks` and `staged_chunks` share: ordinal, section, pages, bytes, token
+/// count, text, embedding.
+fn draft_columns(c: &ChunkDraft, v: &[f32]) -> [Value; 9] {
+    [
+        Value::from(i64::from(c.ordinal)),
+        Value::from(serde_json::to_string(&c.section).expect("strings serialize")),
+        c.pages.map_or(Value::Null, |p| Value::from(i64::from(p.0))),
+        c.pages.map_or(Value::Null, |p| Value::from(i64::from(p.1))),
+        Value::from(c.bytes.start as i64),
+        Value::from(c.bytes.end as i64),
+        Value::from(i64::from(c.token_count)),
+        Value::from(c.text.clone()),
+        Value::from(vector_to_blob(v)),
+    ]
 }
 
 fn set_graph_meta(conn: &Connection, generation: u64) -> Result<()> {
