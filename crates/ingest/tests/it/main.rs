@@ -682,11 +682,7 @@ async fn a_document_larger_than_a_batch_is_embedded_in_slices_and_written_whole(
         },
     };
     let chunker = chunker(64, 0);
-    let file = src.path().join("long.md");
-    let long: String = (0..60)
-        .map(|i| format!("Sentence {i} talks about quokkas and wombats at length. "))
-        .collect();
-    std::fs::write(&file, format!("# Long\n\n{long}\n")).unwrap();
+    let file = write_long_file(src.path());
     let options = IngestOptions {
         batch_chunks: 2,
         ..Default::default()
@@ -738,11 +734,7 @@ async fn a_document_larger_than_a_batch_is_embedded_in_slices_and_written_whole(
 async fn a_large_document_whose_embedding_fails_leaves_nothing_visible() {
     let src = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let file = src.path().join("long.md");
-    let long: String = (0..60)
-        .map(|i| format!("Sentence {i} talks about quokkas and wombats at length. "))
-        .collect();
-    std::fs::write(&file, format!("# Long\n\n{long}\n")).unwrap();
+    let file = write_long_file(src.path());
     let embedder = Hooked {
         inner: metarag_testkit::embedder(),
         calls: Default::default(),
@@ -778,6 +770,16 @@ async fn a_large_document_whose_embedding_fails_leaves_nothing_visible() {
     let index = open_index(data.path());
     assert_eq!(index.staged_chunks().unwrap(), 0);
     assert!(index.documents().unwrap().is_empty());
+}
+
+/// Writes `long.md` into `dir`: one section of 60 sentences, many chunks at 64 tokens.
+fn write_long_file(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("long.md");
+    let long: String = (0..60)
+        .map(|i| format!("Sentence {i} talks about quokkas and wombats at length. "))
+        .collect();
+    std::fs::write(&file, format!("# Long\n\n{long}\n")).unwrap();
+    file
 }
 
 /// The real embedder, with a hook run at the start of each call (its number from 1).
