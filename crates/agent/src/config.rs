@@ -63,6 +63,14 @@ pub struct AgentConfig {
     /// halves agree (74.2 / 68.4, 86.8 / 83.1; docs/results/graph.md). Only where the
     /// search mode includes the graph.
     pub follow_entities: bool,
+    /// Whether a route with hops left searches, right after its first search, for the
+    /// bridge entities the question's relation passes through, named by the passages about
+    /// the entities the question names ("the director of film X": X's page names its
+    /// director, whose own page is searched by name, two passages each;
+    /// `evidence::relation_bridges`). Costs a search per bridge and no model call.
+    pub bridge_hop: bool,
+    /// Passages each bridge entity's search adds.
+    pub bridge_k: usize,
     /// Document diversity under this is reported as a retrieval warning.
     pub min_retrieval_diversity: f64,
     /// Near-duplicate chunks (word-trigram Jaccard at or above this) are dropped.
@@ -111,6 +119,8 @@ impl Default for AgentConfig {
             plan_with_llm: true,
             evidence_coverage_threshold: 0.45,
             follow_entities: true,
+            bridge_hop: true,
+            bridge_k: 2,
             min_retrieval_diversity: 0.25,
             near_duplicate_threshold: 0.9,
             injection_screen: crate::injection::Screen::Patterns,
@@ -181,6 +191,9 @@ impl AgentConfig {
                 "max_evidence_chars",
                 "must be at least 200 characters",
             ));
+        }
+        if self.bridge_k == 0 {
+            return Err(Error::config("bridge_k", "must be at least 1"));
         }
         if self.answer_max_tokens == 0 {
             return Err(Error::config("answer_max_tokens", "must be at least 1"));

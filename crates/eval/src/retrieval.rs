@@ -145,7 +145,15 @@ pub enum HopMethod {
     FollowEntities,
     /// Both: half of the hop's passages from each, the graph's first.
     Both,
+    /// The agent's bridge hop (`agent.bridge_hop`): each bridge entity the question's
+    /// relation passes through, searched by name, [`BRIDGE_K`] passages each (fewer
+    /// passages than the other methods add).
+    RelationBridges,
 }
+
+/// Passages each bridge entity's search adds in [`HopMethod::RelationBridges`] (the agent's
+/// default `bridge_k`).
+pub const BRIDGE_K: usize = 2;
 
 /// A second-hop method's effect on the pool.
 #[derive(Debug, Clone, Serialize)]
@@ -185,7 +193,7 @@ pub async fn evaluate_hops<E: Embedder, S: StoreRead>(
     questions: &[QaRecord],
     k: usize,
 ) -> Result<Vec<HopReport>> {
-    use metarag_agent::evidence::{Passage, bridge_names, next_hop_query};
+    use metarag_agent::evidence::{Passage, bridge_names, next_hop_query, relation_bridges};
     let questions: Vec<&QaRecord> = questions
         .iter()
         .filter(|q| !q.supporting_titles.is_empty())
@@ -195,6 +203,7 @@ pub async fn evaluate_hops<E: Embedder, S: StoreRead>(
         HopMethod::NextHopQuery,
         HopMethod::FollowEntities,
         HopMethod::Both,
+        HopMethod::RelationBridges,
     ];
     let mut tallies: Vec<HopTally> = methods.iter().map(|_| HopTally::default()).collect();
     let search = |query: String, mode: SearchMode, n: usize| {
@@ -237,11 +246,19 @@ pub async fn evaluate_hops<E: Embedder, S: StoreRead>(
             search(names.join("; "), SearchMode::Graph, 2 * k).await?
         };
         let by_graph: Vec<Passage> = fresh(by_graph.iter().map(Passage::from_hit).collect(), k);
+        let mut by_bridge: Vec<Passage> = Vec::new();
+        for name in relation_bridges(&q.question, &pool, 4) {
+            let hits = search(name, SearchMode::Hybrid, BRIDGE_K + k).await?;
+            let hits: Vec<Passage> = hits.iter().map(Passage::from_hit).collect();
+            let new = metarag_agent::evidence::fresh(&by_bridge, fresh(hits, BRIDGE_K + k));
+            by_bridge.extend(new.into_iter().take(BRIDGE_K));
+        }
         for (m, tally) in methods.iter().zip(tallies.iter_mut()) {
             let added: Vec<Passage> = match m {
                 HopMethod::None => first.iter().skip(k).cloned().collect(),
                 HopMethod::NextHopQuery => by_query.clone(),
                 HopMethod::FollowEntities => by_graph.clone(),
+                HopMethod::RelationBridges => by_bridge.clone(),
                 HopMethod::Both => {
                     let mut both: Vec<Passage> =
                         by_graph.iter().take(k.div_ceil(2)).cloned().collect();

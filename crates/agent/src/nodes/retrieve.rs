@@ -102,6 +102,23 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
         "{reason:?} {query:?}: {added} new; coverage {:.2}{low_diversity}",
         diagnostics.query_coverage
     ));
+    // The bridge entities the first passages name, each searched by name before anything
+    // is written: a chain's second hop, which query coverage never asks for.
+    if reason == RetrievalReason::Initial && s.cfg().bridge_hop && s.hops < s.route.hops {
+        let bridges = evidence::relation_bridges(&s.question, &s.pool, 4);
+        if !bridges.is_empty() {
+            let mut found = 0;
+            for name in &bridges {
+                found += search_into_pool(s, name, s.cfg().bridge_k, RetrievalReason::Hop, false)
+                    .await?
+                    .0;
+            }
+            s.hops += 1;
+            s.note = Some(format!(
+                "{reason:?} {query:?}: {added} new; bridges {bridges:?}: {found} new"
+            ));
+        }
+    }
     if !repair
         && s.hops < s.route.hops
         && diagnostics.query_coverage < s.cfg().evidence_coverage_threshold

@@ -592,6 +592,8 @@ async fn a_hop_follows_the_bridge_entity_through_the_graph_first() {
                 // Every pool covers less than all of the question's terms: a hop is taken.
                 evidence_coverage_threshold: 1.0,
                 follow_entities: follow,
+                // The relation's bridge is searched by name first otherwise.
+                bridge_hop: false,
                 ..AgentConfig::default().with_route(RouteConfig {
                     top_k: 1,
                     rerank: false,
@@ -640,6 +642,126 @@ async fn a_hop_follows_the_bridge_entity_through_the_graph_first() {
         [RetrievalReason::Initial, RetrievalReason::Hop]
     );
     assert!(!reasons.contains(&RetrievalReason::FollowEntities));
+}
+
+/// Over an index, unanimous samples naming the other option of an "A or B" question do
+/// not switch the answer (the sentence a vote would cite names the option, not the
+/// comparison); over given context, where both sides' facts are given, they do.
+#[tokio::test]
+async fn over_an_index_a_vote_does_not_switch_options() {
+    let q = "Who was born first, Steven Spielberg or Roy Scheider?";
+    let scheider = (
+        "Roy Scheider",
+        "Roy Scheider was an American actor born in Orange, New Jersey.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = crate::jaws_index(dir.path(), &[]).await;
+    for over_index in [true, false] {
+        let llm: Arc<dyn DynLlm> = Arc::new(
+            ScriptedLlm::new()
+                .on(&[SAMPLE], short("Roy Scheider"))
+                .on(&[PLAN], r#"{"complexity": "simple"}"#)
+                .on(
+                    &[WRITE],
+                    r#"{"answer": "Steven Spielberg was born in 1946 [1].", "short_answer": "Steven Spielberg"}"#,
+                )
+                .on(&[CLOSED], "unknown"),
+        );
+        let monitor = samples_monitor();
+        let agent = Agent::builder(llm)
+            .retriever(retriever.clone())
+            .registry(registry_with(serde_json::json!({
+                "samples": 4, "monitor": monitor, "monitor_open": monitor
+            })))
+            .config(AgentConfig {
+                max_rounds: 2,
+                ..AgentConfig::default()
+            })
+            .build()
+            .unwrap();
+        let ask = if over_index {
+            Ask::new(q, "metarag")
+        } else {
+            Ask::new(q, "metarag").with_context(context(&[SPIELBERG, scheider]))
+        };
+        let t = agent.ask(&ask).await.unwrap();
+        let voted = t
+            .rounds
+            .iter()
+            .any(|r| matches!(r.remediation, Some(Remediation::Vote { .. })));
+        if over_index {
+            assert!(!voted, "{:?}", t.rounds);
+            assert_eq!(t.short_answer, "Steven Spielberg");
+        } else {
+            assert!(voted, "{:?}", t.rounds);
+            assert_eq!(t.short_answer, "Roy Scheider");
+        }
+    }
+}
+
+/// A multi-hop route searches for the entity the question's relation passes through
+/// right after its first search, before anything is written: the director's page, found
+/// by his name in the film's passage, is among the sources of the first write.
+#[tokio::test]
+async fn the_bridge_hop_searches_the_relation_s_entity_by_name_before_the_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = crate::jaws_index(dir.path(), &[]).await;
+    for bridge_hop in [true, false] {
+        let llm: Arc<dyn DynLlm> = Arc::new(
+            ScriptedLlm::new()
+                .on(&[SAMPLE], short("United States"))
+                .on(&[PLAN], r#"{"complexity": "multi_hop"}"#)
+                .on(&[WRITE], GOOD)
+                .on(&[CLOSED], "United States"),
+        );
+        let config = AgentConfig {
+            bridge_hop,
+            ..AgentConfig::default().with_route(RouteConfig {
+                top_k: 1,
+                rerank: false,
+                hops: 2,
+            })
+        };
+        let agent = Agent::builder(llm)
+            .retriever(retriever.clone())
+            .registry(metarag_registry())
+            .config(config)
+            .build()
+            .unwrap();
+        let t = agent
+            .ask(&Ask::new("Where was the director of Jaws born?", "metarag"))
+            .await
+            .unwrap();
+        let searched: Vec<(RetrievalReason, &str)> = t
+            .retrievals
+            .iter()
+            .map(|r| (r.reason, r.query.as_str()))
+            .collect();
+        let has_page = t
+            .sources
+            .iter()
+            .any(|s| s.passage.title == "Steven Spielberg");
+        if bridge_hop {
+            assert_eq!(
+                searched[..2],
+                [
+                    (
+                        RetrievalReason::Initial,
+                        "Where was the director of Jaws born?"
+                    ),
+                    (RetrievalReason::Hop, "Steven Spielberg")
+                ],
+                "{:?}",
+                t.retrievals
+            );
+            assert!(has_page, "{:?}", t.sources);
+        } else {
+            assert!(
+                !searched.iter().any(|(_, q)| *q == "Steven Spielberg"),
+                "{searched:?}"
+            );
+        }
+    }
 }
 
 /// `injection_screen = "model"`: every passage the patterns let through is put to the

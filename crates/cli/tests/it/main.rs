@@ -990,7 +990,13 @@ fn bench_retrieval_measures_hops_and_searches_an_index_another_process_writes() 
         .collect();
     assert_eq!(
         methods,
-        ["none", "next_hop_query", "follow_entities", "both"]
+        [
+            "none",
+            "next_hop_query",
+            "follow_entities",
+            "both",
+            "relation_bridges"
+        ]
     );
     for m in first["hops"]["methods"].as_array().unwrap() {
         let r = m["recall_all"].as_f64().unwrap();

@@ -52,7 +52,8 @@ pub struct RetrievalArgs {
     pub postgres: Option<String>,
     /// Also measure the agent's second hop: the pool after a first hybrid search of this
     /// many passages and one hop (none, the next-hop query, following the bridge entities
-    /// in the graph, both).
+    /// in the graph, both, or the bridge hop: the entities the question's relation passes
+    /// through, searched by name).
     #[arg(long, value_name = "K")]
     hops: Option<usize>,
     /// Also write the JSON report here.
