@@ -385,9 +385,20 @@ fn names_at(words: &[&str]) -> Vec<(usize, String)> {
         run.clear();
     };
     for (i, word) in words.iter().enumerate() {
-        let w = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '.');
-        let initial = w.len() == 2 && w.ends_with('.') && w.starts_with(char::is_uppercase);
-        let w = if initial { w } else { w.trim_end_matches('.') };
+        let core = word.trim_matches(|c: char| !c.is_alphanumeric());
+        let initial = core.chars().count() == 1
+            && core.starts_with(char::is_uppercase)
+            && word.ends_with('.');
+        let w = if initial {
+            word.trim_start_matches(|c: char| !c.is_alphanumeric())
+        } else {
+            core
+        };
+        // An opening bracket or quote starts another name ("Raymond De Felitta ("Café
+        // Society")" is two).
+        if word.starts_with(['(', '"', '\u{201c}', '[']) {
+            flush(&mut run, start, &mut out);
+        }
         let capital = w.chars().next().is_some_and(char::is_uppercase);
         if capital && !crate::text::is_stopword(&w.to_lowercase()) {
             if run.is_empty() {
@@ -647,6 +658,15 @@ mod tests {
         assert_eq!(
             relation_bridges("Who is The Sterile Cuckoo's director?", &pool, 4),
             ["Alan J. Pakula"]
+        );
+        // Punctuation around a name is not part of it; a bracket starts another name.
+        let pool_quoted = vec![p(
+            "Two Family House",
+            "Two Family House is a 2000 film directed by Raymond De Felitta (\"Café Society\").",
+        )];
+        assert_eq!(
+            relation_bridges("Who is the director of Two Family House?", &pool_quoted, 4),
+            ["Raymond De Felitta"]
         );
         // A plain comparison names no relation; a bridge already pooled is not searched.
         let with_page = vec![

@@ -537,12 +537,20 @@ async fn the_hop_measure_counts_pools_that_reach_the_bridge_page() {
             HopMethod::None,
             HopMethod::NextHopQuery,
             HopMethod::FollowEntities,
-            HopMethod::Both
+            HopMethod::Both,
+            HopMethod::RelationBridges
         ]
     );
     let of = |m: HopMethod| reports.iter().find(|r| r.method == m).unwrap();
     // Following the star named by the film's page reaches his page with one passage.
     assert_eq!(of(HopMethod::FollowEntities).recall_all, 1.0, "{reports:?}");
+    // So does the bridge hop: "the drama" is a relation word, and the name beside it in the
+    // film's page is searched by name.
+    assert_eq!(
+        of(HopMethod::RelationBridges).recall_all,
+        1.0,
+        "{reports:?}"
+    );
     assert_eq!(of(HopMethod::Both).recall_all, 1.0, "{reports:?}");
     assert_eq!(of(HopMethod::Both).recall_all_by_type["bridge"], 1.0);
     assert!(reports.iter().all(|r| r.questions == 1));
