@@ -291,6 +291,9 @@ fn bare_title(title: &str) -> &str {
     }
 }
 
+/// The most bridge entities one bridge hop searches (each costs a search).
+pub const MAX_BRIDGES: usize = 4;
+
 /// The bridge entities of a multi-hop question, read off the passages about the entities
 /// it names, before anything is written: for each pooled passage whose title the question
 /// names, the name nearest (within four words) to a word of the question's relation
@@ -416,32 +419,17 @@ fn names_at(words: &[&str]) -> Vec<(usize, String)> {
     out
 }
 
-/// Runs of two or more capitalised words ("Steven Spielberg"), in order of appearance.
+/// Runs of two or more capitalised words ("Steven Spielberg"), in order of appearance,
+/// sentence by sentence; the same names [`relation_bridges`] reads (initials kept, "The"
+/// and brackets end a name).
 fn capitalised_runs(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut run: Vec<&str> = Vec::new();
-    let flush = |run: &mut Vec<&str>, out: &mut Vec<String>| {
-        if run.len() >= 2 {
-            out.push(run.join(" "));
-        }
-        run.clear();
-    };
-    for (a, b) in sentences(text) {
-        for word in text[a..b].split_whitespace() {
-            let w = word.trim_matches(|c: char| !c.is_alphanumeric());
-            let cap = w.chars().next().is_some_and(char::is_uppercase);
-            if cap && !w.is_empty() {
-                run.push(w);
-                if word.ends_with([',', '.', ';', ':', ')']) {
-                    flush(&mut run, &mut out);
-                }
-            } else {
-                flush(&mut run, &mut out);
-            }
-        }
-        flush(&mut run, &mut out);
-    }
-    out
+    sentences(text)
+        .into_iter()
+        .flat_map(|(a, b)| {
+            let words: Vec<&str> = text[a..b].split_whitespace().collect();
+            names_at(&words).into_iter().map(|(_, name)| name)
+        })
+        .collect()
 }
 
 /// Picks evidence sentences from passages and numbers them as sources.
@@ -686,6 +674,20 @@ mod tests {
         );
         assert!(
             relation_bridges("Who is The Sterile Cuckoo's director?", &with_page, 4).is_empty()
+        );
+    }
+
+    #[test]
+    fn bridge_names_read_names_as_the_bridge_hop_does() {
+        let pool = vec![p(
+            "Quillan Vorne",
+            "The Quillan Vorne Trust was founded by Edda K. Marrow (\"Lantern Years\"). The Oster Line ran it.",
+        )];
+        // An initial stays inside its name, a bracket ends one, "The" starts none, and a
+        // name the question holds is not a bridge.
+        assert_eq!(
+            bridge_names("Who founded the Quillan Vorne Trust?", &pool, 5),
+            ["Edda K. Marrow", "Lantern Years", "Oster Line"]
         );
     }
 

@@ -146,14 +146,10 @@ pub enum HopMethod {
     /// Both: half of the hop's passages from each, the graph's first.
     Both,
     /// The agent's bridge hop (`agent.bridge_hop`): each bridge entity the question's
-    /// relation passes through, searched by name, [`BRIDGE_K`] passages each (fewer
-    /// passages than the other methods add).
+    /// relation passes through, searched by name, the agent's default `bridge_k` passages
+    /// each (fewer passages than the other methods add).
     RelationBridges,
 }
-
-/// Passages each bridge entity's search adds in [`HopMethod::RelationBridges`] (the agent's
-/// default `bridge_k`).
-pub const BRIDGE_K: usize = 2;
 
 /// A second-hop method's effect on the pool.
 #[derive(Debug, Clone, Serialize)]
@@ -193,7 +189,11 @@ pub async fn evaluate_hops<E: Embedder, S: StoreRead>(
     questions: &[QaRecord],
     k: usize,
 ) -> Result<Vec<HopReport>> {
-    use metarag_agent::evidence::{Passage, bridge_names, next_hop_query, relation_bridges};
+    use metarag_agent::evidence::{
+        MAX_BRIDGES, Passage, bridge_names, next_hop_query, relation_bridges,
+    };
+    // The agent's own setting, so that the measure follows the default it reports on.
+    let bridge_k = metarag_agent::AgentConfig::default().bridge_k;
     let questions: Vec<&QaRecord> = questions
         .iter()
         .filter(|q| !q.supporting_titles.is_empty())
@@ -247,11 +247,11 @@ pub async fn evaluate_hops<E: Embedder, S: StoreRead>(
         };
         let by_graph: Vec<Passage> = fresh(by_graph.iter().map(Passage::from_hit).collect(), k);
         let mut by_bridge: Vec<Passage> = Vec::new();
-        for name in relation_bridges(&q.question, &pool, 4) {
-            let hits = search(name, SearchMode::Hybrid, BRIDGE_K + k).await?;
+        for name in relation_bridges(&q.question, &pool, MAX_BRIDGES) {
+            let hits = search(name, SearchMode::Hybrid, bridge_k + k).await?;
             let hits: Vec<Passage> = hits.iter().map(Passage::from_hit).collect();
-            let new = metarag_agent::evidence::fresh(&by_bridge, fresh(hits, BRIDGE_K + k));
-            by_bridge.extend(new.into_iter().take(BRIDGE_K));
+            let new = metarag_agent::evidence::fresh(&by_bridge, fresh(hits, bridge_k + k));
+            by_bridge.extend(new.into_iter().take(bridge_k));
         }
         for (m, tally) in methods.iter().zip(tallies.iter_mut()) {
             let added: Vec<Passage> = match m {

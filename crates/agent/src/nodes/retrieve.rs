@@ -105,7 +105,7 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
     // The bridge entities the first passages name, each searched by name before anything
     // is written: a chain's second hop, which query coverage never asks for.
     if reason == RetrievalReason::Initial && s.cfg().bridge_hop && s.hops < s.route.hops {
-        let bridges = evidence::relation_bridges(&s.question, &s.pool, 4);
+        let bridges = evidence::relation_bridges(&s.question, &s.pool, evidence::MAX_BRIDGES);
         if !bridges.is_empty() {
             let mut found = 0;
             for name in &bridges {
