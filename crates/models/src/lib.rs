@@ -32,7 +32,7 @@ mod store;
 pub use cache::{CacheStats, CachedLlm, CallCache, cache_key};
 pub use embed::{Pooling, SentenceEmbedder};
 pub use error::{Error, Result};
-pub use llama::{LocalLlm, LocalLlmConfig, LocalLlmInfo};
+pub use llama::{HiddenState, LocalLlm, LocalLlmConfig, LocalLlmInfo};
 pub use meter::{Ledger, MeteredLlm, ModelUsage, Pricing};
 pub use openai::{OpenAiConfig, OpenAiLlm};
 pub use rerank::{CrossEncoder, LlmReranker};

@@ -12,7 +12,7 @@
 
 use crate::{Error, Result};
 use llama_cpp_2::context::LlamaContext;
-use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::params::{LlamaContextParams, LlamaPoolingType};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -47,6 +47,9 @@ pub struct LocalLlmConfig {
     pub batch_size: u32,
     /// Keep the KV cache of the longest common prefix between consecutive calls.
     pub prefix_reuse: bool,
+    /// Let [`LocalLlm::hidden_state`] read the model's last hidden layer (llama.cpp's
+    /// embeddings output, no pooling). Off by default: only a monitor probe needs it.
+    pub hidden_states: bool,
 }
 
 impl LocalLlmConfig {
@@ -59,6 +62,7 @@ impl LocalLlmConfig {
             context_size: 4096,
             batch_size: 512,
             prefix_reuse: true,
+            hidden_states: false,
         }
     }
 
@@ -79,6 +83,27 @@ impl LocalLlmConfig {
         self.prefix_reuse = on;
         self
     }
+
+    /// Turns the hidden-state output on or off (see [`LocalLlm::hidden_state`]).
+    pub fn hidden_states(mut self, on: bool) -> Self {
+        self.hidden_states = on;
+        self
+    }
+}
+
+/// The model's last hidden layer (after its final norm) over the tokens of a completion,
+/// read while the model is fed the prompt and that completion: what a probe of the
+/// model's own state reads to tell a right answer from a wrong one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HiddenState {
+    /// At the completion's last token.
+    pub last: Vec<f32>,
+    /// Averaged over the completion's tokens.
+    pub mean: Vec<f32>,
+    /// Tokens of the completion.
+    pub tokens: usize,
+    /// Tokens of the prompt before it.
+    pub prompt_tokens: usize,
 }
 
 /// What the loaded model file says about itself.
@@ -113,6 +138,11 @@ enum Job {
     CountTokens {
         messages: Vec<Message>,
         reply: oneshot::Sender<Result<usize>>,
+    },
+    HiddenState {
+        messages: Vec<Message>,
+        completion: String,
+        reply: oneshot::Sender<Result<HiddenState>>,
     },
 }
 
@@ -203,6 +233,24 @@ impl LocalLlm {
     pub async fn yes_probability(&self, messages: Vec<Message>) -> Result<(f32, Usage)> {
         let (reply, rx) = oneshot::channel();
         self.send(Job::YesProbability { messages, reply })?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    /// The last hidden layer over `completion` as the reply to `messages` (the prompt's
+    /// cached prefix is reused as for a chat call, so right after the call that wrote the
+    /// completion this costs only the completion's tokens). Needs a model loaded with
+    /// [`LocalLlmConfig::hidden_states`]; otherwise a configuration error.
+    pub async fn hidden_state(
+        &self,
+        messages: Vec<Message>,
+        completion: impl Into<String>,
+    ) -> Result<HiddenState> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Job::HiddenState {
+            messages,
+            completion: completion.into(),
+            reply,
+        })?;
         rx.await.map_err(|_| gone())?
     }
 
@@ -318,6 +366,14 @@ fn worker(
         // a unified cache lets each use the whole window instead of an equal share of it.
         .with_n_seq_max(metarag_core::MAX_SAMPLES)
         .with_kv_unified(true);
+    // Hidden states per token: no pooling, so that a chat call's outputs stay per token.
+    let params = if config.hidden_states {
+        params
+            .with_embeddings(true)
+            .with_pooling_type(LlamaPoolingType::None)
+    } else {
+        params
+    };
     let ctx = match model.new_context(backend, params) {
         Ok(c) => c,
         Err(e) => {
@@ -344,6 +400,8 @@ fn worker(
         prefix_reuse: config.prefix_reuse,
         batch_size: config.batch_size as usize,
         yes_no: None,
+        hidden_states: config.hidden_states,
+        path: config.path.clone(),
     };
     if ready.send(Ok(info)).is_err() {
         return;
@@ -379,6 +437,17 @@ fn worker(
             Job::CountTokens { messages, reply } => {
                 let _ = reply.send(engine.render(&messages).map(|p| engine.tokenize(&p).len()));
             }
+            Job::HiddenState {
+                messages,
+                completion,
+                reply,
+            } => {
+                let result = engine.hidden_state(&messages, &completion);
+                if result.is_err() {
+                    engine.reset();
+                }
+                let _ = reply.send(result);
+            }
         }
     }
 }
@@ -393,6 +462,8 @@ struct Engine<'m> {
     prefix_reuse: bool,
     batch_size: usize,
     yes_no: Option<(Vec<LlamaToken>, Vec<LlamaToken>)>,
+    hidden_states: bool,
+    path: PathBuf,
 }
 
 impl Engine<'_> {
@@ -759,6 +830,72 @@ impl Engine<'_> {
                 original_ms: None,
             },
         ))
+    }
+
+    fn hidden_state(&mut self, messages: &[Message], completion: &str) -> Result<HiddenState> {
+        if !self.hidden_states {
+            return Err(Error::Config {
+                path: self.path.clone(),
+                reason: "the model was loaded without hidden-state output (llm hidden_states)"
+                    .into(),
+            });
+        }
+        let prompt = self.tokenize(&self.render(messages)?);
+        let answer = self
+            .model
+            .vocab()
+            .tokenize(completion.as_bytes(), false, false);
+        if answer.is_empty() {
+            return Err(Error::Request("the completion is empty".into()));
+        }
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if prompt.len() + answer.len() >= n_ctx {
+            return Err(Error::ContextOverflow {
+                prompt_tokens: prompt.len() + answer.len(),
+                max_tokens: 0,
+                context: n_ctx,
+            });
+        }
+        // The prompt through the cache as for a chat call; the completion is evaluated
+        // again with an output at every token, since a cached copy has no outputs.
+        self.prepare(&prompt)?;
+        let mut sum: Vec<f32> = Vec::new();
+        let mut last: Vec<f32> = Vec::new();
+        let mut batch = LlamaBatch::new(self.batch_size, 1);
+        for chunk in answer.chunks(self.batch_size) {
+            batch.clear();
+            let start = self.kv.len();
+            for (i, token) in chunk.iter().enumerate() {
+                batch
+                    .add(*token, (start + i) as i32, &[0], true)
+                    .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
+            }
+            self.ctx
+                .decode(&mut batch)
+                .map_err(|e| llama_err("evaluating the completion")(e.to_string()))?;
+            self.kv.extend_from_slice(chunk);
+            for i in 0..chunk.len() {
+                let h = self
+                    .ctx
+                    .embeddings_ith(i as i32)
+                    .map_err(|e| llama_err("reading the hidden state")(e.to_string()))?;
+                if sum.is_empty() {
+                    sum = vec![0.0; h.len()];
+                }
+                for (s, v) in sum.iter_mut().zip(h) {
+                    *s += v;
+                }
+                last.clear();
+                last.extend_from_slice(h);
+            }
+        }
+        let n = answer.len() as f32;
+        Ok(HiddenState {
+            last,
+            mean: sum.into_iter().map(|s| s / n).collect(),
+            tokens: answer.len(),
+            prompt_tokens: prompt.len(),
+        })
     }
 }
 

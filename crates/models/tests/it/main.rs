@@ -284,6 +284,52 @@ async fn prefix_reuse_skips_the_shared_prefix_and_keeps_the_distribution() {
 }
 
 #[tokio::test]
+async fn hidden_states_are_read_per_completion_and_the_model_still_chats() {
+    let llm = LocalLlm::load(
+        LocalLlmConfig::new(LLM, test_gguf())
+            .context_size(1024)
+            .hidden_states(true),
+    )
+    .unwrap();
+    let request = over_evidence("Who directed Jaws?");
+    // Chat works on a context that outputs hidden states.
+    let c = llm.chat(&request).await.unwrap();
+    assert!(!c.text.trim().is_empty());
+    let right = llm
+        .hidden_state(request.messages.clone(), "Steven Spielberg")
+        .await
+        .unwrap();
+    let wrong = llm
+        .hidden_state(request.messages.clone(), "Ridley Scott")
+        .await
+        .unwrap();
+    assert!(right.tokens >= 2 && right.prompt_tokens > 60, "{right:?}");
+    assert_eq!(right.last.len(), right.mean.len());
+    assert!(right.last.len() >= 512);
+    assert!(right.last.iter().all(|v| v.is_finite()));
+    // Different completions leave different states; the same one, read again after
+    // another, the same state (the cached prompt is reused, not stale).
+    assert_ne!(right.mean, wrong.mean);
+    let again = llm
+        .hidden_state(request.messages.clone(), "Steven Spielberg")
+        .await
+        .unwrap();
+    let cos = |a: &[f32], b: &[f32]| {
+        let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        dot / (n(a) * n(b))
+    };
+    assert!(cos(&right.mean, &again.mean) > 0.999);
+    // A model loaded without the output says how to get it.
+    let plain = own_local_llm(512);
+    let err = plain
+        .hidden_state(request.messages.clone(), "Steven Spielberg")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("hidden"), "{err}");
+}
+
+#[tokio::test]
 async fn the_local_model_as_reranker_prefers_the_passage_that_answers() {
     let reranker = LlmReranker::new(local_llm(), 1000);
     let passages = vec![
