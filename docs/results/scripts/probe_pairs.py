@@ -5,7 +5,7 @@ For every row of a `metarag bench` run (JSONL), finds in the call cache the writ
 and completion of its first round (same question, same prompt size as the trace's first
 write call, same short answer) and writes one line per row for the `hidden_states`
 example: `id` = "<question id>/<strategy>", `messages`, `completion`, plus `f1` and `split`
-for fitting. Rows whose call is not in the cache are counted and skipped.
+for fitting, sorted by split and question. Rows whose call is not in the cache are counted and skipped.
 
 usage: probe_pairs.py CACHE.sqlite RUN.jsonl [RUN.jsonl ...] > pairs.jsonl
 """
@@ -30,6 +30,7 @@ def main():
         c = json.loads(comp)
         by_question[question].append((r, c))
     found = missing = 0
+    out = []
     for run in runs:
         split = "tuning" if "-tuning" in run else "reporting" if "-reporting" in run else "?"
         with open(run) as f:
@@ -60,9 +61,9 @@ def main():
                 continue
             found += 1
             r, c = match
-            print(json.dumps({
+            out.append({
                 "id": f"{row['id']}/{row['strategy']}",
-                "dataset": t.get("model") and run.split("/")[-1].split("-")[0],
+                "dataset": run.split("/")[-1].split("-")[0],
                 "split": split,
                 "strategy": row["strategy"],
                 "kind": row.get("kind"),
@@ -71,7 +72,12 @@ def main():
                 "monitor": (rounds[0].get("assessment") or {}).get("confidence") if rounds else None,
                 "messages": r["messages"],
                 "completion": c["text"],
-            }))
+            })
+    # One question's answers next to each other: their prompts share a prefix that the
+    # hidden_states example then evaluates once.
+    out.sort(key=lambda p: (p["split"] != "tuning", p["id"]))
+    for p in out:
+        print(json.dumps(p))
     print(f"{found} paired, {missing} without their call in the cache", file=sys.stderr)
 
 
