@@ -2,7 +2,7 @@
 //! monitor probe (does the model's own state tell a right answer from a wrong one?).
 //!
 //! ```sh
-//! cargo run --release -p metarag-models --example hidden_states -- \
+//! cargo run -p metarag-models --example hidden_states -- \
 //!     MODEL.gguf pairs.jsonl features.jsonl
 //! ```
 //!
