@@ -39,6 +39,10 @@ pub struct RouteConfig {
     pub hops: usize,
 }
 
+fn off() -> bool {
+    false
+}
+
 /// Thresholds and limits of the agent, deserialised directly from the `[agent]` section of
 /// `metarag.toml` (every field has a default; unknown fields are refused). Defaults follow
 /// seed `000`'s parameter table.
@@ -71,6 +75,12 @@ pub struct AgentConfig {
     pub bridge_hop: bool,
     /// Passages each bridge entity's search adds.
     pub bridge_k: usize,
+    /// Whether the write is told the bridges the bridge hop found and pooled: the sentence
+    /// that names each one beside its subject, and that the question's relation passes
+    /// through it (a 1.5B writer given Ingmar Bergman's page still answered with the film's
+    /// own facts). Absent from records written before it existed, where it was off.
+    #[serde(default = "off")]
+    pub bridge_notes: bool,
     /// Document diversity under this is reported as a retrieval warning.
     pub min_retrieval_diversity: f64,
     /// Near-duplicate chunks (word-trigram Jaccard at or above this) are dropped.
@@ -121,6 +131,7 @@ impl Default for AgentConfig {
             follow_entities: true,
             bridge_hop: true,
             bridge_k: 2,
+            bridge_notes: false,
             min_retrieval_diversity: 0.25,
             near_duplicate_threshold: 0.9,
             injection_screen: crate::injection::Screen::Patterns,

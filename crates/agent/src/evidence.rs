@@ -306,6 +306,34 @@ pub const MAX_BRIDGES: usize = 4;
 /// first top 10, 25 of them named in a pooled passage, and the query-coverage hop never
 /// fired (ten passages always cover the question's words).
 pub fn relation_bridges(question: &str, pool: &[Passage], n: usize) -> Vec<String> {
+    bridges(question, pool, n)
+        .into_iter()
+        .map(|b| b.name)
+        .collect()
+}
+
+/// A bridge entity [`bridges`] found, with where it was read: what a writer needs to follow
+/// the chain ("the director of The Serpent's Egg" is Ingmar Bergman, so the question's
+/// birthplace is his).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bridge {
+    /// The bridge entity ("Ingmar Bergman").
+    pub name: String,
+    /// Title of the passage it was read from, an entity the question names.
+    pub subject: String,
+    /// The sentence of that passage that names it beside the relation.
+    pub sentence: String,
+}
+
+/// Whether the pool holds a passage about `name` (its title has every content word of it).
+pub fn pooled(name: &str, pool: &[Passage]) -> bool {
+    let t = content_terms(name);
+    pool.iter()
+        .any(|p| t.is_subset(&content_terms(bare_title(&p.title))))
+}
+
+/// [`relation_bridges`] with the subject and sentence each name was read from.
+pub fn bridges(question: &str, pool: &[Passage], n: usize) -> Vec<Bridge> {
     let q_terms = content_terms(question);
     let q_lower = question.to_lowercase();
     let mut subjects: Vec<&Passage> = Vec::new();
@@ -328,15 +356,10 @@ pub fn relation_bridges(question: &str, pool: &[Passage], n: usize) -> Vec<Strin
     if relation.is_empty() {
         return Vec::new();
     }
-    let pooled = |name: &str| {
-        let t = content_terms(name);
-        pool.iter()
-            .any(|p| t.is_subset(&content_terms(bare_title(&p.title))))
-    };
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<Bridge> = Vec::new();
     for p in subjects {
         let title = p.title.to_lowercase();
-        let mut best: Option<(usize, String)> = None;
+        let mut best: Option<(usize, String, (usize, usize))> = None;
         for (a, b) in sentences(&p.text) {
             let words: Vec<&str> = p.text[a..b].split_whitespace().collect();
             let at: Vec<usize> = words
@@ -358,20 +381,59 @@ pub fn relation_bridges(question: &str, pool: &[Passage], n: usize) -> Vec<Strin
                     .map(|&i| i.abs_diff(start))
                     .min()
                     .unwrap_or(usize::MAX);
-                if distance <= 4 && best.as_ref().is_none_or(|(d, _)| distance < *d) {
-                    best = Some((distance, name));
+                if distance <= 4 && best.as_ref().is_none_or(|(d, ..)| distance < *d) {
+                    best = Some((distance, name, (a, b)));
                 }
             }
         }
-        if let Some((_, name)) = best
-            && !out.contains(&name)
-            && !pooled(&name)
+        if let Some((_, name, (a, b))) = best
+            && !out.iter().any(|o| o.name == name)
+            && !pooled(&name, pool)
         {
-            out.push(name);
+            out.push(Bridge {
+                name,
+                subject: p.title.clone(),
+                sentence: p.text[a..b].trim().to_string(),
+            });
         }
     }
     out.truncate(n);
     out
+}
+
+/// What the writer is told about the bridges whose subject and own passage are both among
+/// the numbered `sources`: the sentence that names each bridge and the source to read for
+/// it. `None` when no bridge has both.
+pub fn bridge_note(bridges: &[Bridge], sources: &[Source]) -> Option<String> {
+    let number = |title: &str| {
+        sources
+            .iter()
+            .find(|x| x.passage.title.eq_ignore_ascii_case(title))
+            .map(|x| x.n)
+    };
+    let about = |name: &str| {
+        let t = content_terms(name);
+        sources
+            .iter()
+            .find(|x| t.is_subset(&content_terms(bare_title(&x.passage.title))))
+            .map(|x| x.n)
+    };
+    let lines: Vec<String> = bridges
+        .iter()
+        .filter_map(|b| {
+            let (subject, own) = (number(&b.subject)?, about(&b.name)?);
+            (subject != own).then(|| {
+                format!(
+                    "- The question leads from {} to {}. [{subject}]: \"{}\" What it asks about {} is in [{own}].",
+                    bare_title(&b.subject),
+                    b.name,
+                    b.sentence,
+                    b.name
+                )
+            })
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// Names in a sentence's words: runs of two or more capitalised words that are not
@@ -675,6 +737,50 @@ mod tests {
         assert!(
             relation_bridges("Who is The Sterile Cuckoo's director?", &with_page, 4).is_empty()
         );
+    }
+
+    #[test]
+    fn bridges_keep_where_they_were_read_and_the_note_names_both_sources() {
+        let pool = vec![
+            p(
+                "Quillan Vorne (ship)",
+                "Quillan Vorne is a 1931 steamship. It was commanded by Edda K. Marrow on every crossing.",
+            ),
+            p("Edda K. Marrow", "Edda K. Marrow was born in Tessaly Ford."),
+        ];
+        // The bridge's own passage is pooled, so the hop would not search it again...
+        assert!(bridges("Where was the commander of Quillan Vorne born?", &pool, 4).is_empty());
+        // ...but read from the subject's passage alone, it is found with its sentence.
+        let found = bridges(
+            "Where was the commander of Quillan Vorne born?",
+            &pool[..1],
+            4,
+        );
+        assert_eq!(
+            found,
+            [Bridge {
+                name: "Edda K. Marrow".into(),
+                subject: "Quillan Vorne (ship)".into(),
+                sentence: "It was commanded by Edda K. Marrow on every crossing.".into(),
+            }]
+        );
+        assert!(pooled("Edda K. Marrow", &pool) && !pooled("Edda K. Marrow", &pool[..1]));
+        let sources: Vec<Source> = pool
+            .iter()
+            .enumerate()
+            .map(|(i, passage)| Source {
+                n: i + 1,
+                passage: passage.clone(),
+                spans: vec![passage.text.clone()],
+            })
+            .collect();
+        let note = bridge_note(&found, &sources).unwrap();
+        assert_eq!(
+            note,
+            "- The question leads from Quillan Vorne to Edda K. Marrow. [1]: \"It was commanded by Edda K. Marrow on every crossing.\" What it asks about Edda K. Marrow is in [2]."
+        );
+        // Without the bridge's own source there is nothing to point at.
+        assert_eq!(bridge_note(&found, &sources[..1]), None);
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub struct Run<E> {
     /// Notes the next write reads after the question: an iterative strategy's reasoning
     /// (its chain of thought, sub-questions and their answers).
     pub notes: Option<String>,
+    /// Bridges the bridge hop found and pooled, which the write is told about when
+    /// `AgentConfig::bridge_notes` is on.
+    pub bridges: Vec<crate::evidence::Bridge>,
     /// Every write.
     pub rounds: Vec<Round>,
     /// Reasoning steps of iterative strategies.
@@ -124,6 +127,7 @@ impl<E> Run<E> {
             sources_version: 0,
             directive: None,
             notes: None,
+            bridges: Vec::new(),
             rounds: Vec::new(),
             steps: Vec::new(),
             metrics: Default::default(),

@@ -105,18 +105,25 @@ pub async fn retrieve<E: Send>(s: &mut Run<E>, next: NodeId) -> NodeResult {
     // The bridge entities the first passages name, each searched by name before anything
     // is written: a chain's second hop, which query coverage never asks for.
     if reason == RetrievalReason::Initial && s.cfg().bridge_hop && s.hops < s.route.hops {
-        let bridges = evidence::relation_bridges(&s.question, &s.pool, evidence::MAX_BRIDGES);
+        let bridges = evidence::bridges(&s.question, &s.pool, evidence::MAX_BRIDGES);
         if !bridges.is_empty() {
             let mut found = 0;
-            for name in &bridges {
-                found += search_into_pool(s, name, s.cfg().bridge_k, RetrievalReason::Hop, false)
-                    .await?
-                    .0;
+            for b in &bridges {
+                found +=
+                    search_into_pool(s, &b.name, s.cfg().bridge_k, RetrievalReason::Hop, false)
+                        .await?
+                        .0;
             }
             s.hops += 1;
+            let names: Vec<&str> = bridges.iter().map(|b| b.name.as_str()).collect();
             s.note = Some(format!(
-                "{reason:?} {query:?}: {added} new; bridges {bridges:?}: {found} new"
+                "{reason:?} {query:?}: {added} new; bridges {names:?}: {found} new"
             ));
+            // Only a bridge whose own passage is now pooled can lead the writer anywhere.
+            s.bridges = bridges
+                .into_iter()
+                .filter(|b| evidence::pooled(&b.name, &s.pool))
+                .collect();
         }
     }
     if !repair

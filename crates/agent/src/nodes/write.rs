@@ -29,10 +29,21 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
     } else {
         s.sources.clone()
     };
+    // The bridges the hop found, where the writer may otherwise answer with the subject's
+    // own facts; beside any notes of the strategy.
+    let bridge_note = s
+        .cfg()
+        .bridge_notes
+        .then(|| evidence::bridge_note(&s.bridges, &sources))
+        .flatten();
+    let notes = match (s.notes.as_deref(), bridge_note) {
+        (Some(n), Some(b)) => Some(format!("{n}\n{b}")),
+        (n, b) => b.or(n.map(str::to_string)),
+    };
     let request = prompts::write(
         &s.question,
         &sources,
-        s.notes.as_deref(),
+        notes.as_deref(),
         s.directive.as_deref(),
         s.cfg().answer_max_tokens,
     );

@@ -421,6 +421,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             );
         }
     }
+    token_section(&mut out, record);
     let counted: Vec<_> = record
         .summary
         .iter()
@@ -441,4 +442,41 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         }
     }
     out
+}
+
+/// Where each strategy's prompt tokens go: what the model evaluated and what the local
+/// model's KV cache served again, in total and per call purpose.
+fn token_section(out: &mut String, record: &RunRecord) {
+    if record.summary.iter().all(|s| s.token_use.prompt == 0.0) {
+        return;
+    }
+    out.push_str("\n## LLM tokens\n\nPer question, from each call's usage in the traces (a call replayed from the call cache counts as it was computed). *Reused*: prompt tokens the local model's KV cache still held from the call before (prefix reuse), which it did not evaluate again; API backends report none. Prompt evaluation is most of a local model's time, so *evaluated* is the figure to cut.\n\n| strategy | calls | prompt | reused | evaluated | reuse rate | generated |\n|---|---|---|---|---|---|---|\n");
+    for s in &record.summary {
+        let t = &s.token_use;
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0}% | {:.0} |",
+            s.strategy,
+            s.llm_calls,
+            t.prompt,
+            t.reused,
+            t.evaluated(),
+            t.reuse_rate() * 100.0,
+            t.generated
+        );
+    }
+    out.push_str("\n| strategy | purpose | calls | prompt | reused | evaluated |\n|---|---|---|---|---|---|\n");
+    for s in &record.summary {
+        for (purpose, p) in &s.token_use.by_purpose {
+            let _ = writeln!(
+                out,
+                "| {} | {purpose} | {:.2} | {:.0} | {:.0} | {:.0} |",
+                s.strategy,
+                p.calls,
+                p.prompt,
+                p.reused,
+                p.prompt - p.reused
+            );
+        }
+    }
 }

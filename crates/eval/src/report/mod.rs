@@ -148,10 +148,101 @@ pub struct StrategySummary {
     /// The judge of those scores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ragas_judge: Option<String>,
+    /// How the model's prompts were spent: tokens per question, how many the local
+    /// model's KV cache served again (prefix reuse), and the same per call purpose.
+    #[serde(default)]
+    pub token_use: TokenUse,
     /// Share of answers an LLM judge found correct, over the judged ones, with the judge
     /// model and how many it judged (`bench judge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<(f64, String, usize)>,
+}
+
+/// Prompt and completion tokens of a strategy's LLM calls, per question, counted from each
+/// call's usage in the traces. A call replayed from the call cache counts as it was
+/// computed, with the prompt tokens the KV cache served then: what the strategy costs the
+/// model, not what a replay cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenUse {
+    /// Prompt tokens per question.
+    pub prompt: f64,
+    /// Of those, tokens served from the model's KV cache (a prefix kept from the call
+    /// before) instead of evaluated; 0 for backends that do not report it.
+    pub reused: f64,
+    /// Completion tokens per question.
+    pub generated: f64,
+    /// Per call purpose ("write", "sample", "plan", ...).
+    pub by_purpose: BTreeMap<String, PurposeTokens>,
+}
+
+impl TokenUse {
+    /// Prompt tokens the model evaluated per question.
+    pub fn evaluated(&self) -> f64 {
+        self.prompt - self.reused
+    }
+
+    /// Share of prompt tokens served from the KV cache.
+    pub fn reuse_rate(&self) -> f64 {
+        if self.prompt > 0.0 {
+            self.reused / self.prompt
+        } else {
+            0.0
+        }
+    }
+
+    fn of(rs: &[&QuestionResult]) -> TokenUse {
+        #[derive(Default)]
+        struct Sums {
+            calls: u64,
+            prompt: u64,
+            reused: u64,
+        }
+        let (mut prompt, mut reused, mut generated) = (0u64, 0u64, 0u64);
+        let mut purposes: BTreeMap<&str, Sums> = BTreeMap::new();
+        for c in rs
+            .iter()
+            .filter_map(|r| r.trace.as_ref())
+            .flat_map(|t| &t.calls)
+        {
+            prompt += c.prompt_tokens;
+            reused += c.cached_prompt_tokens;
+            generated += c.completion_tokens;
+            let p = purposes.entry(c.purpose.as_str()).or_default();
+            p.calls += 1;
+            p.prompt += c.prompt_tokens;
+            p.reused += c.cached_prompt_tokens;
+        }
+        let n = rs.len().max(1) as f64;
+        TokenUse {
+            prompt: prompt as f64 / n,
+            reused: reused as f64 / n,
+            generated: generated as f64 / n,
+            by_purpose: purposes
+                .into_iter()
+                .map(|(k, p)| {
+                    (
+                        k.to_string(),
+                        PurposeTokens {
+                            calls: p.calls as f64 / n,
+                            prompt: p.prompt as f64 / n,
+                            reused: p.reused as f64 / n,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One call purpose's share of [`TokenUse`], per question.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PurposeTokens {
+    /// Calls per question.
+    pub calls: f64,
+    /// Prompt tokens per question.
+    pub prompt: f64,
+    /// Of those, served from the KV cache.
+    pub reused: f64,
 }
 
 /// The strategy the metacognitive section compares with: the papers' standard RAG row.
@@ -339,6 +430,7 @@ fn summarize_one(
         ragas_judge: rs
             .iter()
             .find_map(|r| r.ragas.as_ref().map(|g| g.judge.clone())),
+        token_use: TokenUse::of(rs),
     }
 }
 

@@ -157,6 +157,26 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     let p = paired(&results, &"standard".into(), &"direct".into());
     assert_eq!((p.n, p.wins, p.losses), (3, 3, 0));
 
+    // Token use comes from the calls' usage: 100 prompt tokens per standard write, 40 of
+    // them served from the KV cache.
+    for r in results.iter_mut().filter(|r| r.strategy == "standard") {
+        for c in &mut r.trace.as_mut().unwrap().calls {
+            (c.prompt_tokens, c.cached_prompt_tokens, c.completion_tokens) = (100, 40, 10);
+        }
+    }
+    let summary = summarize(&strategies, &results, 3);
+    let tokens = &summary[1].token_use;
+    let calls = summary[1].llm_calls;
+    assert!((tokens.prompt - 100.0 * calls).abs() < 1e-9, "{tokens:?}");
+    assert!((tokens.evaluated() - 60.0 * calls).abs() < 1e-9);
+    assert!((tokens.reuse_rate() - 0.4).abs() < 1e-9);
+    assert!((tokens.generated - 10.0 * calls).abs() < 1e-9);
+    let write = &tokens.by_purpose["write"];
+    assert!(
+        (write.prompt - write.calls * 100.0).abs() < 1e-9,
+        "{write:?}"
+    );
+
     let config = RunConfig {
         dataset: "hotpotqa".into(),
         dataset_path: "x".into(),
@@ -206,6 +226,8 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         "| bridge | 2 |",
         "| LLM calls | from cache | tokens | overhead | errors |",
         "| metarag vs standard | 3 |",
+        "## LLM tokens",
+        "| standard | write | 1.00 | 100 | 40 | 60 |",
         "## The metacognitive loop (metarag)",
         "## Monitor: does it tell right first answers from wrong?",
         "| sample_agreement |",
