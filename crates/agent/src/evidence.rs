@@ -402,9 +402,14 @@ pub fn bridges(question: &str, pool: &[Passage], n: usize) -> Vec<Bridge> {
 }
 
 /// What the writer is told about the bridges whose subject and own passage are both among
-/// the numbered `sources`: the sentence that names each bridge and the source to read for
-/// it. `None` when no bridge has both.
-pub fn bridge_note(bridges: &[Bridge], sources: &[Source]) -> Option<String> {
+/// the numbered `sources` and whose relation [`bridged_question`] can follow: the sentence
+/// that names each bridge, the question asked about the bridge instead, and the source to
+/// answer it from. `None` when no bridge qualifies.
+///
+/// Why the rewritten question and not just the bridge's name: told only "the question leads
+/// from The Serpent's Egg to Ingmar Bergman", the 1.5B writer answered the place-of-death
+/// question with "Ingmar Bergman" (2Wiki open, tuning half).
+pub fn bridge_note(question: &str, bridges: &[Bridge], sources: &[Source]) -> Option<String> {
     let number = |title: &str| {
         sources
             .iter()
@@ -422,18 +427,103 @@ pub fn bridge_note(bridges: &[Bridge], sources: &[Source]) -> Option<String> {
         .iter()
         .filter_map(|b| {
             let (subject, own) = (number(&b.subject)?, about(&b.name)?);
+            let asked = bridged_question(question, b)?;
             (subject != own).then(|| {
                 format!(
-                    "- The question leads from {} to {}. [{subject}]: \"{}\" What it asks about {} is in [{own}].",
-                    bare_title(&b.subject),
-                    b.name,
-                    b.sentence,
-                    b.name
+                    "- [{subject}]: \"{}\" So the question asks: {asked} The source on {} is [{own}].",
+                    b.sentence, b.name
                 )
             })
         })
         .collect();
     (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// The question with the relation that leads to a bridge replaced by the bridge's name:
+/// "Where did the director of film Jaws (Film) die?" with Steven Spielberg read off Jaws'
+/// page becomes "Where did Steven Spielberg die?"; "Who is Jaws's director?" becomes "Who
+/// is Steven Spielberg?". The relation is the word after "the" within four words before the
+/// subject's mention ("the director of film Jaws"), or the word after its possessive.
+/// `None` when the question does not name the subject that way.
+pub fn bridged_question(question: &str, bridge: &Bridge) -> Option<String> {
+    let lower = question.to_lowercase();
+    // Byte offsets of the lowercased text must be those of the question.
+    if lower.len() != question.len() {
+        return None;
+    }
+    let subject = bare_title(&bridge.subject).to_lowercase();
+    let at = lower.find(&subject)?;
+    let mut end = at + subject.len();
+    // The data sets write the disambiguation into the question too ("... Egg (Film)?").
+    if lower[end..].starts_with(" (")
+        && let Some(close) = lower[end..].find(')')
+    {
+        end += close + 1;
+    }
+    let relation = |w: &str| {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+        !w.is_empty() && !crate::text::is_stopword(w) && !subject.contains(w)
+    };
+    // "the director of film <subject>"
+    let before: Vec<(usize, &str)> = word_spans(&lower[..at]);
+    let start = before
+        .iter()
+        .rev()
+        .take(4)
+        .enumerate()
+        .find_map(|(back, &(_, w))| {
+            let k = before.len() - 1 - back;
+            (k > 0 && relation(w) && before[k - 1].1 == "the").then(|| before[k - 1].0)
+        });
+    let (start, end) = match start {
+        Some(start) => (start, end),
+        None => {
+            // "<subject>'s director"
+            let rest = &lower[end..];
+            let after = rest
+                .strip_prefix("'s ")
+                .or_else(|| rest.strip_prefix("\u{2019}s "))?;
+            let (_, word) = *word_spans(after).first()?;
+            if !relation(word) {
+                return None;
+            }
+            // The word without the punctuation after it ("founder?").
+            let word = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let word_end = end + (rest.len() - after.len()) + word.len();
+            let start = if lower[..at].ends_with("the ") && !subject.starts_with("the ") {
+                at - 4
+            } else {
+                at
+            };
+            (start, word_end)
+        }
+    };
+    Some(format!(
+        "{}{}{}",
+        &question[..start],
+        bridge.name,
+        &question[end..]
+    ))
+}
+
+/// Words of `text` split at whitespace, with their byte offsets.
+fn word_spans(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push((s, &text[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, &text[s..]));
+    }
+    out
 }
 
 /// Names in a sentence's words: runs of two or more capitalised words that are not
@@ -774,13 +864,52 @@ mod tests {
                 spans: vec![passage.text.clone()],
             })
             .collect();
-        let note = bridge_note(&found, &sources).unwrap();
+        let q = "Where was the commander of Quillan Vorne born?";
+        let note = bridge_note(q, &found, &sources).unwrap();
         assert_eq!(
             note,
-            "- The question leads from Quillan Vorne to Edda K. Marrow. [1]: \"It was commanded by Edda K. Marrow on every crossing.\" What it asks about Edda K. Marrow is in [2]."
+            "- [1]: \"It was commanded by Edda K. Marrow on every crossing.\" So the question asks: Where was Edda K. Marrow born? The source on Edda K. Marrow is [2]."
         );
-        // Without the bridge's own source there is nothing to point at.
-        assert_eq!(bridge_note(&found, &sources[..1]), None);
+        assert_eq!(bridge_note(q, &found, &sources[..1]), None);
+        // A question that does not reach the subject through a relation gets no note.
+        assert_eq!(
+            bridge_note("Is Quillan Vorne a ship?", &found, &sources),
+            None
+        );
+    }
+
+    #[test]
+    fn bridged_questions_replace_the_relation_with_the_bridge() {
+        let b = |subject: &str| Bridge {
+            name: "Edda K. Marrow".into(),
+            subject: subject.into(),
+            sentence: String::new(),
+        };
+        let cases = [
+            (
+                "Where was the place of death of the director of film Lantern Years (Film)?",
+                "Lantern Years (film)",
+                Some("Where was the place of death of Edda K. Marrow?"),
+            ),
+            (
+                "Who is the spouse of the founder of Oster Line?",
+                "Oster Line",
+                Some("Who is the spouse of Edda K. Marrow?"),
+            ),
+            (
+                "Who is the Oster Line's founder?",
+                "Oster Line",
+                Some("Who is Edda K. Marrow?"),
+            ),
+            (
+                "Which came first, Oster Line or Lantern Years?",
+                "Oster Line",
+                None,
+            ),
+        ];
+        for (q, subject, want) in cases {
+            assert_eq!(bridged_question(q, &b(subject)).as_deref(), want, "{q}");
+        }
     }
 
     #[test]

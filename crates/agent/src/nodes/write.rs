@@ -34,7 +34,7 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
     let bridge_note = s
         .cfg()
         .bridge_notes
-        .then(|| evidence::bridge_note(&s.bridges, &sources))
+        .then(|| evidence::bridge_note(&s.question, &s.bridges, &sources))
         .flatten();
     let notes = match (s.notes.as_deref(), bridge_note) {
         (Some(n), Some(b)) => Some(format!("{n}\n{b}")),
