@@ -78,7 +78,10 @@ pub struct AgentConfig {
     /// Whether the write is told the bridges the bridge hop found and pooled: the sentence
     /// that names each one beside its subject, and that the question's relation passes
     /// through it (a 1.5B writer given Ingmar Bergman's page still answered with the film's
-    /// own facts). Absent from records written before it existed, where it was off.
+    /// own facts). Off: on 2Wiki open's tuning half (n = 50, default local model) it
+    /// changed 2 answers, both from one wrong answer to another, F1 48.4 either way
+    /// (docs/results/monitor.md); a stronger writer may use it. Absent from records written
+    /// before it existed, where it was off.
     #[serde(default = "off")]
     pub bridge_notes: bool,
     /// Document diversity under this is reported as a retrieval warning.

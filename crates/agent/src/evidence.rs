@@ -464,17 +464,18 @@ pub fn bridged_question(question: &str, bridge: &Bridge) -> Option<String> {
         let w = w.trim_matches(|c: char| !c.is_alphanumeric());
         !w.is_empty() && !crate::text::is_stopword(w) && !subject.contains(w)
     };
-    // "the director of film <subject>"
+    // "the director of [film] <subject>": "of" right after the relation and at most one
+    // word between it and the subject, so that "the director who is older, <subject> or
+    // <other>" (a comparison) is not read as a relation of the subject.
     let before: Vec<(usize, &str)> = word_spans(&lower[..at]);
-    let start = before
-        .iter()
-        .rev()
-        .take(4)
-        .enumerate()
-        .find_map(|(back, &(_, w))| {
-            let k = before.len() - 1 - back;
-            (k > 0 && relation(w) && before[k - 1].1 == "the").then(|| before[k - 1].0)
-        });
+    let start = (1..=2).find_map(|back| {
+        let k = before.len().checked_sub(back)?;
+        (k > 0 && before[k].1 == "of" && relation(before[k - 1].1))
+            .then(|| k.checked_sub(2))
+            .flatten()
+            .filter(|&t| before[t].1 == "the")
+            .map(|t| before[t].0)
+    });
     let (start, end) = match start {
         Some(start) => (start, end),
         None => {
@@ -904,6 +905,11 @@ mod tests {
             (
                 "Which came first, Oster Line or Lantern Years?",
                 "Oster Line",
+                None,
+            ),
+            (
+                "Which film has the director who is older, Lantern Years or Oster Line?",
+                "Lantern Years",
                 None,
             ),
         ];
