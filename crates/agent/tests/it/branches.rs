@@ -764,6 +764,53 @@ async fn the_bridge_hop_searches_the_relation_s_entity_by_name_before_the_write(
     }
 }
 
+/// `bridge_notes`: the first write is told the bridge the hop pooled and the question
+/// asked about it instead; without the setting its prompt has no such note.
+#[tokio::test]
+async fn the_bridge_note_asks_the_write_the_question_about_the_bridge() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = crate::jaws_index(dir.path(), &[]).await;
+    for bridge_notes in [true, false] {
+        let llm = Arc::new(
+            ScriptedLlm::new()
+                .on(&[SAMPLE], short("United States"))
+                .on(&[PLAN], r#"{"complexity": "multi_hop"}"#)
+                .on(&[WRITE], GOOD)
+                .on(&[CLOSED], "United States"),
+        );
+        let dynllm: Arc<dyn DynLlm> = llm.clone();
+        let config = AgentConfig {
+            bridge_notes,
+            ..AgentConfig::default().with_route(RouteConfig {
+                top_k: 1,
+                rerank: false,
+                hops: 2,
+            })
+        };
+        let agent = Agent::builder(dynllm)
+            .retriever(retriever.clone())
+            .registry(metarag_registry())
+            .config(config)
+            .build()
+            .unwrap();
+        agent
+            .ask(&Ask::new("Where was the director of Jaws born?", "metarag"))
+            .await
+            .unwrap();
+        let write = llm
+            .calls()
+            .into_iter()
+            .map(|r| r.messages.last().unwrap().content.clone())
+            .find(|p| p.contains(WRITE))
+            .unwrap();
+        assert_eq!(
+            write.contains("So the question asks: Where was Steven Spielberg born?"),
+            bridge_notes,
+            "{write}"
+        );
+    }
+}
+
 /// `injection_screen = "model"`: every passage the patterns let through is put to the
 /// model, and the one it flags (an instruction to chatbots the patterns do not know) never
 /// reaches the pool; the default screen makes no such call and keeps it.
