@@ -328,8 +328,12 @@ pub struct Bridge {
 /// Whether the pool holds a passage about `name` (its title has every content word of it).
 pub fn pooled(name: &str, pool: &[Passage]) -> bool {
     let t = content_terms(name);
-    pool.iter()
-        .any(|p| t.is_subset(&content_terms(bare_title(&p.title))))
+    pool.iter().any(|p| is_about(&t, &p.title))
+}
+
+/// Whether a passage titled `title` is about the entity whose content words are `terms`.
+fn is_about(terms: &HashSet<String>, title: &str) -> bool {
+    terms.is_subset(&content_terms(bare_title(title)))
 }
 
 /// [`relation_bridges`] with the subject and sentence each name was read from.
@@ -420,7 +424,7 @@ pub fn bridge_note(question: &str, bridges: &[Bridge], sources: &[Source]) -> Op
         let t = content_terms(name);
         sources
             .iter()
-            .find(|x| t.is_subset(&content_terms(bare_title(&x.passage.title))))
+            .find(|x| is_about(&t, &x.passage.title))
             .map(|x| x.n)
     };
     let lines: Vec<String> = bridges
@@ -442,9 +446,10 @@ pub fn bridge_note(question: &str, bridges: &[Bridge], sources: &[Source]) -> Op
 /// The question with the relation that leads to a bridge replaced by the bridge's name:
 /// "Where did the director of film Jaws (Film) die?" with Steven Spielberg read off Jaws'
 /// page becomes "Where did Steven Spielberg die?"; "Who is Jaws's director?" becomes "Who
-/// is Steven Spielberg?". The relation is the word after "the" within four words before the
-/// subject's mention ("the director of film Jaws"), or the word after its possessive.
-/// `None` when the question does not name the subject that way.
+/// is Steven Spielberg?". The relation is read as "the R of [one word] subject" ("the
+/// director of film Jaws") or as the word after the subject's possessive; `None` when the
+/// question does not name the subject either way (a comparison's "the director who is
+/// older, A or B" does not).
 pub fn bridged_question(question: &str, bridge: &Bridge) -> Option<String> {
     let lower = question.to_lowercase();
     // Byte offsets of the lowercased text must be those of the question.
@@ -469,12 +474,11 @@ pub fn bridged_question(question: &str, bridge: &Bridge) -> Option<String> {
     // <other>" (a comparison) is not read as a relation of the subject.
     let before: Vec<(usize, &str)> = word_spans(&lower[..at]);
     let start = (1..=2).find_map(|back| {
-        let k = before.len().checked_sub(back)?;
-        (k > 0 && before[k].1 == "of" && relation(before[k - 1].1))
-            .then(|| k.checked_sub(2))
-            .flatten()
-            .filter(|&t| before[t].1 == "the")
-            .map(|t| before[t].0)
+        // "of" at `of`, the relation before it, "the" before that.
+        let of = before.len().checked_sub(back)?;
+        let the = of.checked_sub(2)?;
+        (before[of].1 == "of" && relation(before[of - 1].1) && before[the].1 == "the")
+            .then_some(before[the].0)
     });
     let (start, end) = match start {
         Some(start) => (start, end),

@@ -6,7 +6,7 @@ use metarag_agent::{
     Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod, ErrorType,
     Registry, RouteConfig, StopReason, StrategySections, Trace, prompts,
 };
-use metarag_core::DynLlm;
+use metarag_core::{DynLlm, DynRetriever};
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
 
@@ -699,6 +699,40 @@ async fn over_an_index_a_vote_does_not_switch_options() {
     }
 }
 
+/// Asks metarag "Where was the director of Jaws born?" over `retriever` on a multi-hop
+/// route of one passage per search, with `configure` applied to the agent's settings;
+/// returns the scripted model (its calls) and the trace.
+async fn ask_jaws_director(
+    retriever: &Arc<dyn DynRetriever>,
+    configure: impl FnOnce(&mut AgentConfig),
+) -> (Arc<ScriptedLlm>, Trace) {
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("United States"))
+            .on(&[PLAN], r#"{"complexity": "multi_hop"}"#)
+            .on(&[WRITE], GOOD)
+            .on(&[CLOSED], "United States"),
+    );
+    let mut config = AgentConfig::default().with_route(RouteConfig {
+        top_k: 1,
+        rerank: false,
+        hops: 2,
+    });
+    configure(&mut config);
+    let dynllm: Arc<dyn DynLlm> = llm.clone();
+    let agent = Agent::builder(dynllm)
+        .retriever(retriever.clone())
+        .registry(metarag_registry())
+        .config(config)
+        .build()
+        .unwrap();
+    let trace = agent
+        .ask(&Ask::new("Where was the director of Jaws born?", "metarag"))
+        .await
+        .unwrap();
+    (llm, trace)
+}
+
 /// A multi-hop route searches for the entity the question's relation passes through
 /// right after its first search, before anything is written: the director's page, found
 /// by his name in the film's passage, is among the sources of the first write.
@@ -707,31 +741,7 @@ async fn the_bridge_hop_searches_the_relation_s_entity_by_name_before_the_write(
     let dir = tempfile::tempdir().unwrap();
     let retriever = crate::jaws_index(dir.path(), &[]).await;
     for bridge_hop in [true, false] {
-        let llm: Arc<dyn DynLlm> = Arc::new(
-            ScriptedLlm::new()
-                .on(&[SAMPLE], short("United States"))
-                .on(&[PLAN], r#"{"complexity": "multi_hop"}"#)
-                .on(&[WRITE], GOOD)
-                .on(&[CLOSED], "United States"),
-        );
-        let config = AgentConfig {
-            bridge_hop,
-            ..AgentConfig::default().with_route(RouteConfig {
-                top_k: 1,
-                rerank: false,
-                hops: 2,
-            })
-        };
-        let agent = Agent::builder(llm)
-            .retriever(retriever.clone())
-            .registry(metarag_registry())
-            .config(config)
-            .build()
-            .unwrap();
-        let t = agent
-            .ask(&Ask::new("Where was the director of Jaws born?", "metarag"))
-            .await
-            .unwrap();
+        let (_, t) = ask_jaws_director(&retriever, |c| c.bridge_hop = bridge_hop).await;
         let searched: Vec<(RetrievalReason, &str)> = t
             .retrievals
             .iter()
@@ -771,32 +781,7 @@ async fn the_bridge_note_asks_the_write_the_question_about_the_bridge() {
     let dir = tempfile::tempdir().unwrap();
     let retriever = crate::jaws_index(dir.path(), &[]).await;
     for bridge_notes in [true, false] {
-        let llm = Arc::new(
-            ScriptedLlm::new()
-                .on(&[SAMPLE], short("United States"))
-                .on(&[PLAN], r#"{"complexity": "multi_hop"}"#)
-                .on(&[WRITE], GOOD)
-                .on(&[CLOSED], "United States"),
-        );
-        let dynllm: Arc<dyn DynLlm> = llm.clone();
-        let config = AgentConfig {
-            bridge_notes,
-            ..AgentConfig::default().with_route(RouteConfig {
-                top_k: 1,
-                rerank: false,
-                hops: 2,
-            })
-        };
-        let agent = Agent::builder(dynllm)
-            .retriever(retriever.clone())
-            .registry(metarag_registry())
-            .config(config)
-            .build()
-            .unwrap();
-        agent
-            .ask(&Ask::new("Where was the director of Jaws born?", "metarag"))
-            .await
-            .unwrap();
+        let (llm, _) = ask_jaws_director(&retriever, |c| c.bridge_notes = bridge_notes).await;
         let write = llm
             .calls()
             .into_iter()
