@@ -220,6 +220,32 @@ pub fn short_answer(question: &str, sources: &[Source]) -> ChatRequest {
     request.max_tokens(32)
 }
 
+/// The reply to [`option_date`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DateReply {
+    /// The date as the source states it ("12 March 1949"); empty if no source does.
+    pub date: String,
+    /// The number of the source that states it; 0 if none.
+    pub source: u32,
+}
+
+/// Asks for one option's date of a date comparison ([`crate::compare`]): `asked` names
+/// it ("the release date of \"Jaws\""). Over the same sources as the write, so a local
+/// model evaluates only the task line; the comparison itself is made in code.
+pub fn option_date(question: &str, sources: &[Source], asked: &str) -> ChatRequest {
+    ChatRequest::new(over_sources(
+        sources,
+        format!(
+            "Question: {question}\n\nTo compare, read one date only: {asked}. Copy it as the source \
+             states it (day, month and year where given) and give the number of that source. If no \
+             source states it, leave date empty and give source 0.\n\
+             Reply in JSON: {{\"date\": \"...\", \"source\": 0}}"
+        ),
+    ))
+    .json_schema::<DateReply>()
+    .max_tokens(32)
+}
+
 /// One fact the question needs, as the verify step asks the model to list them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FactReply {

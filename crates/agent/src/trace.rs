@@ -142,6 +142,26 @@ pub enum Remediation {
         /// How many samples gave it.
         samples: usize,
     },
+    /// A date comparison decided in code ([`crate::compare`]): each option's date as the
+    /// source it cites states it; the option the dates make the answer was taken as the
+    /// next round, in place of the one written.
+    Compare {
+        /// Each option with the date read for it.
+        dates: Vec<OptionDate>,
+        /// The option the dates make the answer.
+        answer: String,
+    },
+}
+
+/// One option of a date comparison and its date ([`Remediation::Compare`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OptionDate {
+    /// The option, as the question names it.
+    pub option: String,
+    /// The date, as the model read it.
+    pub date: String,
+    /// The number of the source stating it.
+    pub source: usize,
 }
 
 /// One write and what followed it.

@@ -18,10 +18,16 @@
 //! flipped by a rewrite, and over an index an "A or B" answer is never switched to the
 //! other option.
 //!
+//! An "A or B" **date comparison** ("which came out first?") is decided in code after the
+//! first assessment (`compare_dates`): the model reads each option's date, each is checked
+//! against the source it cites, and the option the dates make the answer replaces a
+//! written one that differs ([`crate::compare`]).
+//!
 //! Over an index, a multi-hop plan searches the bridge entities of the question's relation
 //! right after its first search (`agent.bridge_hop`), so the first answer is written over
 //! both hops: the missing hop is found before the write, not diagnosed after it.
 
+use crate::compare::{self, DateComparison};
 use crate::evidence;
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
@@ -29,7 +35,7 @@ use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
 use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
-use crate::trace::{Assessment, EvidenceMode, Remediation, RetrievalReason};
+use crate::trace::{Assessment, EvidenceMode, OptionDate, Remediation, RetrievalReason};
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +47,9 @@ pub const DIAGNOSE: NodeId = NodeId("diagnose");
 pub const REMEDIATE: NodeId = NodeId("remediate");
 /// After a re-retrieval: write again only if the new passages cover the missing hop.
 pub const CHECK: NodeId = NodeId("check");
+/// A date comparison ("which came out first, A or B?"): each option's date read from
+/// the sources, the comparison made in code.
+pub const COMPARE: NodeId = NodeId("compare");
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,6 +81,11 @@ pub struct MetaragConfig {
     /// open's tuning half such rewrites changed 2 of 8 answers, one up and one down, for a
     /// call each (docs/results/monitor.md); over given context they stay on.
     pub rewrite_open: bool,
+    /// Decide "A or B" date comparisons in code: after the first answer is assessed, the
+    /// model reads each option's date from the sources (two short calls over the write's
+    /// prefix), each checked against the source it cites, and the option the dates make
+    /// the answer replaces a written one that differs ([`crate::compare`]).
+    pub compare_dates: bool,
 }
 
 impl Default for MetaragConfig {
@@ -85,6 +99,7 @@ impl Default for MetaragConfig {
             monitor: MonitorModel::default(),
             monitor_open: MonitorModel::default_open(),
             rewrite_open: false,
+            compare_dates: true,
         }
     }
 }
@@ -104,6 +119,8 @@ pub struct MetaragState {
     closed_book: Option<Option<String>>,
     /// The passage count before the last re-retrieval.
     pool_before: usize,
+    /// Where the first assessment was going when it went to [`COMPARE`] first.
+    after_compare: Option<Transition>,
 }
 
 impl Strategy for Metarag {
@@ -171,9 +188,19 @@ impl Strategy for Metarag {
             .node(WRITE, &[(ASSESS, "")], |s| {
                 Box::pin(nodes::write(s, Transition::Goto(ASSESS)))
             })
-            .node(ASSESS, &[(DIAGNOSE, "not confident, rounds left")], |s| {
-                Box::pin(assess(s))
-            })
+            .node(
+                ASSESS,
+                &[
+                    (COMPARE, "first answer to a date comparison"),
+                    (DIAGNOSE, "not confident, rounds left"),
+                ],
+                |s| Box::pin(assess(s)),
+            )
+            .node(
+                COMPARE,
+                &[(DIAGNOSE, "dates undecided, not confident, rounds left")],
+                |s| Box::pin(compare(s)),
+            )
             .node(DIAGNOSE, &[(REMEDIATE, "")], |s| Box::pin(diagnose(s)))
             .node(
                 REMEDIATE,
@@ -354,20 +381,111 @@ async fn assess(s: &mut S) -> NodeResult {
     s.note = Some(format!(
         "confidence {confidence:.2} (threshold {threshold:.2}){why_kept}"
     ));
-    if passed {
-        return Ok(Transition::done("confident"));
+    let next = if passed {
+        Transition::done("confident")
+    } else if index >= s.cfg().max_rounds {
+        // The rounds limit is the agent's (`agent.max_rounds`, `ask --max-rounds`).
+        Transition::done(format!("max_rounds {}", s.cfg().max_rounds))
+    } else if index > 0 && agree(&s.rounds[index - 1].short_answer, &short) {
+        Transition::done("converged (same short answer)")
+    } else {
+        Transition::Goto(DIAGNOSE)
+    };
+    // A date comparison is decided by its dates whatever the gate says: the gate cannot
+    // tell a right option from a wrong one, and the first answer is assessed all the same.
+    if index == 0 && s.ext.config.compare_dates && DateComparison::of(&s.question).is_some() {
+        s.ext.after_compare = Some(next);
+        return Ok(Transition::Goto(COMPARE));
     }
-    // The rounds limit is the agent's (`agent.max_rounds`, `ask --max-rounds`).
-    if index >= s.cfg().max_rounds {
-        return Ok(Transition::done(format!(
-            "max_rounds {}",
-            s.cfg().max_rounds
-        )));
+    Ok(next)
+}
+
+/// Reads each option's date and, where the dates settle the comparison, takes the option
+/// they make the answer. A written answer that agrees stops the run; one that differs is
+/// replaced (a verified fact contradicts it, the case in which "do no harm" lets an option
+/// change); undecided, the run goes where the assessment was going.
+async fn compare(s: &mut S) -> NodeResult {
+    let after = s
+        .ext
+        .after_compare
+        .take()
+        .unwrap_or(Transition::Goto(DIAGNOSE));
+    let Some(c) = DateComparison::of(&s.question) else {
+        return Ok(after);
+    };
+    let ask = |i: usize| prompts::option_date(&s.question, &s.sources, &c.asked_for(i));
+    let (first, second) = (ask(0), ask(1));
+    let (a, b) =
+        s.gw.chat2(
+            COMPARE.as_str(),
+            ("compare", first, None),
+            ("compare", second),
+        )
+        .await?;
+    let mut read = Vec::new();
+    for (i, called) in [a, b].iter().enumerate() {
+        let reply = called
+            .text()
+            .ok()
+            .and_then(|t| parse_json::<prompts::DateReply>(t).ok());
+        let Some(reply) = reply else {
+            s.note = Some(format!("no date read for {:?}", c.options[i]));
+            return Ok(after);
+        };
+        let source = reply.source as usize;
+        match compare::verified_date(&reply.date, source, &s.sources) {
+            Some(date) => read.push((
+                date,
+                OptionDate {
+                    option: c.options[i].clone(),
+                    date: reply.date.trim().to_string(),
+                    source,
+                },
+            )),
+            None => {
+                s.note = Some(format!(
+                    "{:?}: date {:?} not stated by source [{source}]",
+                    c.options[i], reply.date
+                ));
+                return Ok(after);
+            }
+        }
     }
-    if index > 0 && agree(&s.rounds[index - 1].short_answer, &short) {
-        return Ok(Transition::done("converged (same short answer)"));
+    let dates = [read[0].0, read[1].0];
+    let read: Vec<OptionDate> = read.into_iter().map(|(_, o)| o).collect();
+    let shown = read
+        .iter()
+        .map(|o| format!("{} {} [{}]", o.option, o.date, o.source))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some(winner) = compare::decide(c.direction, dates) else {
+        s.note = Some(format!("dates do not settle it: {shown}"));
+        return Ok(after);
+    };
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    let answer = c.options[winner].clone();
+    if agree(&written, &answer) {
+        s.note = Some(format!("the dates confirm {answer:?}: {shown}"));
+        return Ok(Transition::done("the dates confirm the answer"));
     }
-    Ok(Transition::Goto(DIAGNOSE))
+    s.note = Some(format!(
+        "the dates make {answer:?} the answer, not {written:?}: {shown}"
+    ));
+    let (w, l) = (&read[winner], &read[1 - winner]);
+    let text = format!(
+        "{} ({} [{}]; {}: {} [{}]).",
+        w.option, w.date, w.source, l.option, l.date, l.source
+    );
+    // As with every remedy, the round it repairs records it.
+    s.current_round()?.remediation = Some(Remediation::Compare {
+        dates: read,
+        answer: answer.clone(),
+    });
+    s.directive = None;
+    let index = s.push_answer(text, answer);
+    s.chosen = Some(index);
+    Ok(Transition::done("decided by the dates"))
 }
 
 async fn diagnose(s: &mut S) -> NodeResult {

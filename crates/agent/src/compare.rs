@@ -1,0 +1,336 @@
+//! Date comparisons decided in code: "Which film came out first, A or B?", "Who was born
+//! later, A or B?", "Which film has the director who died first, A or B?".
+//!
+//! A 1.5B writer picks the wrong option of such a question about as often as a coin would
+//! even with both facts in its sources (2WikiMultiHopQA open: ~58 F1 on them). Reading one
+//! date is within its reach; comparing two is where it slips. So the question is read here
+//! ([`DateComparison::of`]: the two options, which end of time wins, which date is asked
+//! for), the model is asked for each option's date alone (the prompt is
+//! [`crate::prompts::option_date`]), each date is checked against the source it cites
+//! ([`verified_date`]), and the comparison is made by [`decide`]. Anything ambiguous (a
+//! date without a year, the same year without months, a year the cited source does not
+//! state) decides nothing.
+
+use crate::evidence::Source;
+use crate::monitor::AnswerForm;
+use std::cmp::Ordering;
+
+/// Which end of time the question asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// "first", "earlier", "older".
+    Earliest,
+    /// "later", "last", "more recently", "younger".
+    Latest,
+}
+
+/// An "A or B" question that compares two dates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DateComparison {
+    /// The two options, as the question names them.
+    pub options: [String; 2],
+    /// Which date wins.
+    pub direction: Direction,
+    /// The date to read for an option, with `{}` where the option goes ("the date of
+    /// birth of the director of \"{}\"").
+    pub asked: String,
+}
+
+const EARLIEST: &[&str] = &["first", "earlier", "earliest", "older", "oldest", "sooner"];
+const LATEST: &[&str] = &[
+    "later", "last", "latest", "recently", "younger", "youngest", "newer", "newest",
+];
+/// Whose date a bridge comparison reads ("the director of" the film named).
+const ROLES: &[&str] = &[
+    "director",
+    "composer",
+    "performer",
+    "author",
+    "creator",
+    "producer",
+    "screenwriter",
+    "writer",
+    "founder",
+    "editor",
+    "cinematographer",
+];
+
+impl DateComparison {
+    /// Reads `question` as a date comparison: an "A or B" question (its form is a choice)
+    /// whose comparison word ends the clause before the options ("came out first, A or
+    /// B?", "born earlier: A or B?", "older between A and B?"). `None` for anything else,
+    /// so "Which was the first film to ..., A or B?" is not read as one.
+    pub fn of(question: &str) -> Option<DateComparison> {
+        let AnswerForm::Choice(allowed) = AnswerForm::of(question) else {
+            return None;
+        };
+        let [a, b, ..] = allowed.as_slice() else {
+            return None;
+        };
+        let lower = question.to_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !(c.is_alphanumeric() || matches!(c, ',' | ':' | '?')))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut direction = None;
+        for (i, w) in words.iter().enumerate() {
+            let bare = w.trim_end_matches([',', ':', '?']);
+            let ends_clause = bare.len() < w.len()
+                || words
+                    .get(i + 1)
+                    .is_some_and(|n| matches!(*n, "between" | "or" | "than"));
+            if !ends_clause {
+                continue;
+            }
+            if EARLIEST.contains(&bare) {
+                direction = Some(Direction::Earliest);
+            } else if LATEST.contains(&bare) {
+                direction = Some(Direction::Latest);
+            }
+            if direction.is_some() {
+                break;
+            }
+        }
+        let direction = direction?;
+        let has = |stems: &[&str]| {
+            words.iter().any(|w| {
+                let w = w.trim_end_matches([',', ':', '?']);
+                stems.iter().any(|s| w.starts_with(s))
+            })
+        };
+        let role = words
+            .iter()
+            .map(|w| w.trim_end_matches([',', ':', '?']))
+            .find(|w| ROLES.contains(w));
+        let event = if has(&["born", "birth"]) {
+            "date of birth"
+        } else if has(&["died", "death", "dead"]) {
+            "date of death"
+        } else if has(&["releas", "premier"]) || lower.contains("came out") {
+            "release date"
+        } else if has(&["found", "formed", "establish", "started", "creat"]) {
+            "founding date"
+        } else if has(&["publish"]) {
+            "publication date"
+        } else if has(&["open"]) {
+            "opening date"
+        } else if has(&["older", "oldest", "younger", "youngest"])
+            && (role.is_some() || lower.starts_with("who"))
+        {
+            "date of birth"
+        } else {
+            "date"
+        };
+        let asked = match role {
+            Some(role) => format!("the {event} of the {role} of \"{{}}\""),
+            None => format!("the {event} of \"{{}}\""),
+        };
+        Some(DateComparison {
+            options: [a.clone(), b.clone()],
+            direction,
+            asked,
+        })
+    }
+
+    /// What to read for option `i` ("the release date of \"Jaws\"").
+    pub fn asked_for(&self, i: usize) -> String {
+        self.asked.replace("{}", &self.options[i])
+    }
+}
+
+/// A calendar date as precise as its text: a year, perhaps a month, perhaps a day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Date {
+    /// The year.
+    pub year: i32,
+    /// 1-12, when stated.
+    pub month: Option<u8>,
+    /// 1-31, when stated with a month.
+    pub day: Option<u8>,
+}
+
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+impl Date {
+    /// The first date in `text`: its first year (a number from 100 to 2999 standing
+    /// alone), with a month named next to it and a day next to the month ("12 March 1949",
+    /// "March 12, 1949", "1949"). Numeric forms ("12/03/1949") are read as a year only,
+    /// since their day-month order is ambiguous.
+    pub fn parse(text: &str) -> Option<Date> {
+        let lower = text.to_lowercase();
+        let tokens: Vec<&str> = lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let number = |t: &str| t.parse::<i32>().ok().filter(|_| t.len() <= 4);
+        let (at, year) = tokens.iter().enumerate().find_map(|(i, t)| {
+            number(t)
+                .filter(|y| (100..3000).contains(y) && t.len() >= 3)
+                .map(|y| (i, y))
+        })?;
+        let month_at = |i: usize| -> Option<u8> {
+            let t = tokens.get(i)?;
+            MONTHS
+                .iter()
+                .position(|m| t.len() >= 3 && m.starts_with(t))
+                .map(|m| m as u8 + 1)
+        };
+        let day_at = |i: usize| -> Option<u8> {
+            let t = tokens.get(i)?;
+            let t = t.trim_end_matches(|c: char| c.is_alphabetic()); // 12th
+            number(t).filter(|d| (1..=31).contains(d)).map(|d| d as u8)
+        };
+        // "12 March 1949" / "March 12, 1949" / "March 1949".
+        let (month, day) = match at.checked_sub(1).and_then(month_at) {
+            Some(m) => (Some(m), at.checked_sub(2).and_then(day_at)),
+            None => match at.checked_sub(2).and_then(month_at) {
+                Some(m) => (Some(m), at.checked_sub(1).and_then(day_at)),
+                None => (None, None),
+            },
+        };
+        Some(Date { year, month, day })
+    }
+
+    /// The order of two dates where their text settles it: different years, or the same
+    /// year with both months stated (and days, if the months are equal). `None` when the
+    /// text cannot tell.
+    pub fn order(&self, other: &Date) -> Option<Ordering> {
+        let pairs = [
+            (Some(self.year), Some(other.year)),
+            (self.month.map(i32::from), other.month.map(i32::from)),
+            (self.day.map(i32::from), other.day.map(i32::from)),
+        ];
+        for pair in pairs {
+            match pair {
+                (Some(a), Some(b)) if a != b => return Some(a.cmp(&b)),
+                (Some(_), Some(_)) => continue,
+                _ => return None,
+            }
+        }
+        None
+    }
+}
+
+/// The date a reply states, kept only when the source it cites (numbered as in the
+/// prompt) states the same year: a date the model made up, or read off another source,
+/// decides nothing.
+pub fn verified_date(date: &str, source: usize, sources: &[Source]) -> Option<Date> {
+    let parsed = Date::parse(date)?;
+    let src = sources.iter().find(|s| s.n == source)?;
+    let year = parsed.year.to_string();
+    // What the model was shown of the source: its title and picked spans.
+    let shown = format!("{} {}", src.passage.title, src.text());
+    let states_year = shown
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|t| t == year);
+    states_year.then_some(parsed)
+}
+
+/// Which option (0 or 1) the dates make the answer, when their order is settled.
+pub fn decide(direction: Direction, dates: [Date; 2]) -> Option<usize> {
+    let order = dates[0].order(&dates[1])?;
+    Some(match (direction, order) {
+        (Direction::Earliest, Ordering::Less) | (Direction::Latest, Ordering::Greater) => 0,
+        _ => 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparison_words_that_end_the_clause_make_a_date_comparison() {
+        let c = DateComparison::of("Which film came out first, Blue Harbour or The Glass Fox?")
+            .unwrap();
+        assert_eq!(
+            c.options,
+            ["Blue Harbour".to_string(), "The Glass Fox".into()]
+        );
+        assert_eq!(c.direction, Direction::Earliest);
+        assert_eq!(c.asked_for(1), "the release date of \"The Glass Fox\"");
+
+        let c = DateComparison::of(
+            "Which film has the director who died later, Blue Harbour or The Glass Fox?",
+        )
+        .unwrap();
+        assert_eq!(c.direction, Direction::Latest);
+        assert_eq!(
+            c.asked_for(0),
+            "the date of death of the director of \"Blue Harbour\""
+        );
+
+        let c = DateComparison::of("Who is older, Mira Tolvane or Oskar Fenn?").unwrap();
+        assert_eq!(c.direction, Direction::Earliest);
+        assert_eq!(c.asked_for(0), "the date of birth of \"Mira Tolvane\"");
+
+        let c =
+            DateComparison::of("Which band was formed more recently, Pale Orchard or Tinmouth?")
+                .unwrap();
+        assert_eq!(c.direction, Direction::Latest);
+        assert_eq!(c.asked_for(1), "the founding date of \"Tinmouth\"");
+    }
+
+    #[test]
+    fn other_questions_are_not_date_comparisons() {
+        for q in [
+            "Which was the first film to win the Silver Fox, Blue Harbour or The Glass Fox?",
+            "Which river is longer, the Ostra or the Velm?",
+            "Who directed Blue Harbour?",
+            "Were Mira Tolvane and Oskar Fenn born in the same year?",
+        ] {
+            assert_eq!(DateComparison::of(q), None, "{q}");
+        }
+    }
+
+    #[test]
+    fn dates_are_read_as_precisely_as_written() {
+        let d = |y, m, day| Date {
+            year: y,
+            month: m,
+            day,
+        };
+        assert_eq!(
+            Date::parse("12 March 1949"),
+            Some(d(1949, Some(3), Some(12)))
+        );
+        assert_eq!(
+            Date::parse("March 12th, 1949"),
+            Some(d(1949, Some(3), Some(12)))
+        );
+        assert_eq!(Date::parse("Sept. 1901"), Some(d(1901, Some(9), None)));
+        assert_eq!(Date::parse("in 1876 (aged 40)"), Some(d(1876, None, None)));
+        assert_eq!(Date::parse("12/03/1949"), Some(d(1949, None, None)));
+        assert_eq!(Date::parse("unknown"), None);
+        assert_eq!(Date::parse("aged 40"), None);
+    }
+
+    #[test]
+    fn an_order_is_given_only_where_the_text_settles_it() {
+        let p = |t| Date::parse(t).unwrap();
+        assert_eq!(p("1950").order(&p("1949")), Some(Ordering::Greater));
+        assert_eq!(p("May 1950").order(&p("June 1950")), Some(Ordering::Less));
+        assert_eq!(
+            p("2 May 1950").order(&p("9 May 1950")),
+            Some(Ordering::Less)
+        );
+        assert_eq!(p("1950").order(&p("June 1950")), None);
+        assert_eq!(p("May 1950").order(&p("May 1950")), None);
+        assert_eq!(decide(Direction::Earliest, [p("1950"), p("1949")]), Some(1));
+        assert_eq!(decide(Direction::Latest, [p("1950"), p("1949")]), Some(0));
+        assert_eq!(decide(Direction::Latest, [p("1950"), p("1950")]), None);
+    }
+}
