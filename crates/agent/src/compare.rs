@@ -6,10 +6,9 @@
 //! date is within its reach; comparing two is where it slips. So the question is read here
 //! ([`DateComparison::of`]: the two options, which end of time wins, which date is asked
 //! for), the model is asked for each option's date alone (the prompt is
-//! [`crate::prompts::option_date`]), each date is checked against the source it cites
+//! [`crate::prompts::option_date`]), each date is checked against the sources
 //! ([`verified_date`]), and the comparison is made by [`decide`]. Anything ambiguous (a
-//! date without a year, the same year without months, a year the cited source does not
-//! state) decides nothing.
+//! date without a year, the same year without months, a date no source states) decides nothing.
 
 use crate::evidence::Source;
 use crate::monitor::AnswerForm;
@@ -224,19 +223,36 @@ impl Date {
     }
 }
 
-/// The date a reply states, kept only when the source it cites (numbered as in the
-/// prompt) states the same year: a date the model made up, or read off another source,
-/// decides nothing.
-pub fn verified_date(date: &str, source: usize, sources: &[Source]) -> Option<Date> {
+/// The date a reply states and the source stating it: the source it cites (numbered as
+/// in the prompt) when that states the same year, else the first source that states the
+/// date word for word (a small model often cites the wrong number). A date no source
+/// states decides nothing.
+pub fn verified_date(date: &str, source: usize, sources: &[Source]) -> Option<(Date, usize)> {
     let parsed = Date::parse(date)?;
-    let src = sources.iter().find(|s| s.n == source)?;
+    // What the model was shown of a source: its title and picked spans.
+    let shown = |src: &Source| format!("{} {}", src.passage.title, src.text()).to_lowercase();
     let year = parsed.year.to_string();
-    // What the model was shown of the source: its title and picked spans.
-    let shown = format!("{} {}", src.passage.title, src.text());
-    let states_year = shown
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|t| t == year);
-    states_year.then_some(parsed)
+    let cited_states_year = sources.iter().find(|s| s.n == source).is_some_and(|src| {
+        shown(src)
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|t| t == year)
+    });
+    if cited_states_year {
+        return Some((parsed, source));
+    }
+    let words = |t: &str| {
+        t.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let wanted = words(date);
+    sources
+        .iter()
+        .find(|src| format!(" {} ", words(&shown(src))).contains(&format!(" {wanted} ")))
+        .map(|src| (parsed, src.n))
 }
 
 /// Which option (0 or 1) the dates make the answer, when their order is settled.
@@ -332,5 +348,38 @@ mod tests {
         assert_eq!(decide(Direction::Earliest, [p("1950"), p("1949")]), Some(1));
         assert_eq!(decide(Direction::Latest, [p("1950"), p("1949")]), Some(0));
         assert_eq!(decide(Direction::Latest, [p("1950"), p("1950")]), None);
+    }
+
+    #[test]
+    fn a_date_is_verified_by_its_cited_source_or_word_for_word_elsewhere() {
+        let source = |n, title: &str, text: &str| Source {
+            n,
+            passage: crate::evidence::Passage::paragraph(title, text),
+            spans: vec![text.to_string()],
+        };
+        let sources = [
+            source(
+                1,
+                "Blue Harbour",
+                "Blue Harbour is a 1962 film by Ilse Marrow.",
+            ),
+            source(
+                2,
+                "Ilse Marrow",
+                "Ilse Marrow (born 4 May 1921) was a director.",
+            ),
+        ];
+        let y1962 = Date::parse("1962").unwrap();
+        assert_eq!(verified_date("1962", 1, &sources), Some((y1962, 1)));
+        // Cited wrongly, found word for word in source 2.
+        let may = Date::parse("4 May 1921").unwrap();
+        assert_eq!(verified_date("4 May 1921", 1, &sources), Some((may, 2)));
+        // A year alone, cited wrongly, is found as a word in source 2.
+        assert_eq!(
+            verified_date("1921", 1, &sources),
+            Some((Date::parse("1921").unwrap(), 2))
+        );
+        assert_eq!(verified_date("1950", 1, &sources), None);
+        assert_eq!(verified_date("unknown", 1, &sources), None);
     }
 }

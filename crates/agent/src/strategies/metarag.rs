@@ -432,9 +432,8 @@ async fn compare(s: &mut S) -> NodeResult {
             s.note = Some(format!("no date read for {:?}", c.options[i]));
             return Ok(after);
         };
-        let source = reply.source as usize;
-        match compare::verified_date(&reply.date, source, &s.sources) {
-            Some(date) => read.push((
+        match compare::verified_date(&reply.date, reply.source as usize, &s.sources) {
+            Some((date, source)) => read.push((
                 date,
                 OptionDate {
                     option: c.options[i].clone(),
@@ -444,8 +443,8 @@ async fn compare(s: &mut S) -> NodeResult {
             )),
             None => {
                 s.note = Some(format!(
-                    "{:?}: date {:?} not stated by source [{source}]",
-                    c.options[i], reply.date
+                    "{:?}: date {:?} stated by no source ([{}] cited)",
+                    c.options[i], reply.date, reply.source
                 ));
                 return Ok(after);
             }

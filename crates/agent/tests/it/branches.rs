@@ -855,3 +855,118 @@ async fn the_model_screen_keeps_a_flagged_passage_out_of_the_pool() {
         0
     );
 }
+
+const FILMS_Q: &str = "Which film came out first, Blue Harbour or The Glass Fox?";
+const BLUE: (&str, &str) = (
+    "Blue Harbour",
+    "Blue Harbour is a 1962 drama film directed by Ilse Marrow.",
+);
+const FOX: (&str, &str) = (
+    "The Glass Fox",
+    "The Glass Fox is a 1958 mystery film directed by Tomas Reyl.",
+);
+const READ_DATE: &str = "read one date only";
+
+/// metarag on [`FILMS_Q`] over both films' passages: the write says `written`, every
+/// sample agrees with it (a confident answer), and the option dates are `blue`, `fox`.
+async fn compare_films(written: &str, blue: &str, fox: &str) -> (Trace, Arc<ScriptedLlm>) {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short(written))
+            .on(
+                &[WRITE],
+                format!(
+                    r#"{{"answer": "{written} came out first [1].", "short_answer": "{written}"}}"#
+                ),
+            )
+            .on(&[READ_DATE, "of \"Blue Harbour\""], blue)
+            .on(&[READ_DATE, "of \"The Glass Fox\""], fox)
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(FILMS_Q, "metarag").with_context(context(&[BLUE, FOX]));
+    (agent.ask(&ask).await.unwrap(), llm)
+}
+
+#[tokio::test]
+async fn a_date_comparison_written_wrong_is_decided_by_the_dates_the_sources_state() {
+    let (t, llm) = compare_films(
+        "Blue Harbour",
+        r#"{"date": "1962", "source": 1}"#,
+        r#"{"date": "1958", "source": 2}"#,
+    )
+    .await;
+    // The gate passed the first answer (every sample agreed); the dates decide anyway.
+    assert!(t.rounds[0].assessment.as_ref().unwrap().passed);
+    assert_eq!(nodes(&t).last(), Some(&"compare"));
+    match &t.rounds[0].remediation {
+        Some(Remediation::Compare { dates, answer }) => {
+            assert_eq!(answer, "The Glass Fox");
+            assert_eq!(dates.len(), 2);
+            assert_eq!((dates[1].date.as_str(), dates[1].source), ("1958", 2));
+        }
+        other => panic!("expected a comparison, got {other:?}"),
+    }
+    assert_eq!(t.short_answer, "The Glass Fox");
+    assert_eq!(t.final_round, Some(1));
+    assert!(t.answer.contains("1958 [2]"), "{}", t.answer);
+    assert_eq!(llm.hits(&[READ_DATE, "of \"Blue Harbour\""]), 1);
+    assert_eq!(llm.hits(&[READ_DATE, "of \"The Glass Fox\""]), 1);
+    assert_eq!(t.stop, StopReason::Done("decided by the dates".into()));
+}
+
+#[tokio::test]
+async fn dates_that_agree_with_the_written_option_stop_the_run_with_it() {
+    let (t, _) = compare_films(
+        "The Glass Fox",
+        r#"{"date": "1962", "source": 1}"#,
+        r#"{"date": "1958", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.short_answer, "The Glass Fox");
+    assert_eq!(
+        t.stop,
+        StopReason::Done("the dates confirm the answer".into())
+    );
+}
+
+#[tokio::test]
+async fn a_date_its_cited_source_does_not_state_decides_nothing() {
+    // 1950 is in no source (1958, cited wrongly, is found in source 2): the written option
+    // stays and the run stops as the gate said.
+    let (t, _) = compare_films(
+        "Blue Harbour",
+        r#"{"date": "1950", "source": 1}"#,
+        r#"{"date": "1958", "source": 1}"#,
+    )
+    .await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Blue Harbour");
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+}
+
+#[tokio::test]
+async fn date_comparisons_are_left_to_the_writer_when_compare_dates_is_off() {
+    let registry = registry_with(serde_json::json!({
+        "samples": 4, "monitor": samples_monitor(), "compare_dates": false
+    }));
+    let (agent, llm) = metarag_agent_with(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("Blue Harbour"))
+            .on(
+                &[WRITE],
+                r#"{"answer": "Blue Harbour came out first [1].", "short_answer": "Blue Harbour"}"#,
+            )
+            .on(&[READ_DATE], r#"{"date": "1958", "source": 2}"#)
+            .on(&[CLOSED], "unknown"),
+        2,
+        registry,
+    );
+    let ask = Ask::new(FILMS_Q, "metarag").with_context(context(&[BLUE, FOX]));
+    let t = agent.ask(&ask).await.unwrap();
+    assert_eq!(t.short_answer, "Blue Harbour");
+    assert_eq!(llm.hits(&[READ_DATE]), 0);
+    assert!(!nodes(&t).contains(&"compare"));
+}
