@@ -255,6 +255,57 @@ pub fn verified_date(date: &str, source: usize, sources: &[Source]) -> Option<(D
         .map(|src| (parsed, src.n))
 }
 
+/// When both options' dates were read from one source, the option that source is about.
+/// A small model asked for the second option's date often copies the first option's from
+/// the same passage; the other option's date is then read again without that source.
+///
+/// The owner is the only option the shared source names (in its title or the spans
+/// shown). A source that names neither is a linked page, as a director's is for "which
+/// film has the director born first": it belongs to the only option whose own sources (those
+/// naming it) name the shared source's title. `None` when that leaves both or neither,
+/// since then nothing says whose date it states.
+pub fn owner_of_shared(
+    options: &[String; 2],
+    shared: &Source,
+    sources: &[Source],
+) -> Option<usize> {
+    let shown = |s: &Source| words(&format!("{} {}", s.passage.title, s.text()));
+    let names = |text: &str, name: &str| {
+        let name = words(name);
+        name.trim().len() > 1 && text.contains(&name)
+    };
+    let only = |named: [bool; 2]| match named {
+        [true, false] => Some(0),
+        [false, true] => Some(1),
+        _ => None,
+    };
+    let text = shown(shared);
+    let direct = [names(&text, &options[0]), names(&text, &options[1])];
+    if direct.iter().any(|&d| d) {
+        return only(direct);
+    }
+    let title = &shared.passage.title;
+    let linked = |option: &str| {
+        sources.iter().filter(|s| s.n != shared.n).any(|s| {
+            let text = shown(s);
+            names(&text, option) && names(&text, title)
+        })
+    };
+    only([linked(&options[0]), linked(&options[1])])
+}
+
+/// `text` lower-cased as its alphanumeric words, one space between and around them, so
+/// that a name is found whole-word by `contains`.
+fn words(text: &str) -> String {
+    let joined = text
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(" {joined} ")
+}
+
 /// Which option (0 or 1) the dates make the answer, when their order is settled.
 pub fn decide(direction: Direction, dates: [Date; 2]) -> Option<usize> {
     let order = dates[0].order(&dates[1])?;
@@ -381,5 +432,70 @@ mod tests {
         );
         assert_eq!(verified_date("1950", 1, &sources), None);
         assert_eq!(verified_date("unknown", 1, &sources), None);
+    }
+
+    #[test]
+    fn a_shared_source_belongs_to_the_option_it_names_or_is_linked_from() {
+        let source = |n: usize, title: &str, text: &str| Source {
+            n,
+            passage: crate::evidence::Passage::paragraph(title, text),
+            spans: vec![text.to_string()],
+        };
+        let options = ["Blue Harbour".to_string(), "The Glass Fox".to_string()];
+        let none = &[];
+        let own = source(
+            1,
+            "Blue Harbour",
+            "Blue Harbour is a 1962 film by Ilse Marrow.",
+        );
+        assert_eq!(owner_of_shared(&options, &own, none), Some(0));
+        // Named in the text only, and case aside.
+        let text = source(1, "Ilse Marrow", "Marrow directed the glass fox in 1958.");
+        assert_eq!(owner_of_shared(&options, &text, none), Some(1));
+        // Both named: nothing says whose date it states.
+        let both = source(
+            1,
+            "Festival",
+            "Blue Harbour and The Glass Fox premiered in 1962.",
+        );
+        assert_eq!(owner_of_shared(&options, &both, none), None);
+        // A word inside another word is not a name: "Fox" is not in "Foxley".
+        let partial = ["Fox".to_string(), "Blue Harbour".to_string()];
+        let foxley = source(1, "Foxley", "Foxley is a village founded in 1200.");
+        assert_eq!(owner_of_shared(&partial, &foxley, none), None);
+
+        // A page naming neither option belongs to the option whose own page names it.
+        let director = source(
+            3,
+            "Ilse Marrow",
+            "Ilse Marrow (born 4 May 1921) was a director.",
+        );
+        assert_eq!(owner_of_shared(&options, &director, none), None);
+        let films = [
+            source(
+                1,
+                "Blue Harbour",
+                "Blue Harbour is a 1962 film by Ilse Marrow.",
+            ),
+            source(
+                2,
+                "The Glass Fox",
+                "The Glass Fox is a 1958 film by Otto Brandt.",
+            ),
+            director.clone(),
+        ];
+        assert_eq!(owner_of_shared(&options, &director, &films), Some(0));
+        // Linked from both options' pages, or from neither: no owner.
+        let both_films = [
+            films[0].clone(),
+            source(
+                2,
+                "The Glass Fox",
+                "The Glass Fox is a 1958 film by Ilse Marrow.",
+            ),
+        ];
+        assert_eq!(owner_of_shared(&options, &director, &both_films), None);
+        let stranger = source(4, "Karl Roth", "Karl Roth (born 1 June 1930) was an actor.");
+        assert_eq!(owner_of_shared(&options, &stranger, &films), None);
     }
 }

@@ -28,7 +28,7 @@
 //! both hops: the missing hop is found before the write, not diagnosed after it.
 
 use crate::compare::{self, DateComparison};
-use crate::evidence;
+use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
@@ -450,6 +450,53 @@ async fn compare(s: &mut S) -> NodeResult {
             }
         }
     }
+    // One date from one source for both options: the model read one passage twice. The
+    // source belongs to one option (names it, or is linked from its page); the other's
+    // date is read again without it.
+    if read[0].0 == read[1].0 && read[0].1.source == read[1].1.source {
+        let shared = read[0].1.source;
+        let owner = s
+            .sources
+            .iter()
+            .find(|src| src.n == shared)
+            .and_then(|src| compare::owner_of_shared(&c.options, src, &s.sources));
+        if let Some(owner) = owner {
+            let other = 1 - owner;
+            let rest: Vec<Source> = s
+                .sources
+                .iter()
+                .filter(|src| src.n != shared)
+                .cloned()
+                .collect();
+            let request = prompts::option_date(&s.question, &rest, &c.asked_for(other));
+            let called = s.gw.chat(COMPARE.as_str(), "compare", request).await?;
+            let reread = called
+                .text()
+                .ok()
+                .and_then(|t| parse_json::<prompts::DateReply>(t).ok())
+                .and_then(|r| {
+                    let (date, source) = compare::verified_date(&r.date, r.source as usize, &rest)?;
+                    let option = c.options[other].clone();
+                    let date_text = r.date.trim().to_string();
+                    Some((
+                        date,
+                        OptionDate {
+                            option,
+                            date: date_text,
+                            source,
+                        },
+                    ))
+                });
+            let Some(reread) = reread else {
+                s.note = Some(format!(
+                    "{:?} and {:?} read from [{shared}] alone; no other source dates {:?}",
+                    c.options[0], c.options[1], c.options[other]
+                ));
+                return Ok(after);
+            };
+            read[other] = reread;
+        }
+    }
     let dates = [read[0].0, read[1].0];
     let read: Vec<OptionDate> = read.into_iter().map(|(_, o)| o).collect();
     let shown = read
@@ -648,7 +695,7 @@ fn switches_option(question: &str, from: &str, to: &str) -> bool {
 
 /// The source sentence that states `answer` best (most of its content words, at least
 /// half), with the source's number.
-fn stating_sentence(sources: &[crate::evidence::Source], answer: &str) -> Option<(usize, String)> {
+fn stating_sentence(sources: &[Source], answer: &str) -> Option<(usize, String)> {
     let wanted = crate::text::content_terms(answer);
     if wanted.is_empty() {
         return None;

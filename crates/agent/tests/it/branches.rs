@@ -947,6 +947,69 @@ async fn a_date_its_cited_source_does_not_state_decides_nothing() {
     assert_eq!(t.stop, StopReason::Done("confident".into()));
 }
 
+/// metarag on [`FILMS_Q`] written "Blue Harbour", where the first reading of The Glass
+/// Fox's date copies Blue Harbour's from source 1 and the re-read replies `reread`.
+async fn compare_films_read_twice(reread: &str) -> (Trace, Arc<ScriptedLlm>) {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("Blue Harbour"))
+            .on(
+                &[WRITE],
+                r#"{"answer": "Blue Harbour came out first [1].", "short_answer": "Blue Harbour"}"#,
+            )
+            .on(
+                &[READ_DATE, "of \"Blue Harbour\""],
+                r#"{"date": "1962", "source": 1}"#,
+            )
+            .on_seq(
+                &[READ_DATE, "of \"The Glass Fox\""],
+                &[r#"{"date": "1962", "source": 1}"#, reread],
+            )
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(FILMS_Q, "metarag").with_context(context(&[BLUE, FOX]));
+    (agent.ask(&ask).await.unwrap(), llm)
+}
+
+#[tokio::test]
+async fn one_date_read_for_both_options_from_one_source_is_read_again_without_it() {
+    let (t, llm) = compare_films_read_twice(r#"{"date": "1958", "source": 2}"#).await;
+    // Source 1 names Blue Harbour only, so The Glass Fox was read again without it.
+    assert_eq!(llm.hits(&[READ_DATE, "of \"The Glass Fox\""]), 2);
+    let reread = llm
+        .calls()
+        .last()
+        .unwrap()
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
+    assert!(reread.contains("of \"The Glass Fox\""), "{reread}");
+    assert!(!reread.contains(BLUE.1), "{reread}");
+    assert!(reread.contains(FOX.1), "{reread}");
+    match &t.rounds[0].remediation {
+        Some(Remediation::Compare { dates, answer }) => {
+            assert_eq!(answer, "The Glass Fox");
+            assert_eq!((dates[1].date.as_str(), dates[1].source), ("1958", 2));
+        }
+        other => panic!("expected a comparison, got {other:?}"),
+    }
+    assert_eq!(t.short_answer, "The Glass Fox");
+    assert_eq!(t.stop, StopReason::Done("decided by the dates".into()));
+}
+
+#[tokio::test]
+async fn a_reread_no_other_source_dates_decides_nothing() {
+    let (t, llm) = compare_films_read_twice(r#"{"date": "", "source": 0}"#).await;
+    assert_eq!(llm.hits(&[READ_DATE, "of \"The Glass Fox\""]), 2);
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Blue Harbour");
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+}
+
 #[tokio::test]
 async fn date_comparisons_are_left_to_the_writer_when_compare_dates_is_off() {
     let registry = registry_with(serde_json::json!({
