@@ -2,7 +2,8 @@
 """What metarag's compare node (date comparisons decided in code, `agent.compare_dates`) did,
 per question of a run record: the node's note (the dates read, or why it decided nothing),
 and for the answers it replaced, the F1 before and after. A closing line counts questions
-read as comparisons, confirmed, changed (up / down) and undecided.
+read as comparisons, confirmed, changed (up / down) and undecided, and how many of them
+read one option's date again (a third compare call: both dates had come from one source).
 
     python3 docs/results/scripts/compare_effects.py RUN.json|RUN.jsonl [...]
 """
@@ -17,7 +18,7 @@ def best_f1(answer, golds):
 
 
 for path in sys.argv[1:]:
-    seen = confirmed = undecided = up = down = same = 0
+    seen = confirmed = undecided = up = down = same = reread = 0
     print(f"== {path}")
     for r in load(path):
         if r["strategy"] != "metarag":
@@ -47,8 +48,13 @@ for path in sys.argv[1:]:
         else:
             undecided += 1
             mark = f"undecided {final:.2f}"
+        calls = r["trace"].get("calls")
+        if isinstance(calls, list) and sum(c.get("purpose") == "compare" for c in calls) > 2:
+            reread += 1
+            mark += " (re-read)"
         print(f"{r['id']}  {mark}\n  Q: {r['question']}\n  gold {r['answers']}\n  {notes[0]}")
     print(
         f"{seen} read as date comparisons: {confirmed} confirmed, "
-        f"{up + down + same} changed ({up} up, {down} down, {same} same F1), {undecided} undecided"
+        f"{up + down + same} changed ({up} up, {down} down, {same} same F1), {undecided} undecided; "
+        f"{reread} re-read one option's date"
     )
