@@ -72,6 +72,7 @@ impl DateComparison {
             .filter(|w| !w.is_empty())
             .collect();
         let mut direction = None;
+        let mut clause_end = None;
         for (i, w) in words.iter().enumerate() {
             let bare = w.trim_end_matches([',', ':', '?']);
             let ends_clause = bare.len() < w.len()
@@ -87,10 +88,14 @@ impl DateComparison {
                 direction = Some(Direction::Latest);
             }
             if direction.is_some() {
+                clause_end = (bare.len() < w.len()).then_some(*w);
                 break;
             }
         }
         let direction = direction?;
+        let options = clause_end
+            .and_then(|end| options_after(question, &lower, end, [a, b]))
+            .unwrap_or_else(|| [a.clone(), b.clone()]);
         let has = |stems: &[&str]| {
             words.iter().any(|w| {
                 let w = w.trim_end_matches([',', ':', '?']);
@@ -125,7 +130,7 @@ impl DateComparison {
             None => format!("the {event} of \"{{}}\""),
         };
         Some(DateComparison {
-            options: [a.clone(), b.clone()],
+            options,
             direction,
             asked,
         })
@@ -306,6 +311,43 @@ fn words(text: &str) -> String {
     format!(" {joined} ")
 }
 
+/// The options as written after the clause that `end` (the comparison word with its comma
+/// or colon, lower-cased) closes: the left one is everything up to the last " or ", less
+/// leading lowercase words ("the film"). [`crate::text::options`] cuts the left option at
+/// its last comma or colon, which splits titles that have one ("Home, James",
+/// "Molokai: The Story of Father Damien") and drops a leading "..."; a date read for the
+/// cut name can be another page's. `None` unless the result extends `parsed` (the left
+/// option ends with the parsed one, the right is the same), so an odd question keeps the
+/// parser's reading.
+fn options_after(
+    question: &str,
+    lower: &str,
+    end: &str,
+    parsed: [&String; 2],
+) -> Option<[String; 2]> {
+    // Byte offsets agree between `question` and `lower` only where lower-casing kept every
+    // character's length; otherwise keep the parser's options.
+    if lower.len() != question.len() {
+        return None;
+    }
+    let at = lower.match_indices(end).map(|(i, _)| i).find(|&i| {
+        lower[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric())
+    })?;
+    let rest = question.get(at + end.len()..)?.trim().trim_end_matches('?');
+    let split = rest.rfind(" or ")?;
+    let left: Vec<&str> = rest[..split].split_whitespace().collect();
+    let start = left
+        .iter()
+        .position(|w| !w.chars().all(|c| c.is_lowercase()))
+        .unwrap_or(0);
+    let a = left[start..].join(" ");
+    let b = rest[split + 4..].trim().to_string();
+    (a.ends_with(parsed[0].as_str()) && b == *parsed[1]).then_some([a, b])
+}
+
 /// Which option (0 or 1) the dates make the answer, when their order is settled.
 pub fn decide(direction: Direction, dates: [Date; 2]) -> Option<usize> {
     let order = dates[0].order(&dates[1])?;
@@ -349,6 +391,33 @@ mod tests {
                 .unwrap();
         assert_eq!(c.direction, Direction::Latest);
         assert_eq!(c.asked_for(1), "the founding date of \"Tinmouth\"");
+
+        // Titles with a comma, a colon or a leading "..." stay whole.
+        for (q, a, b) in [
+            (
+                "Which film has the director who died later, Home, James (Film) or Blue Harbour?",
+                "Home, James (Film)",
+                "Blue Harbour",
+            ),
+            (
+                "Which film was released earlier, Molokai: The Story Of Father Damien or Glass Fox?",
+                "Molokai: The Story Of Father Damien",
+                "Glass Fox",
+            ),
+            (
+                "Which film came out first, ...And God Created Them or The Glass Fox?",
+                "...And God Created Them",
+                "The Glass Fox",
+            ),
+            (
+                "Which film came out first, the film Blue Harbour or The Glass Fox?",
+                "Blue Harbour",
+                "The Glass Fox",
+            ),
+        ] {
+            let c = DateComparison::of(q).unwrap();
+            assert_eq!(c.options, [a.to_string(), b.to_string()], "{q}");
+        }
     }
 
     #[test]
