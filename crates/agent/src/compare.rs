@@ -33,6 +33,10 @@ pub struct DateComparison {
     /// The date to read for an option, with `{}` where the option goes ("the date of
     /// birth of the director of \"{}\"").
     pub asked: String,
+    /// The person whose date is asked, when it is not the option itself ("director" in
+    /// "the film whose director was born first"): that person's page is linked from the
+    /// option's, not named after it.
+    pub role: Option<String>,
 }
 
 const EARLIEST: &[&str] = &["first", "earlier", "earliest", "older", "oldest", "sooner"];
@@ -133,12 +137,24 @@ impl DateComparison {
             options,
             direction,
             asked,
+            role: role.map(str::to_string),
         })
     }
 
     /// What to read for option `i` ("the release date of \"Jaws\"").
     pub fn asked_for(&self, i: usize) -> String {
         self.asked.replace("{}", &self.options[i])
+    }
+
+    /// Whether `source` can state option `i`'s date: it names the option (in its title or
+    /// the spans shown), or, when a person of the option is asked about (its director),
+    /// it is a page the option's own sources name by its title. A date read from another
+    /// page (a namesake's, "God Created Them" for "...And God Created Them"; a saint's
+    /// canonisation for the film about him; another film's director) is not the option's.
+    pub fn belongs(&self, i: usize, source: &Source, sources: &[Source]) -> bool {
+        let option = &self.options[i];
+        names(&shown(source), option)
+            || (self.role.is_some() && linked_from(option, source, sources))
     }
 }
 
@@ -274,11 +290,6 @@ pub fn owner_of_shared(
     shared: &Source,
     sources: &[Source],
 ) -> Option<usize> {
-    let shown = |s: &Source| words(&format!("{} {}", s.passage.title, s.text()));
-    let names = |text: &str, name: &str| {
-        let name = words(name);
-        name.trim().len() > 1 && text.contains(&name)
-    };
     let only = |named: [bool; 2]| match named {
         [true, false] => Some(0),
         [false, true] => Some(1),
@@ -289,14 +300,31 @@ pub fn owner_of_shared(
     if direct.iter().any(|&d| d) {
         return only(direct);
     }
-    let title = &shared.passage.title;
-    let linked = |option: &str| {
-        sources.iter().filter(|s| s.n != shared.n).any(|s| {
-            let text = shown(s);
-            names(&text, option) && names(&text, title)
-        })
-    };
-    only([linked(&options[0]), linked(&options[1])])
+    only([
+        linked_from(&options[0], shared, sources),
+        linked_from(&options[1], shared, sources),
+    ])
+}
+
+/// Whether a source other than `page` names both `option` and `page`'s title: the
+/// option's own page links to it (a film's page names its director).
+fn linked_from(option: &str, page: &Source, sources: &[Source]) -> bool {
+    let title = &page.passage.title;
+    sources.iter().filter(|s| s.n != page.n).any(|s| {
+        let text = shown(s);
+        names(&text, option) && names(&text, title)
+    })
+}
+
+/// A source's title and shown spans as [`words`].
+fn shown(source: &Source) -> String {
+    words(&format!("{} {}", source.passage.title, source.text()))
+}
+
+/// Whether `text` (as [`words`]) names `name` whole-word.
+fn names(text: &str, name: &str) -> bool {
+    let name = words(name);
+    name.trim().len() > 1 && text.contains(&name)
 }
 
 /// `text` lower-cased as its alphanumeric words, one space between and around them, so
@@ -501,6 +529,53 @@ mod tests {
         );
         assert_eq!(verified_date("1950", 1, &sources), None);
         assert_eq!(verified_date("unknown", 1, &sources), None);
+    }
+
+    #[test]
+    fn a_date_belongs_to_the_option_its_page_names_or_links_to() {
+        let source = |n: usize, title: &str, text: &str| Source {
+            n,
+            passage: crate::evidence::Passage::paragraph(title, text),
+            spans: vec![text.to_string()],
+        };
+        let sources = [
+            source(
+                1,
+                "Blue Harbour",
+                "Blue Harbour is a 1962 film by Ilse Marrow.",
+            ),
+            source(2, "Harbour", "Harbour is a 1931 film by Karl Roth."),
+            source(
+                3,
+                "Ilse Marrow",
+                "Ilse Marrow (born 4 May 1921) was a director.",
+            ),
+            source(
+                4,
+                "Karl Roth",
+                "Karl Roth (born 1 June 1890) was a director.",
+            ),
+            source(
+                5,
+                "The Glass Fox",
+                "The Glass Fox is a 1958 film by Otto Brandt.",
+            ),
+        ];
+        let films = DateComparison::of("Which film came out first, Blue Harbour or The Glass Fox?")
+            .unwrap();
+        assert!(films.belongs(0, &sources[0], &sources));
+        assert!(films.belongs(1, &sources[4], &sources));
+        // A namesake's page is not the option's, nor is its director's for a release date.
+        assert!(!films.belongs(1, &sources[1], &sources));
+        assert!(!films.belongs(0, &sources[2], &sources));
+        let directors = DateComparison::of(
+            "Which film has the director born earlier, Blue Harbour or The Glass Fox?",
+        )
+        .unwrap();
+        // Blue Harbour's page names Ilse Marrow; Karl Roth directed another film.
+        assert!(directors.belongs(0, &sources[2], &sources));
+        assert!(!directors.belongs(0, &sources[3], &sources));
+        assert!(!directors.belongs(1, &sources[2], &sources));
     }
 
     #[test]

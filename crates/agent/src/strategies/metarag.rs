@@ -497,6 +497,18 @@ async fn compare(s: &mut S) -> NodeResult {
             read[other] = reread;
         }
     }
+    // A date stated by a page that is not the option's (a namesake's, another film's
+    // director's) is another thing's date, however well its source states it.
+    for (i, (_, o)) in read.iter().enumerate() {
+        let source = s.sources.iter().find(|src| src.n == o.source);
+        if !source.is_some_and(|src| c.belongs(i, src, &s.sources)) {
+            s.note = Some(format!(
+                "{:?}: date {:?} read from [{}], a page that is not {:?}'s",
+                c.options[i], o.date, o.source, c.options[i]
+            ));
+            return Ok(after);
+        }
+    }
     let dates = [read[0].0, read[1].0];
     let read: Vec<OptionDate> = read.into_iter().map(|(_, o)| o).collect();
     let shown = read
