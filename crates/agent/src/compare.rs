@@ -77,6 +77,7 @@ impl DateComparison {
             .collect();
         let mut direction = None;
         let mut clause_end = None;
+        let mut clause_len = words.len();
         for (i, w) in words.iter().enumerate() {
             let bare = w.trim_end_matches([',', ':', '?']);
             let ends_clause = bare.len() < w.len()
@@ -93,6 +94,7 @@ impl DateComparison {
             }
             if direction.is_some() {
                 clause_end = (bare.len() < w.len()).then_some(*w);
+                clause_len = i + 1;
                 break;
             }
         }
@@ -100,6 +102,10 @@ impl DateComparison {
         let options = clause_end
             .and_then(|end| options_after(question, &lower, end, [a, b]))
             .unwrap_or_else(|| [a.clone(), b.clone()]);
+        // The event and the person asked about are read from the clause before the
+        // options: a title's words ("There's One Born Every Minute", "The Story of Father
+        // Damien") say nothing about what is compared.
+        let words = &words[..clause_len];
         let has = |stems: &[&str]| {
             words.iter().any(|w| {
                 let w = w.trim_end_matches([',', ':', '?']);
@@ -114,7 +120,7 @@ impl DateComparison {
             "date of birth"
         } else if has(&["died", "death", "dead"]) {
             "date of death"
-        } else if has(&["releas", "premier"]) || lower.contains("came out") {
+        } else if has(&["releas", "premier"]) || words.join(" ").contains("came out") {
             "release date"
         } else if has(&["found", "formed", "establish", "started", "creat"]) {
             "founding date"
@@ -419,6 +425,22 @@ mod tests {
                 .unwrap();
         assert_eq!(c.direction, Direction::Latest);
         assert_eq!(c.asked_for(1), "the founding date of \"Tinmouth\"");
+
+        // The options' own words do not make the event or the person asked about.
+        let c = DateComparison::of(
+            "Which film has the director who died later, Blue Harbour or There'S One Born Every Minute?",
+        )
+        .unwrap();
+        assert_eq!(
+            c.asked_for(1),
+            "the date of death of the director of \"There'S One Born Every Minute\""
+        );
+        let c = DateComparison::of(
+            "Which film was released earlier, The Story Of Father Damien or Glass Fox?",
+        )
+        .unwrap();
+        assert_eq!(c.role, None);
+        assert_eq!(c.asked_for(1), "the release date of \"Glass Fox\"");
 
         // Titles with a comma, a colon or a leading "..." stay whole.
         for (q, a, b) in [
