@@ -395,6 +395,15 @@ pub fn decide(direction: Direction, dates: [Date; 2]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// A source numbered `n` whose one span is `text`.
+    fn source(n: usize, title: &str, text: &str) -> Source {
+        Source {
+            n,
+            passage: crate::evidence::Passage::paragraph(title, text),
+            spans: vec![text.to_string()],
+        }
+    }
+
     #[test]
     fn comparison_words_that_end_the_clause_make_a_date_comparison() {
         let c = DateComparison::of("Which film came out first, Blue Harbour or The Glass Fox?")
@@ -522,11 +531,6 @@ mod tests {
 
     #[test]
     fn a_date_is_verified_by_its_cited_source_or_word_for_word_elsewhere() {
-        let source = |n, title: &str, text: &str| Source {
-            n,
-            passage: crate::evidence::Passage::paragraph(title, text),
-            spans: vec![text.to_string()],
-        };
         let sources = [
             source(
                 1,
@@ -555,11 +559,6 @@ mod tests {
 
     #[test]
     fn a_date_belongs_to_the_option_its_page_names_or_links_to() {
-        let source = |n: usize, title: &str, text: &str| Source {
-            n,
-            passage: crate::evidence::Passage::paragraph(title, text),
-            spans: vec![text.to_string()],
-        };
         let sources = [
             source(
                 1,
@@ -602,11 +601,6 @@ mod tests {
 
     #[test]
     fn a_shared_source_belongs_to_the_option_it_names_or_is_linked_from() {
-        let source = |n: usize, title: &str, text: &str| Source {
-            n,
-            passage: crate::evidence::Passage::paragraph(title, text),
-            spans: vec![text.to_string()],
-        };
         let options = ["Blue Harbour".to_string(), "The Glass Fox".to_string()];
         let none = &[];
         let own = source(

@@ -947,16 +947,19 @@ async fn a_date_its_cited_source_does_not_state_decides_nothing() {
     assert_eq!(t.stop, StopReason::Done("confident".into()));
 }
 
+/// A scripted model that writes and samples "Blue Harbour" for [`FILMS_Q`].
+fn wrote_blue_harbour() -> ScriptedLlm {
+    ScriptedLlm::new().on(&[SAMPLE], short("Blue Harbour")).on(
+        &[WRITE],
+        r#"{"answer": "Blue Harbour came out first [1].", "short_answer": "Blue Harbour"}"#,
+    )
+}
+
 /// metarag on [`FILMS_Q`] written "Blue Harbour", where the first reading of The Glass
 /// Fox's date copies Blue Harbour's from source 1 and the re-read replies `reread`.
 async fn compare_films_read_twice(reread: &str) -> (Trace, Arc<ScriptedLlm>) {
     let (agent, llm) = metarag_agent(
-        ScriptedLlm::new()
-            .on(&[SAMPLE], short("Blue Harbour"))
-            .on(
-                &[WRITE],
-                r#"{"answer": "Blue Harbour came out first [1].", "short_answer": "Blue Harbour"}"#,
-            )
+        wrote_blue_harbour()
             .on(
                 &[READ_DATE, "of \"Blue Harbour\""],
                 r#"{"date": "1962", "source": 1}"#,
@@ -1016,12 +1019,7 @@ async fn date_comparisons_are_left_to_the_writer_when_compare_dates_is_off() {
         "samples": 4, "monitor": samples_monitor(), "compare_dates": false
     }));
     let (agent, llm) = metarag_agent_with(
-        ScriptedLlm::new()
-            .on(&[SAMPLE], short("Blue Harbour"))
-            .on(
-                &[WRITE],
-                r#"{"answer": "Blue Harbour came out first [1].", "short_answer": "Blue Harbour"}"#,
-            )
+        wrote_blue_harbour()
             .on(&[READ_DATE], r#"{"date": "1958", "source": 2}"#)
             .on(&[CLOSED], "unknown"),
         2,
