@@ -14,6 +14,11 @@ use crate::evidence::Source;
 use crate::monitor::AnswerForm;
 use std::cmp::Ordering;
 
+/// The stop reason of a run whose dates confirmed the written answer: the trace's record
+/// that the compare node checked the first answer against two verified facts and found it
+/// right (a contradicted answer is recorded as a `Remediation::Compare` instead).
+pub const DATES_CONFIRM: &str = "the dates confirm the answer";
+
 /// Which end of time the question asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {

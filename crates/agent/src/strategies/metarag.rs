@@ -525,7 +525,7 @@ async fn compare(s: &mut S) -> NodeResult {
     let answer = c.options[winner].clone();
     if agree(&written, &answer) {
         s.note = Some(format!("the dates confirm {answer:?}: {shown}"));
-        return Ok(Transition::done("the dates confirm the answer"));
+        return Ok(Transition::done(compare::DATES_CONFIRM));
     }
     s.note = Some(format!(
         "the dates make {answer:?} the answer, not {written:?}: {shown}"

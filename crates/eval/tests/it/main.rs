@@ -616,3 +616,43 @@ async fn ingested(
         .unwrap();
     (embedder, index)
 }
+
+/// The date check read from real traces: 2Wiki open's reporting-half record at `37a2f99`
+/// (committed under docs/results), whose 43 date comparisons the compare node confirmed,
+/// contradicted or left undecided. The gate alone ranks its first answers at 0.59; with
+/// the verdicts folded in, 0.73 (the figures `docs/results/monitor.md` reports).
+#[test]
+fn the_date_check_is_read_from_traces_and_lifts_the_monitor_on_2wiki() {
+    use metarag_eval::monitor::{Split, first_answers, tables};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../docs/results/qa/compare/owner/2wikimultihopqa-open-metarag+standard-qwen2.5-1.5b-instruct-n100-s42-reporting.json",
+    );
+    let record = RunRecord::load(&path).unwrap();
+    let answers = first_answers(&record, "metarag");
+    assert_eq!(answers.len(), 100);
+    let confirmed = answers
+        .iter()
+        .filter(|a| a.date_check == Some(true))
+        .count();
+    let contradicted = answers
+        .iter()
+        .filter(|a| a.date_check == Some(false))
+        .count();
+    assert_eq!((confirmed, contradicted), (12, 10));
+    // A confirmed answer outranks every unchecked one whatever its confidence.
+    let lowest_confirmed = answers
+        .iter()
+        .filter(|a| a.date_check == Some(true))
+        .filter_map(|a| a.checked_score())
+        .fold(f64::INFINITY, f64::min);
+    assert!(lowest_confirmed >= 1.0, "{lowest_confirmed}");
+    let t = &tables(&record, "metarag")[0];
+    assert_eq!(t.split, Split::Report);
+    let (gate, checked) = (t.combined.unwrap(), t.with_date_check.unwrap());
+    assert!((gate - 0.589).abs() < 0.005, "{gate}");
+    assert!((checked - 0.728).abs() < 0.005, "{checked}");
+    let signal = t.signals.iter().find(|(n, _)| n == "date_check").unwrap();
+    assert!(signal.1.unwrap() > 0.8, "{signal:?}");
+    // Standard RAG has no monitor: no table.
+    assert!(tables(&record, "standard").is_empty());
+}

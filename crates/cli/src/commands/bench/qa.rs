@@ -615,15 +615,18 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
-    println!("| run | half | n | right | gate AUROC | gate accuracy | passed |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| run | half | n | right | gate AUROC | with the date check | gate accuracy | passed |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for (run, t) in &tables {
         println!(
-            "| {run} | {} | {} | {:.0}% | {} | {} | {} |",
+            "| {run} | {} | {} | {:.0}% | {} | {} | {} | {} |",
             t.split.as_str(),
             t.n,
             t.right_rate * 100.0,
             f(t.combined),
+            f(t.with_date_check),
             f(t.gate_accuracy),
             f(t.pass_rate)
         );
