@@ -12,16 +12,7 @@ import json
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from monitor_candidates import f1
-
-
-def auroc(pairs):
-    pos = [s for s, y in pairs if y]
-    neg = [s for s, y in pairs if not y]
-    if not pos or not neg:
-        return float("nan")
-    won = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
-    return won / len(pos) / len(neg)
+from monitor_candidates import auroc, f1
 
 
 for path in sys.argv[1:]:

@@ -424,28 +424,10 @@ async fn compare(s: &mut S) -> NodeResult {
         .await?;
     let mut read = Vec::new();
     for (i, called) in [a, b].iter().enumerate() {
-        let reply = called
-            .text()
-            .ok()
-            .and_then(|t| parse_json::<prompts::DateReply>(t).ok());
-        let Some(reply) = reply else {
-            s.note = Some(format!("no date read for {:?}", c.options[i]));
-            return Ok(after);
-        };
-        match compare::verified_date(&reply.date, reply.source as usize, &s.sources) {
-            Some((date, source)) => read.push((
-                date,
-                OptionDate {
-                    option: c.options[i].clone(),
-                    date: reply.date.trim().to_string(),
-                    source,
-                },
-            )),
-            None => {
-                s.note = Some(format!(
-                    "{:?}: date {:?} stated by no source ([{}] cited)",
-                    c.options[i], reply.date, reply.source
-                ));
+        match read_date(called.text().ok(), &c.options[i], &s.sources) {
+            Ok(r) => read.push(r),
+            Err(note) => {
+                s.note = Some(note);
                 return Ok(after);
             }
         }
@@ -470,24 +452,7 @@ async fn compare(s: &mut S) -> NodeResult {
                 .collect();
             let request = prompts::option_date(&s.question, &rest, &c.asked_for(other));
             let called = s.gw.chat(COMPARE.as_str(), "compare", request).await?;
-            let reread = called
-                .text()
-                .ok()
-                .and_then(|t| parse_json::<prompts::DateReply>(t).ok())
-                .and_then(|r| {
-                    let (date, source) = compare::verified_date(&r.date, r.source as usize, &rest)?;
-                    let option = c.options[other].clone();
-                    let date_text = r.date.trim().to_string();
-                    Some((
-                        date,
-                        OptionDate {
-                            option,
-                            date: date_text,
-                            source,
-                        },
-                    ))
-                });
-            let Some(reread) = reread else {
+            let Ok(reread) = read_date(called.text().ok(), &c.options[other], &rest) else {
                 s.note = Some(format!(
                     "{:?} and {:?} read from [{shared}] alone; no other source dates {:?}",
                     c.options[0], c.options[1], c.options[other]
@@ -544,6 +509,32 @@ async fn compare(s: &mut S) -> NodeResult {
     let index = s.push_answer(text, answer);
     s.chosen = Some(index);
     Ok(Transition::done("decided by the dates"))
+}
+
+/// One option's date from the compare call's reply: the date, and where it was read,
+/// kept only if a source among `sources` states it ([`compare::verified_date`]). The error
+/// is the node's note on why nothing was read.
+fn read_date(
+    reply: Option<&str>,
+    option: &str,
+    sources: &[Source],
+) -> std::result::Result<(compare::Date, OptionDate), String> {
+    let reply = reply
+        .and_then(|t| parse_json::<prompts::DateReply>(t).ok())
+        .ok_or_else(|| format!("no date read for {option:?}"))?;
+    let (date, source) = compare::verified_date(&reply.date, reply.source as usize, sources)
+        .ok_or_else(|| {
+            format!(
+                "{option:?}: date {:?} stated by no source ([{}] cited)",
+                reply.date, reply.source
+            )
+        })?;
+    let read = OptionDate {
+        option: option.to_string(),
+        date: reply.date.trim().to_string(),
+        source,
+    };
+    Ok((date, read))
 }
 
 async fn diagnose(s: &mut S) -> NodeResult {
