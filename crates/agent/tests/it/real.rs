@@ -345,3 +345,78 @@ async fn the_model_screen_gives_a_probability_on_the_local_model() {
         assert!(p > 0.0 && p < 1.0, "{p} from {:?}", c.logprobs);
     }
 }
+
+/// The compare node on the real local model: a 2WikiMultiHopQA date comparison over its
+/// two gold paragraphs (a question of the tuning half). Both dates are read by real
+/// structured calls, each verified against the paragraph it cites, and the run ends on the
+/// dates: the written answer confirmed, or replaced by the option they make the answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_compare_node_decides_a_2wiki_date_comparison_with_the_local_model() {
+    use metarag_agent::compare::{DATES_CONFIRM, DateComparison};
+    use metarag_agent::trace::Remediation;
+    let text = std::fs::read_to_string(metarag_testkit::qa_dir().join("2wikimultihopqa-dev.jsonl"))
+        .unwrap();
+    // "Who is older, Ashish Singh or Jéssica Sodré?" (gold: Jéssica Sodré, born 1985;
+    // Ashish Singh born 1994).
+    let q: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["id"] == "bcdd9c5308c711ebbd91ac1f6bf848b6")
+        .unwrap();
+    let question = q["question"].as_str().unwrap();
+    assert!(DateComparison::of(question).is_some());
+    let context: Vec<metarag_agent::Passage> = q["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["is_supporting"].as_bool().unwrap_or(false))
+        .map(|c| {
+            metarag_agent::Passage::paragraph(
+                c["title"].as_str().unwrap(),
+                c["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let agent = Agent::builder(llm)
+        .config(AgentConfig {
+            max_evidence_chars: 3000,
+            budget: Budget {
+                deadline: std::time::Duration::from_secs(3600),
+                ..Budget::default()
+            },
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    let t = agent
+        .ask(&Ask::new(question, "metarag").with_context(context))
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    let nodes: Vec<&str> = t.graph.events.iter().map(|e| e.node.as_str()).collect();
+    assert!(nodes.contains(&"compare"), "{json}");
+    let compare_calls = t.calls.iter().filter(|c| c.node == "compare").count();
+    assert!((2..=3).contains(&compare_calls), "{json}");
+    let decided = t.rounds.iter().find_map(|r| match &r.remediation {
+        Some(Remediation::Compare { dates, answer }) => Some((dates.clone(), answer.clone())),
+        _ => None,
+    });
+    match (&t.stop, decided) {
+        (StopReason::Done(why), None) => assert_eq!(why, DATES_CONFIRM, "{json}"),
+        (StopReason::Done(_), Some((dates, answer))) => {
+            assert_eq!(answer, t.short_answer, "{json}");
+            // Each date was read from the option's own paragraph.
+            for d in &dates {
+                let source = &t.sources[d.source - 1];
+                assert!(
+                    source.passage.title.eq_ignore_ascii_case(&d.option),
+                    "{json}"
+                );
+            }
+        }
+        (stop, _) => panic!("{stop}: {json}"),
+    }
+    assert!(t.short_answer.contains("Jéssica Sodré"), "{json}");
+}
