@@ -81,10 +81,20 @@ pub const FEATURES: &[&str] = &[
     "type_match",
     "refusal",
     "answer_in_question",
+    "answer_is_question",
     "answer_support",
 ];
 
 impl Signals {
+    /// Every content word of the short answer is the question's own ("What part did he
+    /// play for Arsenal?" -> "Arsenal"): the answer restates the question instead of
+    /// answering it. `None` where [`Signals::answer_in_question`] is not measured (yes/no
+    /// and "A or B" questions). On the tuning halves measured (HotpotQA gold and open,
+    /// 2Wiki open), 8 of 8 such first answers were wrong.
+    pub fn answer_is_question(&self) -> Option<bool> {
+        self.answer_in_question.map(|x| x >= 1.0)
+    }
+
     /// The value of a feature named in [`FEATURES`].
     pub fn feature(&self, name: &str) -> Option<f64> {
         let b = |x: bool| if x { 1.0 } else { 0.0 };
@@ -100,6 +110,7 @@ impl Signals {
             "type_match" => Some(b(self.type_match)),
             "refusal" => Some(b(self.refusal)),
             "answer_in_question" => self.answer_in_question,
+            "answer_is_question" => self.answer_is_question().map(b),
             "answer_support" => self.answer_support,
             _ => None,
         }
@@ -161,10 +172,14 @@ impl Default for MonitorModel {
                 // wrong whatever else holds (the prior the fit started from).
                 ("type_match".into(), w(0.6, 0.9, 0.3)),
                 ("refusal".into(), w(-1.0, 0.05, 0.2)),
+                // Rare on the tuning questions (8 of ~250 first answers, every one
+                // wrong), too rare to fit; hand-set like a refusal, with mean 0 so that
+                // it moves no other answer's confidence.
+                ("answer_is_question".into(), w(-1.0, 0.0, 0.2)),
             ]),
             threshold: 0.3826,
             fitted_on: "tuning half (98 first answers of metarag) of hotpotqa gold n200 s42, \
-                        qwen2.5-1.5b-instruct; ridge 0.03 by 5-fold CV; type_match and refusal hand-set"
+                        qwen2.5-1.5b-instruct; ridge 0.03 by 5-fold CV; type_match, refusal and answer_is_question hand-set"
                 .into(),
         }
     }
@@ -200,11 +215,15 @@ impl MonitorModel {
                 // given-context monitor.
                 ("type_match".into(), w(0.6, 0.9, 0.3)),
                 ("refusal".into(), w(-1.0, 0.05, 0.2)),
+                // Rare on the tuning questions (8 of ~250 first answers, every one
+                // wrong), too rare to fit; hand-set like a refusal, with mean 0 so that
+                // it moves no other answer's confidence.
+                ("answer_is_question".into(), w(-1.0, 0.0, 0.2)),
             ]),
             threshold: 0.609,
             fitted_on: "tuning half (100 first answers of metarag) of hotpotqa open n100 s42, \
                         qwen2.5-1.5b-instruct, closed-book probe on every answer; ridge by 5-fold CV; \
-                        type_match and refusal hand-set"
+                        type_match, refusal and answer_is_question hand-set"
                 .into(),
         }
     }
@@ -773,6 +792,12 @@ pub fn diagnose(
         error_types.push(ErrorType::AmbiguityUnderstanding);
         reasons.push("the short answer does not have the form the question asks for".into());
     }
+    if signals.answer_is_question() == Some(true) {
+        if !error_types.contains(&ErrorType::AmbiguityUnderstanding) {
+            error_types.push(ErrorType::AmbiguityUnderstanding);
+        }
+        reasons.push("the short answer only repeats the question's words".into());
+    }
     if signals.sample_agreement.is_some_and(|a| a < 0.5) {
         error_types.push(ErrorType::IncompleteReasoning);
         reasons.push("most samples over the same sources disagree".into());
@@ -991,6 +1016,34 @@ mod tests {
             }
         });
         assert_eq!(echo.answer_in_question, Some(1.0));
+        assert_eq!(echo.answer_is_question(), Some(true));
+        assert_eq!(s.answer_is_question(), Some(false));
+        // Both monitors fail an echo that every other signal would pass, and the
+        // diagnosis says why.
+        let confident = Signals {
+            sample_agreement: Some(1.0),
+            closed_book_agreement: Some(1.0),
+            answer_support: Some(1.0),
+            ..echo.clone()
+        };
+        for model in [MonitorModel::default(), MonitorModel::default_open()] {
+            let passed = Signals {
+                answer_in_question: Some(0.0),
+                ..confident.clone()
+            };
+            assert!(model.confidence(&passed) >= model.threshold);
+            assert!(model.confidence(&confident) < model.threshold);
+        }
+        let d = diagnose(
+            "Who directed Zorblatt Tide?",
+            "Zorblatt Tide [1].",
+            &echo,
+            None,
+            None,
+            Complexity::Simple,
+        );
+        assert!(d.reasons.iter().any(|r| r.contains("repeats the question")));
+        assert_eq!(d.error_types, [ErrorType::AmbiguityUnderstanding]);
         // Yes/no and "A or B" answers are in the question by design: not measured.
         let verdict = measure(MeasureInput {
             question: "Did Anna Veltz direct Zorblatt Tide?",

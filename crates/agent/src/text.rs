@@ -200,7 +200,8 @@ pub fn is_yes_no_question(question: &str) -> bool {
 pub enum AnswerType {
     /// "When ...", "What year ...": a date or year.
     Date,
-    /// "How many ...", "How much ...", "How old ...": a number.
+    /// "How many ...", "How much ...", "How old ...": a number. "How many" and "how much"
+    /// ask for a number wherever they stand ("a retailer that has how many stores?").
     Number,
     /// "Is ...", "Did ...": yes or no.
     YesNo,
@@ -219,8 +220,9 @@ pub fn answer_type(question: &str) -> AnswerType {
         || q.contains("what date")
     {
         AnswerType::Date
-    } else if starts(&["how", "many"])
-        || starts(&["how", "much"])
+    } else if t
+        .windows(2)
+        .any(|w| w[0] == "how" && (w[1] == "many" || w[1] == "much"))
         || starts(&["how", "old"])
         || starts(&["how", "long"])
     {
@@ -671,6 +673,10 @@ mod tests {
         );
         assert_eq!(
             answer_type("How many members did it have?"),
+            AnswerType::Number
+        );
+        assert_eq!(
+            answer_type("The ferry was run by a firm that owned how many boats?"),
             AnswerType::Number
         );
         assert_eq!(answer_type("Are both ferns?"), AnswerType::YesNo);
