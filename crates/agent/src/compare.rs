@@ -328,12 +328,12 @@ fn linked_from(option: &str, page: &Source, sources: &[Source]) -> bool {
 }
 
 /// A source's title and shown spans as [`words`].
-fn shown(source: &Source) -> String {
+pub(crate) fn shown(source: &Source) -> String {
     words(&format!("{} {}", source.passage.title, source.text()))
 }
 
 /// Whether `text` (as [`words`]) names `name` whole-word.
-fn names(text: &str, name: &str) -> bool {
+pub(crate) fn names(text: &str, name: &str) -> bool {
     let name = words(name);
     name.trim().len() > 1 && text.contains(&name)
 }

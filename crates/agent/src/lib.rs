@@ -29,6 +29,7 @@ pub mod injection;
 pub mod metacog;
 pub mod monitor;
 pub mod nodes;
+pub mod parts;
 pub mod prompts;
 pub mod reasoning;
 pub mod registry;

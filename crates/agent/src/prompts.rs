@@ -246,6 +246,44 @@ pub fn option_date(question: &str, sources: &[Source], asked: &str) -> ChatReque
     .max_tokens(32)
 }
 
+/// A part's verdict ([`PartReply`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PartVerdict {
+    /// The part holds.
+    Yes,
+    /// It does not.
+    No,
+    /// No source says.
+    Unknown,
+}
+
+/// The reply to [`part_verdict`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PartReply {
+    /// Whether the part holds, as the sources state it.
+    pub verdict: PartVerdict,
+    /// The number of the source about the thing asked of that states it; 0 if none.
+    pub source: u32,
+}
+
+/// Asks one part of a yes/no question about two things ([`crate::parts`]): `part` is the
+/// question asked of `entity` alone. Over the same sources as the write, so a local model
+/// evaluates only the task line; the conjunction is made in code.
+pub fn part_verdict(question: &str, sources: &[Source], entity: &str, part: &str) -> ChatRequest {
+    ChatRequest::new(over_sources(
+        sources,
+        format!(
+            "Question: {question}\n\nAnswer one part only, about {entity} alone: {part} Read what the \
+             sources say about {entity}; answer yes or no and give the number of that source. If no \
+             source says, answer unknown and give source 0.\n\
+             Reply in JSON: {{\"verdict\": \"yes\", \"source\": 0}}"
+        ),
+    ))
+    .json_schema::<PartReply>()
+    .max_tokens(24)
+}
+
 /// One fact the question needs, as the verify step asks the model to list them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FactReply {

@@ -151,6 +151,27 @@ pub enum Remediation {
         /// The option the dates make the answer.
         answer: String,
     },
+    /// A yes/no question about two things decided part by part ([`crate::parts`]): each
+    /// thing's verdict as a source about it states it; the answer the parts make was
+    /// taken as the next round, in place of the verdict written.
+    Parts {
+        /// Each thing with its verdict.
+        verdicts: Vec<PartCheck>,
+        /// "yes" or "no".
+        answer: String,
+    },
+}
+
+/// One part of a yes/no question about two things and its verdict
+/// ([`Remediation::Parts`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PartCheck {
+    /// The thing, as the question names it.
+    pub entity: String,
+    /// Whether the part holds for it.
+    pub holds: bool,
+    /// The number of the source stating it.
+    pub source: usize,
 }
 
 /// One option of a date comparison and its date ([`Remediation::Compare`]).

@@ -12,6 +12,7 @@ use crate::score_answer;
 use metarag_agent::compare::DATES_CONFIRM;
 use metarag_agent::graph::StopReason;
 use metarag_agent::monitor::{FEATURES, MonitorModel, Signals};
+use metarag_agent::parts::PARTS_CONFIRM;
 use metarag_agent::trace::{Remediation, Round};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -90,21 +91,22 @@ pub struct FirstAnswer {
     /// The gate's combined score (the monitor's confidence, or the sum of the older
     /// gate's three metrics) and whether the gate passed it.
     pub gate: Option<(f64, bool)>,
-    /// What the compare node's dates said of this first answer: `Some(true)` confirmed,
-    /// `Some(false)` contradicted (the answer was replaced), `None` when the question is
-    /// not a date comparison or the dates did not settle it.
-    pub date_check: Option<bool>,
+    /// What a check made in code said of this first answer (the compare node's dates on
+    /// a date comparison, the parts node's verdicts on a yes/no question about two
+    /// things): `Some(true)` confirmed, `Some(false)` contradicted (the answer was
+    /// replaced), `None` when no check applied or it did not settle the question.
+    pub code_check: Option<bool>,
 }
 
 impl FirstAnswer {
-    /// The gate's score with the date check folded in by a fixed rule (nothing fitted):
+    /// The gate's score with the code check folded in by a fixed rule (nothing fitted):
     /// a confirmed answer ranks above every unchecked one (+1), a contradicted one below
     /// (-1), the gate's confidence ordering each group. The run acts the same way (a
     /// confirmed answer stops, a contradicted one is replaced), so this is the score of
     /// the monitor the run actually used.
     pub fn checked_score(&self) -> Option<f64> {
         let (score, _) = self.gate?;
-        Some(match self.date_check {
+        Some(match self.code_check {
             Some(true) => score + 1.0,
             Some(false) => score - 1.0,
             None => score,
@@ -112,15 +114,22 @@ impl FirstAnswer {
     }
 }
 
-/// The date check of a trace's first answer ([`FirstAnswer::date_check`]), from what the
-/// trace records: the stop reason [`DATES_CONFIRM`], or a `Compare` remediation on the
-/// first round.
-fn date_check(trace: &metarag_agent::trace::Trace) -> Option<bool> {
+/// Which check in code judged a trace's first answer and what it said
+/// ([`FirstAnswer::code_check`]), from what the trace records: the stop reason
+/// [`DATES_CONFIRM`] or [`PARTS_CONFIRM`], or a `Compare` or `Parts` remediation on the
+/// first round. The name is the signal's in the tables ("date_check", "parts_check").
+fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool)> {
     if trace.stop == StopReason::Done(DATES_CONFIRM.to_string()) {
-        return Some(true);
+        return Some(("date_check", true));
     }
-    let first = trace.rounds.first()?;
-    matches!(first.remediation, Some(Remediation::Compare { .. })).then_some(false)
+    if trace.stop == StopReason::Done(PARTS_CONFIRM.to_string()) {
+        return Some(("parts_check", true));
+    }
+    match trace.rounds.first()?.remediation {
+        Some(Remediation::Compare { .. }) => Some(("date_check", false)),
+        Some(Remediation::Parts { .. }) => Some(("parts_check", false)),
+        _ => None,
+    }
 }
 
 /// The features of an older trace's first round: the verification metrics and the
@@ -158,7 +167,7 @@ pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
         let Some(round) = trace.rounds.first() else {
             continue;
         };
-        let date_check = date_check(trace);
+        let check = code_check(trace);
         let right = score_answer(&round.short_answer, &r.answers).f1 >= 0.5;
         let (mut features, signals, gate) = if let Some(a) = &round.assessment {
             let features: BTreeMap<String, f64> = FEATURES
@@ -175,8 +184,8 @@ pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
         } else {
             continue;
         };
-        if let Some(confirmed) = date_check {
-            features.insert("date_check".into(), f64::from(u8::from(confirmed)));
+        if let Some((name, confirmed)) = check {
+            features.insert(name.into(), f64::from(u8::from(confirmed)));
         }
         out.push(FirstAnswer {
             id: r.id.clone(),
@@ -185,7 +194,7 @@ pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
             features,
             signals,
             gate,
-            date_check,
+            code_check: check.map(|(_, confirmed)| confirmed),
         });
     }
     out
@@ -206,9 +215,9 @@ pub struct MonitorTable {
     pub signals: Vec<(String, Option<f64>)>,
     /// AUROC of the gate's combined score.
     pub combined: Option<f64>,
-    /// AUROC of the gate's score with the date check folded in
-    /// ([`FirstAnswer::checked_score`]); `None` when no first answer was date-checked.
-    pub with_date_check: Option<f64>,
+    /// AUROC of the gate's score with the code checks folded in
+    /// ([`FirstAnswer::checked_score`]); `None` when no first answer was checked.
+    pub with_checks: Option<f64>,
     /// Share of answers the gate classified correctly (passed = right).
     pub gate_accuracy: Option<f64>,
     /// Share of answers the gate passed.
@@ -252,7 +261,7 @@ fn table(strategy: &str, split: Split, xs: &[&FirstAnswer]) -> MonitorTable {
         .filter_map(|a| a.gate.map(|(s, p)| (s, p, a.right)))
         .collect();
     let combined = auroc(&gated.iter().map(|g| (g.0, g.2)).collect::<Vec<_>>());
-    let with_date_check = if xs.iter().any(|a| a.date_check.is_some()) {
+    let with_checks = if xs.iter().any(|a| a.code_check.is_some()) {
         auroc(
             &xs.iter()
                 .filter_map(|a| a.checked_score().map(|s| (s, a.right)))
@@ -277,7 +286,7 @@ fn table(strategy: &str, split: Split, xs: &[&FirstAnswer]) -> MonitorTable {
         right_rate: xs.iter().filter(|a| a.right).count() as f64 / n as f64,
         signals,
         combined,
-        with_date_check,
+        with_checks,
         gate_accuracy,
         pass_rate,
     }
@@ -378,10 +387,11 @@ pub fn markdown(record: &RunRecord) -> String {
          Each first answer labelled right when its F1 against the gold answers is at least 0.5. \
          AUROC 0.5 is chance. Halves by the FNV-1a hash of the question id (even: tuning, where \
          weights and thresholds are fitted; odd: reporting).\n\n\
-         *With the date check*: the gate's score with the compare node's verdict on a date \
-         comparison folded in (confirmed above every unchecked answer, contradicted below), \
-         as the run acts on it.\n\n\
-         | strategy | half | n | right | gate AUROC | with the date check | gate accuracy | passed |\n|---|---|---|---|---|---|---|---|\n",
+         *With the checks*: the gate's score with the verdict of a check made in code folded \
+         in (the compare node's dates on a date comparison, the parts node's on a yes/no \
+         question about two things; confirmed above every unchecked answer, contradicted \
+         below), as the run acts on it.\n\n\
+         | strategy | half | n | right | gate AUROC | with the checks | gate accuracy | passed |\n|---|---|---|---|---|---|---|---|\n",
     );
     for t in &tables {
         out.push_str(&format!(
@@ -391,7 +401,7 @@ pub fn markdown(record: &RunRecord) -> String {
             t.n,
             t.right_rate * 100.0,
             f(t.combined),
-            f(t.with_date_check),
+            f(t.with_checks),
             t.gate_accuracy
                 .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
             t.pass_rate

@@ -32,10 +32,11 @@ use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
+use crate::parts::{self, BothQuestion};
 use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
-use crate::trace::{Assessment, EvidenceMode, OptionDate, Remediation, RetrievalReason};
+use crate::trace::{Assessment, EvidenceMode, OptionDate, PartCheck, Remediation, RetrievalReason};
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +51,9 @@ pub const CHECK: NodeId = NodeId("check");
 /// A date comparison ("which came out first, A or B?"): each option's date read from
 /// the sources, the comparison made in code.
 pub const COMPARE: NodeId = NodeId("compare");
+/// A yes/no question about two things ("are A and B both ferns?"): each part answered
+/// alone from a source about it, the conjunction made in code.
+pub const PARTS: NodeId = NodeId("parts");
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +90,12 @@ pub struct MetaragConfig {
     /// prefix), each checked against the source it cites, and the option the dates make
     /// the answer replaces a written one that differs ([`crate::compare`]).
     pub compare_dates: bool,
+    /// Decide yes/no questions about two things ("Are A and B both ferns?") part by part:
+    /// after the first answer is assessed, the model answers each part alone (two short
+    /// calls over the write's prefix), each verdict counting only from a source about its
+    /// thing, and the answer the parts make replaces a written one that differs
+    /// ([`crate::parts`]).
+    pub check_parts: bool,
 }
 
 impl Default for MetaragConfig {
@@ -100,6 +110,7 @@ impl Default for MetaragConfig {
             monitor_open: MonitorModel::default_open(),
             rewrite_open: false,
             compare_dates: true,
+            check_parts: true,
         }
     }
 }
@@ -119,7 +130,8 @@ pub struct MetaragState {
     closed_book: Option<Option<String>>,
     /// The passage count before the last re-retrieval.
     pool_before: usize,
-    /// Where the first assessment was going when it went to [`COMPARE`] first.
+    /// Where the first assessment was going when it went to [`COMPARE`] or [`PARTS`]
+    /// first.
     after_compare: Option<Transition>,
 }
 
@@ -192,6 +204,7 @@ impl Strategy for Metarag {
                 ASSESS,
                 &[
                     (COMPARE, "first answer to a date comparison"),
+                    (PARTS, "first answer to a yes/no question about two things"),
                     (DIAGNOSE, "not confident, rounds left"),
                 ],
                 |s| Box::pin(assess(s)),
@@ -200,6 +213,11 @@ impl Strategy for Metarag {
                 COMPARE,
                 &[(DIAGNOSE, "dates undecided, not confident, rounds left")],
                 |s| Box::pin(compare(s)),
+            )
+            .node(
+                PARTS,
+                &[(DIAGNOSE, "parts undecided, not confident, rounds left")],
+                |s| Box::pin(parts(s)),
             )
             .node(DIAGNOSE, &[(REMEDIATE, "")], |s| Box::pin(diagnose(s)))
             .node(
@@ -397,7 +415,135 @@ async fn assess(s: &mut S) -> NodeResult {
         s.ext.after_compare = Some(next);
         return Ok(Transition::Goto(COMPARE));
     }
+    // So is a yes/no question about two things by its parts: a small writer says "yes"
+    // to the conjunction whatever its sources say.
+    if index == 0 && s.ext.config.check_parts && BothQuestion::of(&s.question).is_some() {
+        s.ext.after_compare = Some(next);
+        return Ok(Transition::Goto(PARTS));
+    }
     Ok(next)
+}
+
+/// Answers each part of a yes/no question about two things alone and, where the parts
+/// settle it, takes the answer they make. A written verdict that agrees stops the run; one
+/// that differs is replaced (a part a source contradicts is the verified fact that "do no
+/// harm" requires before a verdict changes); undecided, the run goes where the assessment
+/// was going.
+async fn parts(s: &mut S) -> NodeResult {
+    let after = s
+        .ext
+        .after_compare
+        .take()
+        .unwrap_or(Transition::Goto(DIAGNOSE));
+    let Some(b) = BothQuestion::of(&s.question).map(|b| b.fit(&s.sources)) else {
+        return Ok(after);
+    };
+    let (Some(p0), Some(p1)) = (b.part(0), b.part(1)) else {
+        s.note = Some(format!(
+            "no source names {:?} apart from what is asked of it",
+            b.entities[1]
+        ));
+        return Ok(after);
+    };
+    let ask =
+        |i: usize, part: &str| prompts::part_verdict(&s.question, &s.sources, &b.entities[i], part);
+    let (first, second) = (ask(0, &p0), ask(1, &p1));
+    let (x, y) =
+        s.gw.chat2(PARTS.as_str(), ("parts", first, None), ("parts", second))
+            .await?;
+    let mut checks: Vec<Option<PartCheck>> = Vec::new();
+    let mut why = Vec::new();
+    for (i, called) in [x, y].iter().enumerate() {
+        let entity = &b.entities[i];
+        let reply = called
+            .text()
+            .ok()
+            .and_then(|t| parse_json::<prompts::PartReply>(t).ok());
+        let check = match reply {
+            None => {
+                why.push(format!("no verdict read for {entity:?}"));
+                None
+            }
+            Some(r) if r.verdict == prompts::PartVerdict::Unknown => {
+                why.push(format!("{entity:?}: unknown"));
+                None
+            }
+            Some(r) => {
+                let source = s.sources.iter().find(|src| src.n == r.source as usize);
+                if source.is_some_and(|src| b.belongs(i, src)) {
+                    Some(PartCheck {
+                        entity: entity.clone(),
+                        holds: r.verdict == prompts::PartVerdict::Yes,
+                        source: r.source as usize,
+                    })
+                } else {
+                    why.push(format!(
+                        "{entity:?}: {:?} from [{}], a source not about {entity:?}",
+                        r.verdict, r.source
+                    ));
+                    None
+                }
+            }
+        };
+        checks.push(check);
+    }
+    let shown = checks
+        .iter()
+        .flatten()
+        .map(|c| {
+            let v = if c.holds { "yes" } else { "no" };
+            format!("{} {v} [{}]", c.entity, c.source)
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let verdicts = [
+        checks[0].as_ref().map(|c| c.holds),
+        checks[1].as_ref().map(|c| c.holds),
+    ];
+    let Some(answer) = parts::decide(verdicts) else {
+        s.note = Some(format!("the parts do not settle it: {}", why.join("; ")));
+        return Ok(after);
+    };
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    if agree(&written, answer) {
+        s.note = Some(format!("the parts confirm {answer:?}: {shown}"));
+        return Ok(Transition::done(parts::PARTS_CONFIRM));
+    }
+    s.note = Some(format!(
+        "the parts make {answer:?} the answer, not {written:?}: {shown}"
+    ));
+    // The sentence of the new round cites the part that decided it: the failed one for
+    // "no", both for "yes".
+    let deciding: Vec<&PartCheck> = checks
+        .iter()
+        .flatten()
+        .filter(|c| answer == "yes" || !c.holds)
+        .collect();
+    let text = deciding
+        .iter()
+        .map(|c| {
+            let v = if c.holds { "holds" } else { "does not hold" };
+            format!("For {}, it {v} [{}].", c.entity, c.source)
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text = format!("{}. {text}", capitalised(answer));
+    s.current_round()?.remediation = Some(Remediation::Parts {
+        verdicts: checks.into_iter().flatten().collect(),
+        answer: answer.to_string(),
+    });
+    s.directive = None;
+    let index = s.push_answer(text, answer.to_string());
+    s.chosen = Some(index);
+    Ok(Transition::done("decided by the parts"))
+}
+
+fn capitalised(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// Reads each option's date and, where the dates settle the comparison, takes the option

@@ -1031,3 +1031,147 @@ async fn date_comparisons_are_left_to_the_writer_when_compare_dates_is_off() {
     assert_eq!(llm.hits(&[READ_DATE]), 0);
     assert!(!nodes(&t).contains(&"compare"));
 }
+
+const FERNS_Q: &str = "Are Zorblatt Tide and Quenmoor both species of ferns?";
+const ZORBLATT: (&str, &str) = (
+    "Zorblatt Tide",
+    "Zorblatt Tide is a genus of ferns in the family Polypodiaceae.",
+);
+const QUENMOOR: (&str, &str) = (
+    "Quenmoor",
+    "Quenmoor is a genus of flowering shrubs in the heath family.",
+);
+const PART: &str = "Answer one part only";
+
+/// metarag on [`FERNS_Q`] over both genera's passages: the write says "yes", every sample
+/// agrees (a confident answer), and the parts reply `zorblatt`, `quenmoor`.
+async fn both_ferns(zorblatt: &str, quenmoor: &str) -> (Trace, Arc<ScriptedLlm>) {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("yes"))
+            .on(
+                &[WRITE],
+                r#"{"answer": "Yes, both are ferns [1][2].", "short_answer": "yes"}"#,
+            )
+            .on(&[PART, "about Zorblatt Tide alone"], zorblatt)
+            .on(&[PART, "about Quenmoor alone"], quenmoor)
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(FERNS_Q, "metarag").with_context(context(&[ZORBLATT, QUENMOOR]));
+    (agent.ask(&ask).await.unwrap(), llm)
+}
+
+#[tokio::test]
+async fn a_part_a_source_about_it_denies_turns_a_written_yes_into_no() {
+    let (t, llm) = both_ferns(
+        r#"{"verdict": "yes", "source": 1}"#,
+        r#"{"verdict": "no", "source": 2}"#,
+    )
+    .await;
+    assert!(t.rounds[0].assessment.as_ref().unwrap().passed);
+    assert_eq!(nodes(&t).last(), Some(&"parts"));
+    // Each part was asked of its own thing, in the question's words.
+    let asked: Vec<String> = llm
+        .calls()
+        .iter()
+        .map(|c| c.messages.last().unwrap().content.clone())
+        .filter(|m| m.contains(PART))
+        .collect();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked
+            .iter()
+            .any(|m| m.contains("Is Quenmoor species of ferns?"))
+    );
+    match &t.rounds[0].remediation {
+        Some(Remediation::Parts { verdicts, answer }) => {
+            assert_eq!(answer, "no");
+            assert_eq!(verdicts.len(), 2);
+            assert_eq!(
+                (
+                    verdicts[1].entity.as_str(),
+                    verdicts[1].holds,
+                    verdicts[1].source
+                ),
+                ("Quenmoor", false, 2)
+            );
+        }
+        other => panic!("expected parts, got {other:?}"),
+    }
+    assert_eq!(t.short_answer, "no");
+    assert!(
+        t.answer.contains("Quenmoor, it does not hold [2]"),
+        "{}",
+        t.answer
+    );
+    assert_eq!(t.stop, StopReason::Done("decided by the parts".into()));
+}
+
+#[tokio::test]
+async fn parts_that_both_hold_confirm_a_written_yes() {
+    let (t, _) = both_ferns(
+        r#"{"verdict": "yes", "source": 1}"#,
+        r#"{"verdict": "yes", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.short_answer, "yes");
+    assert_eq!(
+        t.stop,
+        StopReason::Done(metarag_agent::parts::PARTS_CONFIRM.into())
+    );
+}
+
+#[tokio::test]
+async fn a_verdict_from_a_source_about_the_other_thing_or_unknown_decides_nothing() {
+    // "no" for Quenmoor read from Zorblatt Tide's page; "unknown" for the other.
+    for (z, q) in [
+        (
+            r#"{"verdict": "yes", "source": 1}"#,
+            r#"{"verdict": "no", "source": 1}"#,
+        ),
+        (
+            r#"{"verdict": "unknown", "source": 0}"#,
+            r#"{"verdict": "yes", "source": 2}"#,
+        ),
+    ] {
+        let (t, _) = both_ferns(z, q).await;
+        assert_eq!(t.rounds.len(), 1);
+        assert_eq!(t.rounds[0].remediation, None);
+        assert_eq!(t.short_answer, "yes");
+        assert_eq!(t.stop, StopReason::Done("confident".into()));
+        let note = t
+            .graph
+            .events
+            .iter()
+            .find(|e| e.node == "parts")
+            .and_then(|e| e.note.clone())
+            .unwrap();
+        assert!(note.starts_with("the parts do not settle it"), "{note}");
+    }
+}
+
+#[tokio::test]
+async fn questions_about_two_things_are_left_to_the_writer_when_check_parts_is_off() {
+    let registry = registry_with(serde_json::json!({
+        "samples": 4, "monitor": samples_monitor(), "check_parts": false
+    }));
+    let (agent, llm) = metarag_agent_with(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("yes"))
+            .on(
+                &[WRITE],
+                r#"{"answer": "Yes [1][2].", "short_answer": "yes"}"#,
+            )
+            .on(&[PART], r#"{"verdict": "no", "source": 2}"#)
+            .on(&[CLOSED], "unknown"),
+        2,
+        registry,
+    );
+    let ask = Ask::new(FERNS_Q, "metarag").with_context(context(&[ZORBLATT, QUENMOOR]));
+    let t = agent.ask(&ask).await.unwrap();
+    assert_eq!(t.short_answer, "yes");
+    assert_eq!(llm.hits(&[PART]), 0);
+    assert!(!nodes(&t).contains(&"parts"));
+}

@@ -632,23 +632,23 @@ fn the_date_check_is_read_from_traces_and_lifts_the_monitor_on_2wiki() {
     assert_eq!(answers.len(), 100);
     let confirmed = answers
         .iter()
-        .filter(|a| a.date_check == Some(true))
+        .filter(|a| a.code_check == Some(true))
         .count();
     let contradicted = answers
         .iter()
-        .filter(|a| a.date_check == Some(false))
+        .filter(|a| a.code_check == Some(false))
         .count();
     assert_eq!((confirmed, contradicted), (12, 10));
     // A confirmed answer outranks every unchecked one whatever its confidence.
     let lowest_confirmed = answers
         .iter()
-        .filter(|a| a.date_check == Some(true))
+        .filter(|a| a.code_check == Some(true))
         .filter_map(|a| a.checked_score())
         .fold(f64::INFINITY, f64::min);
     assert!(lowest_confirmed >= 1.0, "{lowest_confirmed}");
     let t = &tables(&record, "metarag")[0];
     assert_eq!(t.split, Split::Report);
-    let (gate, checked) = (t.combined.unwrap(), t.with_date_check.unwrap());
+    let (gate, checked) = (t.combined.unwrap(), t.with_checks.unwrap());
     assert!((gate - 0.589).abs() < 0.005, "{gate}");
     assert!((checked - 0.728).abs() < 0.005, "{checked}");
     let signal = t.signals.iter().find(|(n, _)| n == "date_check").unwrap();

@@ -615,9 +615,7 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
-    println!(
-        "| run | half | n | right | gate AUROC | with the date check | gate accuracy | passed |"
-    );
+    println!("| run | half | n | right | gate AUROC | with the checks | gate accuracy | passed |");
     println!("|---|---|---|---|---|---|---|---|");
     for (run, t) in &tables {
         println!(
@@ -626,7 +624,7 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
             t.n,
             t.right_rate * 100.0,
             f(t.combined),
-            f(t.with_date_check),
+            f(t.with_checks),
             f(t.gate_accuracy),
             f(t.pass_rate)
         );
