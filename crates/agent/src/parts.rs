@@ -174,6 +174,25 @@ impl BothQuestion {
     }
 }
 
+/// Whether `source` states `quote`: at least four in five of the quote's words are the
+/// source's, in any order (a small model's copy drops or changes a word now and then). An
+/// empty quote is stated nowhere.
+pub fn quoted(quote: &str, source: &Source) -> bool {
+    let own = shown(source);
+    let words: Vec<&str> = quote
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.is_empty() {
+        return false;
+    }
+    let found = words
+        .iter()
+        .filter(|w| own.contains(&format!(" {} ", w.to_lowercase())))
+        .count();
+    found * 5 >= words.len() * 4
+}
+
 /// The answer the parts make: "yes" when both hold, "no" when either fails, `None`
 /// unless each part has a verdict.
 pub fn decide(verdicts: [Option<bool>; 2]) -> Option<&'static str> {
@@ -324,6 +343,22 @@ mod tests {
         ] {
             assert_eq!(BothQuestion::of(q), None, "{q}");
         }
+    }
+
+    #[test]
+    fn a_quote_counts_when_its_words_are_the_sources() {
+        let page = source(
+            1,
+            "Quenmoor",
+            "Quenmoor is a genus of flowering shrubs in the heath family.",
+        );
+        assert!(quoted("Quenmoor is a genus of flowering shrubs", &page));
+        assert!(quoted(
+            "Quenmoor is a genus of flowering shrub in the heath family",
+            &page
+        ));
+        assert!(!quoted("Quenmoor is a species of ferns", &page));
+        assert!(!quoted("", &page));
     }
 
     #[test]

@@ -470,7 +470,7 @@ async fn parts(s: &mut S) -> NodeResult {
             }
             Some(r) => {
                 let source = s.sources.iter().find(|src| src.n == r.source as usize);
-                if source.is_some_and(|src| b.belongs(i, src)) {
+                if source.is_some_and(|src| b.belongs(i, src) && parts::quoted(&r.quote, src)) {
                     Some(PartCheck {
                         entity: entity.clone(),
                         holds: r.verdict == prompts::PartVerdict::Yes,
@@ -478,8 +478,8 @@ async fn parts(s: &mut S) -> NodeResult {
                     })
                 } else {
                     why.push(format!(
-                        "{entity:?}: {:?} from [{}], a source not about {entity:?}",
-                        r.verdict, r.source
+                        "{entity:?}: {:?} from [{}], a source not about {entity:?} or not stating {:?}",
+                        r.verdict, r.source, r.quote
                     ));
                     None
                 }

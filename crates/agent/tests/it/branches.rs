@@ -1065,8 +1065,8 @@ async fn both_ferns(zorblatt: &str, quenmoor: &str) -> (Trace, Arc<ScriptedLlm>)
 #[tokio::test]
 async fn a_part_a_source_about_it_denies_turns_a_written_yes_into_no() {
     let (t, llm) = both_ferns(
-        r#"{"verdict": "yes", "source": 1}"#,
-        r#"{"verdict": "no", "source": 2}"#,
+        r#"{"quote": "Zorblatt Tide is a genus of ferns in the family Polypodiaceae.", "verdict": "yes", "source": 1}"#,
+        r#"{"quote": "Quenmoor is a genus of flowering shrubs in the heath family.", "verdict": "no", "source": 2}"#,
     )
     .await;
     assert!(t.rounds[0].assessment.as_ref().unwrap().passed);
@@ -1111,8 +1111,8 @@ async fn a_part_a_source_about_it_denies_turns_a_written_yes_into_no() {
 #[tokio::test]
 async fn parts_that_both_hold_confirm_a_written_yes() {
     let (t, _) = both_ferns(
-        r#"{"verdict": "yes", "source": 1}"#,
-        r#"{"verdict": "yes", "source": 2}"#,
+        r#"{"quote": "Zorblatt Tide is a genus of ferns in the family Polypodiaceae.", "verdict": "yes", "source": 1}"#,
+        r#"{"quote": "Quenmoor is a genus of flowering shrubs.", "verdict": "yes", "source": 2}"#,
     )
     .await;
     assert_eq!(t.rounds.len(), 1);
@@ -1125,15 +1125,22 @@ async fn parts_that_both_hold_confirm_a_written_yes() {
 
 #[tokio::test]
 async fn a_verdict_from_a_source_about_the_other_thing_or_unknown_decides_nothing() {
-    // "no" for Quenmoor read from Zorblatt Tide's page; "unknown" for the other.
+    // "no" for Quenmoor read from Zorblatt Tide's page; a quote its source does not state;
+    // "unknown".
+    let zorblatt =
+        r#"{"quote": "Zorblatt Tide is a genus of ferns.", "verdict": "yes", "source": 1}"#;
     for (z, q) in [
         (
-            r#"{"verdict": "yes", "source": 1}"#,
-            r#"{"verdict": "no", "source": 1}"#,
+            zorblatt,
+            r#"{"quote": "Zorblatt Tide is a genus of ferns.", "verdict": "no", "source": 1}"#,
         ),
         (
-            r#"{"verdict": "unknown", "source": 0}"#,
-            r#"{"verdict": "yes", "source": 2}"#,
+            zorblatt,
+            r#"{"quote": "Quenmoor is a tree of the pine family.", "verdict": "no", "source": 2}"#,
+        ),
+        (
+            r#"{"quote": "", "verdict": "unknown", "source": 0}"#,
+            r#"{"quote": "Quenmoor is a genus of flowering shrubs.", "verdict": "yes", "source": 2}"#,
         ),
     ] {
         let (t, _) = both_ferns(z, q).await;
@@ -1164,7 +1171,10 @@ async fn questions_about_two_things_are_left_to_the_writer_when_check_parts_is_o
                 &[WRITE],
                 r#"{"answer": "Yes [1][2].", "short_answer": "yes"}"#,
             )
-            .on(&[PART], r#"{"verdict": "no", "source": 2}"#)
+            .on(
+                &[PART],
+                r#"{"quote": "Quenmoor is a genus of flowering shrubs.", "verdict": "no", "source": 2}"#,
+            )
             .on(&[CLOSED], "unknown"),
         2,
         registry,
