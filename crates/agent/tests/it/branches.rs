@@ -1046,7 +1046,10 @@ const PART: &str = "Answer one part only";
 /// metarag on [`FERNS_Q`] over both genera's passages: the write says "yes", every sample
 /// agrees (a confident answer), and the parts reply `zorblatt`, `quenmoor`.
 async fn both_ferns(zorblatt: &str, quenmoor: &str) -> (Trace, Arc<ScriptedLlm>) {
-    let (agent, llm) = metarag_agent(
+    let registry = registry_with(serde_json::json!({
+        "samples": 4, "monitor": samples_monitor(), "check_parts": true
+    }));
+    let (agent, llm) = metarag_agent_with(
         ScriptedLlm::new()
             .on(&[SAMPLE], short("yes"))
             .on(
@@ -1057,6 +1060,7 @@ async fn both_ferns(zorblatt: &str, quenmoor: &str) -> (Trace, Arc<ScriptedLlm>)
             .on(&[PART, "about Quenmoor alone"], quenmoor)
             .on(&[CLOSED], "unknown"),
         2,
+        registry,
     );
     let ask = Ask::new(FERNS_Q, "metarag").with_context(context(&[ZORBLATT, QUENMOOR]));
     (agent.ask(&ask).await.unwrap(), llm)
@@ -1160,11 +1164,9 @@ async fn a_verdict_from_a_source_about_the_other_thing_or_unknown_decides_nothin
 }
 
 #[tokio::test]
-async fn questions_about_two_things_are_left_to_the_writer_when_check_parts_is_off() {
-    let registry = registry_with(serde_json::json!({
-        "samples": 4, "monitor": samples_monitor(), "check_parts": false
-    }));
-    let (agent, llm) = metarag_agent_with(
+async fn questions_about_two_things_are_left_to_the_writer_by_default() {
+    // `check_parts` is off unless configured (the default model says "yes" to every part).
+    let (agent, llm) = metarag_agent(
         ScriptedLlm::new()
             .on(&[SAMPLE], short("yes"))
             .on(
@@ -1177,7 +1179,6 @@ async fn questions_about_two_things_are_left_to_the_writer_when_check_parts_is_o
             )
             .on(&[CLOSED], "unknown"),
         2,
-        registry,
     );
     let ask = Ask::new(FERNS_Q, "metarag").with_context(context(&[ZORBLATT, QUENMOOR]));
     let t = agent.ask(&ask).await.unwrap();
