@@ -21,7 +21,9 @@
 //! An "A or B" **date comparison** ("which came out first?") is decided in code after the
 //! first assessment (`compare_dates`): the model reads each option's date, each is checked
 //! against the source it cites, and the option the dates make the answer replaces a
-//! written one that differs ([`crate::compare`]).
+//! written one that differs ([`crate::compare`]). A yes/no question about two things
+//! ("are A and B both ferns?") can be decided part by part the same way (`check_parts`,
+//! off by default: the default model answers "yes" to each part; [`crate::parts`]).
 //!
 //! Over an index, a multi-hop plan searches the bridge entities of the question's relation
 //! right after its first search (`agent.bridge_hop`), so the first answer is written over
