@@ -656,3 +656,29 @@ fn the_date_check_is_read_from_traces_and_lifts_the_monitor_on_2wiki() {
     // Standard RAG has no monitor: no table.
     assert!(tables(&record, "standard").is_empty());
 }
+
+/// The parts check read from real traces: the tuning-half record of the parts node with
+/// bare verdicts (`e8a1a0f`, 23 HotpotQA gold questions about two things). Every decided
+/// question was a confirmation (the 1.5B model never answered a part "no"), and a
+/// confirmation tells right from wrong no better than chance: 2 of the 10 were right.
+#[test]
+fn the_parts_check_is_read_from_traces_and_carries_nothing_with_the_local_model() {
+    use metarag_eval::monitor::{first_answers, tables};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../docs/results/qa/parts/bare/hotpotqa-gold-metarag+standard-qwen2.5-1.5b-instruct-n23-s42-tuning.json",
+    );
+    let record = RunRecord::load(&path).unwrap();
+    let answers = first_answers(&record, "metarag");
+    assert_eq!(answers.len(), 23);
+    let confirmed: Vec<bool> = answers
+        .iter()
+        .filter(|a| a.code_check == Some(true))
+        .map(|a| a.right)
+        .collect();
+    assert_eq!(confirmed.len(), 10);
+    assert_eq!(confirmed.iter().filter(|r| **r).count(), 2);
+    assert!(answers.iter().all(|a| a.code_check != Some(false)));
+    let t = &tables(&record, "metarag")[0];
+    assert!(t.signals.iter().any(|(n, _)| n == "parts_check"));
+    assert!(t.with_checks.is_some());
+}
