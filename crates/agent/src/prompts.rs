@@ -272,8 +272,8 @@ pub struct PartReply {
 
 /// Asks one part of a yes/no question about two things ([`crate::parts`]): `part` is the
 /// question asked of `entity` alone. The model copies the sentence that bears on it before
-/// its verdict: asked for a bare verdict, the 1.5B model said "yes" to 28 of 28 parts on
-/// HotpotQA gold's tuning half (docs/results/monitor.md). Over the same sources as the
+/// its verdict: asked for a bare verdict, the 1.5B model answered no part "no" on the 23
+/// questions of HotpotQA gold's tuning half (docs/results/monitor.md). Over the same sources as the
 /// write, so a local model evaluates only the task line; the conjunction is made in code.
 pub fn part_verdict(question: &str, sources: &[Source], entity: &str, part: &str) -> ChatRequest {
     ChatRequest::new(over_sources(

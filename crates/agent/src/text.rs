@@ -274,7 +274,7 @@ pub fn has_number_or_date(text: &str) -> bool {
 
 /// Whether a word starts like a name: a capital or a digit, after any opening bracket or
 /// quote ("(Film)", "\"Jaws\"").
-fn name_like(word: &str) -> bool {
+pub(crate) fn name_like(word: &str) -> bool {
     word.trim_start_matches(['(', '"', '\'', '\u{201c}', '\u{2018}'])
         .chars()
         .next()

@@ -137,7 +137,7 @@ pub struct MetaragState {
     pool_before: usize,
     /// Where the first assessment was going when it went to [`COMPARE`] or [`PARTS`]
     /// first.
-    after_compare: Option<Transition>,
+    after_check: Option<Transition>,
 }
 
 impl Strategy for Metarag {
@@ -417,13 +417,13 @@ async fn assess(s: &mut S) -> NodeResult {
     // A date comparison is decided by its dates whatever the gate says: the gate cannot
     // tell a right option from a wrong one, and the first answer is assessed all the same.
     if index == 0 && s.ext.config.compare_dates && DateComparison::of(&s.question).is_some() {
-        s.ext.after_compare = Some(next);
+        s.ext.after_check = Some(next);
         return Ok(Transition::Goto(COMPARE));
     }
     // So is a yes/no question about two things by its parts: a small writer says "yes"
     // to the conjunction whatever its sources say.
     if index == 0 && s.ext.config.check_parts && BothQuestion::of(&s.question).is_some() {
-        s.ext.after_compare = Some(next);
+        s.ext.after_check = Some(next);
         return Ok(Transition::Goto(PARTS));
     }
     Ok(next)
@@ -437,7 +437,7 @@ async fn assess(s: &mut S) -> NodeResult {
 async fn parts(s: &mut S) -> NodeResult {
     let after = s
         .ext
-        .after_compare
+        .after_check
         .take()
         .unwrap_or(Transition::Goto(DIAGNOSE));
     let Some(b) = BothQuestion::of(&s.question).map(|b| b.fit(&s.sources)) else {
@@ -459,38 +459,13 @@ async fn parts(s: &mut S) -> NodeResult {
     let mut checks: Vec<Option<PartCheck>> = Vec::new();
     let mut why = Vec::new();
     for (i, called) in [x, y].iter().enumerate() {
-        let entity = &b.entities[i];
-        let reply = called
-            .text()
-            .ok()
-            .and_then(|t| parse_json::<prompts::PartReply>(t).ok());
-        let check = match reply {
-            None => {
-                why.push(format!("no verdict read for {entity:?}"));
-                None
+        match read_part(called.text().ok(), &b, i, &s.sources) {
+            Ok(check) => checks.push(Some(check)),
+            Err(note) => {
+                why.push(note);
+                checks.push(None);
             }
-            Some(r) if r.verdict == prompts::PartVerdict::Unknown => {
-                why.push(format!("{entity:?}: unknown"));
-                None
-            }
-            Some(r) => {
-                let source = s.sources.iter().find(|src| src.n == r.source as usize);
-                if source.is_some_and(|src| b.belongs(i, src) && parts::quoted(&r.quote, src)) {
-                    Some(PartCheck {
-                        entity: entity.clone(),
-                        holds: r.verdict == prompts::PartVerdict::Yes,
-                        source: r.source as usize,
-                    })
-                } else {
-                    why.push(format!(
-                        "{entity:?}: {:?} from [{}], a source not about {entity:?} or not stating {:?}",
-                        r.verdict, r.source, r.quote
-                    ));
-                    None
-                }
-            }
-        };
-        checks.push(check);
+        }
     }
     let shown = checks
         .iter()
@@ -544,6 +519,36 @@ async fn parts(s: &mut S) -> NodeResult {
     Ok(Transition::done("decided by the parts"))
 }
 
+/// Entity `i`'s verdict from its part call's reply, kept only when the cited source is
+/// about the entity and states the quote ([`BothQuestion::belongs`], [`parts::quoted`]).
+/// The error is the node's note on why nothing was read.
+fn read_part(
+    reply: Option<&str>,
+    b: &BothQuestion,
+    i: usize,
+    sources: &[Source],
+) -> std::result::Result<PartCheck, String> {
+    let entity = &b.entities[i];
+    let r = reply
+        .and_then(|t| parse_json::<prompts::PartReply>(t).ok())
+        .ok_or_else(|| format!("no verdict read for {entity:?}"))?;
+    if r.verdict == prompts::PartVerdict::Unknown {
+        return Err(format!("{entity:?}: unknown"));
+    }
+    let source = sources.iter().find(|src| src.n == r.source as usize);
+    if !source.is_some_and(|src| b.belongs(i, src) && parts::quoted(&r.quote, src)) {
+        return Err(format!(
+            "{entity:?}: {:?} from [{}], a source not about {entity:?} or not stating {:?}",
+            r.verdict, r.source, r.quote
+        ));
+    }
+    Ok(PartCheck {
+        entity: entity.clone(),
+        holds: r.verdict == prompts::PartVerdict::Yes,
+        source: r.source as usize,
+    })
+}
+
 fn capitalised(word: &str) -> String {
     let mut c = word.chars();
     c.next()
@@ -558,7 +563,7 @@ fn capitalised(word: &str) -> String {
 async fn compare(s: &mut S) -> NodeResult {
     let after = s
         .ext
-        .after_compare
+        .after_check
         .take()
         .unwrap_or(Transition::Goto(DIAGNOSE));
     let Some(c) = DateComparison::of(&s.question) else {

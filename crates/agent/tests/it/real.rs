@@ -40,21 +40,9 @@ async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model(
     let tmp = tempfile::tempdir().unwrap();
     let retriever = index(tmp.path(), &passages).await;
     let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
-    let config = AgentConfig {
-        // The test model runs with a 2048-token context, and one remediation round bounds
-        // the test's time.
-        max_evidence_chars: 3000,
-        // The test checks the loop's mechanics, not its speed: a loaded machine must not
-        // turn it into a deadline stop.
-        budget: Budget {
-            deadline: std::time::Duration::from_secs(3600),
-            ..Budget::default()
-        },
-        ..AgentConfig::default()
-    };
     let agent = Agent::builder(llm)
         .retriever(retriever)
-        .config(config)
+        .config(real_config())
         .build()
         .unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
@@ -131,18 +119,7 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
     let text =
         std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
     let q: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
-    let context: Vec<metarag_agent::Passage> = q["contexts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["is_supporting"].as_bool().unwrap_or(false))
-        .map(|c| {
-            metarag_agent::Passage::paragraph(
-                c["title"].as_str().unwrap(),
-                c["text"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let context = supporting_passages(&q);
     let question = q["question"].as_str().unwrap();
     let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
     let mut sections = metarag_agent::StrategySections::new();
@@ -160,14 +137,7 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
     }
     let agent = Agent::builder(llm)
         .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
-        .config(AgentConfig {
-            max_evidence_chars: 3000,
-            budget: Budget {
-                deadline: std::time::Duration::from_secs(3600),
-                ..Budget::default()
-            },
-            ..AgentConfig::default()
-        })
+        .config(real_config())
         .build()
         .unwrap();
     for strategy in [
@@ -213,14 +183,7 @@ async fn the_critic_answers_over_an_index_with_the_local_model() {
     let agent = Agent::builder(llm)
         .retriever(retriever)
         .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
-        .config(AgentConfig {
-            max_evidence_chars: 3000,
-            budget: Budget {
-                deadline: std::time::Duration::from_secs(3600),
-                ..Budget::default()
-            },
-            ..AgentConfig::default()
-        })
+        .config(real_config())
         .build()
         .unwrap();
     let t = agent
@@ -264,14 +227,7 @@ async fn agentic_retrieval_answers_over_an_index_with_the_local_model() {
     let agent = Agent::builder(llm)
         .retriever(retriever)
         .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
-        .config(AgentConfig {
-            max_evidence_chars: 3000,
-            budget: Budget {
-                deadline: std::time::Duration::from_secs(3600),
-                ..Budget::default()
-            },
-            ..AgentConfig::default()
-        })
+        .config(real_config())
         .build()
         .unwrap();
     let t = agent
@@ -290,6 +246,35 @@ async fn agentic_retrieval_answers_over_an_index_with_the_local_model() {
     for counter in ["expanded", "rewrites", "retries", "retrieval_rounds"] {
         assert!(t.metrics.contains_key(counter), "{counter}: {json}");
     }
+}
+
+/// The agent settings of these tests: evidence that fits the test model's 2048-token
+/// context, and a deadline no loaded machine reaches (they check mechanics, not speed).
+fn real_config() -> AgentConfig {
+    AgentConfig {
+        max_evidence_chars: 3000,
+        budget: Budget {
+            deadline: std::time::Duration::from_secs(3600),
+            ..Budget::default()
+        },
+        ..AgentConfig::default()
+    }
+}
+
+/// A QA record's supporting paragraphs: its gold context.
+fn supporting_passages(record: &Value) -> Vec<metarag_agent::Passage> {
+    record["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["is_supporting"].as_bool().unwrap_or(false))
+        .map(|c| {
+            metarag_agent::Passage::paragraph(
+                c["title"].as_str().unwrap(),
+                c["text"].as_str().unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// The paragraphs (deduplicated by title) of the first three HotpotQA dev records.
@@ -365,30 +350,9 @@ async fn the_compare_node_decides_a_2wiki_date_comparison_with_the_local_model()
         .unwrap();
     let question = q["question"].as_str().unwrap();
     assert!(DateComparison::of(question).is_some());
-    let context: Vec<metarag_agent::Passage> = q["contexts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["is_supporting"].as_bool().unwrap_or(false))
-        .map(|c| {
-            metarag_agent::Passage::paragraph(
-                c["title"].as_str().unwrap(),
-                c["text"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let context = supporting_passages(&q);
     let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
-    let agent = Agent::builder(llm)
-        .config(AgentConfig {
-            max_evidence_chars: 3000,
-            budget: Budget {
-                deadline: std::time::Duration::from_secs(3600),
-                ..Budget::default()
-            },
-            ..AgentConfig::default()
-        })
-        .build()
-        .unwrap();
+    let agent = Agent::builder(llm).config(real_config()).build().unwrap();
     let t = agent
         .ask(&Ask::new(question, "metarag").with_context(context))
         .await
