@@ -18,8 +18,8 @@ use crate::config::Complexity;
 use crate::evidence::{Passage, Source};
 use crate::metacog::{Category, Diagnosis, DiagnosisMethod, ErrorType};
 use crate::text::{
-    AnswerType, answer_f1, answer_type, content_terms, has_number_or_date, is_refusal, is_stopword,
-    options, sentences, tokens,
+    AnswerType, answer_f1, answer_type, asks_about_time, content_terms, has_number_or_date,
+    is_date_phrase, is_refusal, is_stopword, options, sentences, tokens,
 };
 use metarag_core::{LogprobSummary, TokenLogprob, logprob_summary};
 use serde::{Deserialize, Serialize};
@@ -599,6 +599,10 @@ pub enum AnswerForm {
     Date,
     /// "How many ...?": a number.
     Number,
+    /// "Who ...?", "Where ...?", "What nationality ...?": a name, a place or a thing, asked
+    /// in words that never mention time, so a date is the wrong form ("Where was the
+    /// director born?" answered "16 June 1942").
+    Name,
     /// Anything else: a short phrase.
     Free,
 }
@@ -613,6 +617,7 @@ impl AnswerForm {
             AnswerType::YesNo => AnswerForm::YesNo,
             AnswerType::Date => AnswerForm::Date,
             AnswerType::Number => AnswerForm::Number,
+            AnswerType::Other if !asks_about_time(question) => AnswerForm::Name,
             AnswerType::Other => AnswerForm::Free,
         }
     }
@@ -639,6 +644,9 @@ impl AnswerForm {
                         .any(|opt| content_terms(opt).iter().any(|w| terms.contains(w)))
             }
             AnswerForm::Date | AnswerForm::Number => has_number_or_date(short),
+            AnswerForm::Name => {
+                !t.is_empty() && !verdict && !is_refusal(short) && !is_date_phrase(short)
+            }
             AnswerForm::Free => !t.is_empty() && !verdict && !is_refusal(short),
         }
     }
@@ -705,7 +713,7 @@ pub fn measure(input: MeasureInput<'_>) -> Signals {
     });
     let answer_in_question = (matches!(
         form,
-        AnswerForm::Free | AnswerForm::Date | AnswerForm::Number
+        AnswerForm::Free | AnswerForm::Name | AnswerForm::Date | AnswerForm::Number
     ) && !short_terms.is_empty())
     .then(|| {
         let asked = content_terms(input.question);
@@ -902,6 +910,12 @@ mod tests {
         assert!(AnswerForm::of("When did Zorblatt open?").matches("May 1921"));
         assert!(!AnswerForm::of("When did Zorblatt open?").matches("Quillmoor"));
         assert!(!AnswerForm::of("Who founded Zorblatt?").matches("yes"));
+        // A question that never mentions time is not answered by a date.
+        let place = AnswerForm::of("Where was the founder of Zorblatt born?");
+        assert_eq!(place, AnswerForm::Name);
+        assert!(place.matches("Quillmoor") && !place.matches("16 June 1942"));
+        let birth = AnswerForm::of("What is the date of birth of the founder of Zorblatt?");
+        assert!(birth.matches("16 June 1942"));
     }
 
     #[test]

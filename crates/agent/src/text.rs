@@ -234,6 +234,89 @@ pub fn answer_type(question: &str) -> AnswerType {
     }
 }
 
+/// Whether a question's wording mentions time ("when", "year", "date", "born on",
+/// "century", "how old", ...): a question without such words never asks for a date,
+/// whatever else it asks.
+pub fn asks_about_time(question: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "when",
+        "year",
+        "years",
+        "date",
+        "dates",
+        "day",
+        "days",
+        "month",
+        "century",
+        "centuries",
+        "decade",
+        "age",
+        "old",
+        "long",
+        "time",
+        "period",
+        "era",
+        "season",
+    ];
+    let t = tokens(question);
+    t.iter().any(|w| WORDS.contains(&w.as_str()))
+        || t.windows(2)
+            .any(|w| (w[0] == "born" || w[0] == "died") && w[1] == "on")
+}
+
+/// Whether a short answer is a date and nothing else ("16 June 1942", "December 19,
+/// 1974", "1872 – 20 July 1928", "c. 1190"): every word a number, a month or a date
+/// word, with a month or a year among them. A bare small number ("44") is not a date.
+pub fn is_date_phrase(text: &str) -> bool {
+    const MONTHS: &[&str] = &[
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    ];
+    const DATE_WORDS: &[&str] = &[
+        "bc", "bce", "ad", "ce", "c", "ca", "circa", "early", "late", "mid", "century",
+    ];
+    let t = tokens(text);
+    let year = |w: &str| (3..=4).contains(&w.len()) && w.chars().all(|c| c.is_ascii_digit());
+    let ordinal = |w: &str| {
+        let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && ["", "st", "nd", "rd", "th", "s"].contains(&&w[digits.len()..])
+    };
+    // "8,515" and "1.5" are numbers: a separator between digits is never in a date.
+    let separated = text
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && (w[1] == b',' || w[1] == b'.') && w[2].is_ascii_digit());
+    !t.is_empty()
+        && !separated
+        && t.iter().any(|w| MONTHS.contains(&w.as_str()) || year(w))
+        && t.iter()
+            .all(|w| ordinal(w) || MONTHS.contains(&w.as_str()) || DATE_WORDS.contains(&w.as_str()))
+}
+
 /// Whether text has a number or a date in it (a digit, a month, or a number word).
 pub fn has_number_or_date(text: &str) -> bool {
     const WORDS: &[&str] = &[
@@ -684,6 +767,16 @@ mod tests {
         assert!(
             has_number_or_date("the late 12th century") && !has_number_or_date("Spynie Palace")
         );
+        assert!(is_date_phrase("16 June 1942") && is_date_phrase("December 19, 1974"));
+        assert!(is_date_phrase("1872 – 20 July 1928") && is_date_phrase("c. 1190"));
+        assert!(!is_date_phrase("44") && !is_date_phrase("Quillmoor, 1921"));
+        assert!(!is_date_phrase("8,515") && !is_date_phrase("1.5"));
+        assert!(!is_date_phrase("May Quillmoor") && !is_date_phrase(""));
+        assert!(asks_about_time("What is the date of birth of Anna Veltz?"));
+        assert!(asks_about_time("Which of the two was born on a Sunday?"));
+        assert!(!asks_about_time(
+            "Where was the director of Blue Quarry born?"
+        ));
     }
 
     #[test]

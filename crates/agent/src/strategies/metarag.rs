@@ -812,6 +812,7 @@ async fn remediate(s: &mut S) -> NodeResult {
         Some(match form {
             AnswerForm::Date => "The question asks when: the short_answer must be a date or a year.".into(),
             AnswerForm::Number => "The question asks how many or how much: the short_answer must be a number.".into(),
+            AnswerForm::Name => "The question asks who, where or what, not when: the short_answer must be a name, a place or a thing, not a date.".into(),
             _ => "The short_answer must name the answer itself (a name, a place, a thing), not yes or no and not a sentence.".into(),
         })
     } else {
