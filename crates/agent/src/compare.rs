@@ -319,7 +319,7 @@ pub fn owner_of_shared(
 
 /// Whether a source other than `page` names both `option` and `page`'s title: the
 /// option's own page links to it (a film's page names its director).
-fn linked_from(option: &str, page: &Source, sources: &[Source]) -> bool {
+pub(crate) fn linked_from(option: &str, page: &Source, sources: &[Source]) -> bool {
     let title = &page.passage.title;
     sources.iter().filter(|s| s.n != page.n).any(|s| {
         let text = shown(s);

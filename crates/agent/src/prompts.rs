@@ -246,6 +246,34 @@ pub fn option_date(question: &str, sources: &[Source], asked: &str) -> ChatReque
     .max_tokens(32)
 }
 
+/// The reply to [`option_quantity`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuantityReply {
+    /// The number as the source states it, with its unit ("7,885 metres", "about 900
+    /// species"); empty if no source does.
+    pub value: String,
+    /// The number of the source that states it; 0 if none.
+    pub source: u32,
+}
+
+/// Asks for one option's quantity of a quantity comparison ([`crate::measure`]): `asked`
+/// names it ("the number of species of \"Apium\""). Over the same sources as the write,
+/// so a local model evaluates only the task line; the comparison is made in code.
+pub fn option_quantity(question: &str, sources: &[Source], asked: &str) -> ChatRequest {
+    ChatRequest::new(over_sources(
+        sources,
+        format!(
+            "Question: {question}\n\nTo compare, read one number only: {asked}. Copy the number as \
+             the source states it, with its unit (metres, feet, species, people, ...), and give \
+             the number of that source. If no source states it, leave value empty and give \
+             source 0.\n\
+             Reply in JSON: {{\"value\": \"...\", \"source\": 0}}"
+        ),
+    ))
+    .json_schema::<QuantityReply>()
+    .max_tokens(32)
+}
+
 /// A part's verdict ([`PartReply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -151,6 +151,15 @@ pub enum Remediation {
         /// The option the dates make the answer.
         answer: String,
     },
+    /// A quantity comparison decided in code ([`crate::measure`]): each option's
+    /// quantity as the source it cites states it; the option the quantities make the
+    /// answer was taken as the next round, in place of the one written.
+    Measure {
+        /// Each option with the quantity read for it.
+        values: Vec<OptionValue>,
+        /// The option the quantities make the answer.
+        answer: String,
+    },
     /// A yes/no question about two things decided part by part ([`crate::parts`]): each
     /// thing's verdict as a source about it states it; the answer the parts make was
     /// taken as the next round, in place of the verdict written.
@@ -181,6 +190,17 @@ pub struct OptionDate {
     pub option: String,
     /// The date, as the model read it.
     pub date: String,
+    /// The number of the source stating it.
+    pub source: usize,
+}
+
+/// One option's quantity as the compare node read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OptionValue {
+    /// The option, as the question names it.
+    pub option: String,
+    /// The quantity with its unit, as the model read it.
+    pub value: String,
     /// The number of the source stating it.
     pub source: usize,
 }

@@ -11,6 +11,7 @@ use crate::report::RunRecord;
 use crate::score_answer;
 use metarag_agent::compare::DATES_CONFIRM;
 use metarag_agent::graph::StopReason;
+use metarag_agent::measure::QUANTITIES_CONFIRM;
 use metarag_agent::monitor::{FEATURES, MonitorModel, Signals};
 use metarag_agent::parts::PARTS_CONFIRM;
 use metarag_agent::trace::{Remediation, Round};
@@ -116,8 +117,9 @@ impl FirstAnswer {
 
 /// Which check in code judged a trace's first answer and what it said
 /// ([`FirstAnswer::code_check`]), from what the trace records: the stop reason
-/// [`DATES_CONFIRM`] or [`PARTS_CONFIRM`], or a `Compare` or `Parts` remediation on the
-/// first round. The name is the signal's in the tables ("date_check", "parts_check").
+/// [`DATES_CONFIRM`], [`PARTS_CONFIRM`] or [`QUANTITIES_CONFIRM`], or a `Compare`, `Parts`
+/// or `Measure` remediation on the first round. The name is the signal's in the tables
+/// ("date_check", "parts_check", "quantity_check").
 fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool)> {
     if trace.stop == StopReason::Done(DATES_CONFIRM.to_string()) {
         return Some(("date_check", true));
@@ -125,9 +127,13 @@ fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool
     if trace.stop == StopReason::Done(PARTS_CONFIRM.to_string()) {
         return Some(("parts_check", true));
     }
+    if trace.stop == StopReason::Done(QUANTITIES_CONFIRM.to_string()) {
+        return Some(("quantity_check", true));
+    }
     match trace.rounds.first()?.remediation {
         Some(Remediation::Compare { .. }) => Some(("date_check", false)),
         Some(Remediation::Parts { .. }) => Some(("parts_check", false)),
+        Some(Remediation::Measure { .. }) => Some(("quantity_check", false)),
         _ => None,
     }
 }

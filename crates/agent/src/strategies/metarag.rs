@@ -32,13 +32,16 @@
 use crate::compare::{self, DateComparison};
 use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
+use crate::measure::{self, QuantityComparison};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
 use crate::parts::{self, BothQuestion};
 use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
-use crate::trace::{Assessment, EvidenceMode, OptionDate, PartCheck, Remediation, RetrievalReason};
+use crate::trace::{
+    Assessment, EvidenceMode, OptionDate, OptionValue, PartCheck, Remediation, RetrievalReason,
+};
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +59,8 @@ pub const COMPARE: NodeId = NodeId("compare");
 /// A yes/no question about two things ("are A and B both ferns?"): each part answered
 /// alone from a source about it, the conjunction made in code.
 pub const PARTS: NodeId = NodeId("parts");
+/// Decides a quantity comparison by its numbers ([`crate::measure`]).
+pub const MEASURE: NodeId = NodeId("measure");
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,6 +97,11 @@ pub struct MetaragConfig {
     /// prefix), each checked against the source it cites, and the option the dates make
     /// the answer replaces a written one that differs ([`crate::compare`]).
     pub compare_dates: bool,
+    /// Decide "A or B" quantity comparisons in code ("more species", "taller", "the
+    /// larger population") the same way: each option's number read alone and checked
+    /// against a source about it, units converted where they convert, and the option the
+    /// numbers make the answer replaces a written one that differs ([`crate::measure`]).
+    pub compare_quantities: bool,
     /// Decide yes/no questions about two things ("Are A and B both ferns?") part by part:
     /// after the first answer is assessed, the model answers each part alone (two short
     /// calls over the write's prefix), each verdict counting only from a source about its
@@ -115,6 +125,7 @@ impl Default for MetaragConfig {
             monitor_open: MonitorModel::default_open(),
             rewrite_open: false,
             compare_dates: true,
+            compare_quantities: true,
             check_parts: false,
         }
     }
@@ -209,6 +220,7 @@ impl Strategy for Metarag {
                 ASSESS,
                 &[
                     (COMPARE, "first answer to a date comparison"),
+                    (MEASURE, "first answer to a quantity comparison"),
                     (PARTS, "first answer to a yes/no question about two things"),
                     (DIAGNOSE, "not confident, rounds left"),
                 ],
@@ -218,6 +230,11 @@ impl Strategy for Metarag {
                 COMPARE,
                 &[(DIAGNOSE, "dates undecided, not confident, rounds left")],
                 |s| Box::pin(compare(s)),
+            )
+            .node(
+                MEASURE,
+                &[(DIAGNOSE, "quantities undecided, not confident, rounds left")],
+                |s| Box::pin(measure_quantities(s)),
             )
             .node(
                 PARTS,
@@ -419,6 +436,14 @@ async fn assess(s: &mut S) -> NodeResult {
     if index == 0 && s.ext.config.compare_dates && DateComparison::of(&s.question).is_some() {
         s.ext.after_check = Some(next);
         return Ok(Transition::Goto(COMPARE));
+    }
+    // And a quantity comparison by its numbers.
+    if index == 0
+        && s.ext.config.compare_quantities
+        && QuantityComparison::of(&s.question).is_some()
+    {
+        s.ext.after_check = Some(next);
+        return Ok(Transition::Goto(MEASURE));
     }
     // So is a yes/no question about two things by its parts: a small writer says "yes"
     // to the conjunction whatever its sources say.
@@ -691,6 +716,104 @@ fn read_date(
         source,
     };
     Ok((date, read))
+}
+
+/// Reads each option's quantity and, where the numbers settle the comparison, takes the
+/// option they make the answer: as [`compare`] does with dates. A written answer that
+/// agrees stops the run; one that differs is replaced; undecided, the run goes where the
+/// assessment was going.
+async fn measure_quantities(s: &mut S) -> NodeResult {
+    let after = s
+        .ext
+        .after_check
+        .take()
+        .unwrap_or(Transition::Goto(DIAGNOSE));
+    let Some(c) = QuantityComparison::of(&s.question) else {
+        return Ok(after);
+    };
+    let ask = |i: usize| prompts::option_quantity(&s.question, &s.sources, &c.asked_for(i));
+    let (first, second) = (ask(0), ask(1));
+    let (a, b) =
+        s.gw.chat2(
+            MEASURE.as_str(),
+            ("measure", first, None),
+            ("measure", second),
+        )
+        .await?;
+    let mut read = Vec::new();
+    for (i, called) in [a, b].iter().enumerate() {
+        let option = &c.options[i];
+        let reply = called
+            .text()
+            .ok()
+            .and_then(|t| parse_json::<prompts::QuantityReply>(t).ok());
+        let Some(reply) = reply else {
+            s.note = Some(format!("no quantity read for {option:?}"));
+            return Ok(after);
+        };
+        let Some((q, source)) =
+            measure::verified_quantity(&reply.value, reply.source as usize, &s.sources)
+        else {
+            s.note = Some(format!(
+                "{option:?}: {:?} stated by no source ([{}] cited)",
+                reply.value, reply.source
+            ));
+            return Ok(after);
+        };
+        // A number stated by a page that is not the option's is another thing's.
+        let src = s.sources.iter().find(|src| src.n == source);
+        if !src.is_some_and(|src| c.belongs(i, src, &s.sources)) {
+            s.note = Some(format!(
+                "{option:?}: {:?} read from [{source}], a page that is not {option:?}'s",
+                reply.value
+            ));
+            return Ok(after);
+        }
+        let value = OptionValue {
+            option: option.clone(),
+            value: reply.value.trim().to_string(),
+            source,
+        };
+        read.push((q, value));
+    }
+    let shown = read
+        .iter()
+        .map(|(_, o)| format!("{} {} [{}]", o.option, o.value, o.source))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // One number from one source for both: the model read one passage twice.
+    if read[0].1.source == read[1].1.source && read[0].0.value == read[1].0.value {
+        s.note = Some(format!("one number read for both options: {shown}"));
+        return Ok(after);
+    }
+    let Some(winner) = measure::decide(c.extreme, [&read[0].0, &read[1].0]) else {
+        s.note = Some(format!("the numbers do not settle it: {shown}"));
+        return Ok(after);
+    };
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    let answer = c.options[winner].clone();
+    if agree(&written, &answer) {
+        s.note = Some(format!("the quantities confirm {answer:?}: {shown}"));
+        return Ok(Transition::done(measure::QUANTITIES_CONFIRM));
+    }
+    s.note = Some(format!(
+        "the quantities make {answer:?} the answer, not {written:?}: {shown}"
+    ));
+    let (w, l) = (&read[winner].1, &read[1 - winner].1);
+    let text = format!(
+        "{} ({} [{}]; {}: {} [{}]).",
+        w.option, w.value, w.source, l.option, l.value, l.source
+    );
+    let values: Vec<OptionValue> = read.into_iter().map(|(_, o)| o).collect();
+    s.current_round()?.remediation = Some(Remediation::Measure {
+        values,
+        answer: answer.clone(),
+    });
+    s.directive = None;
+    let index = s.push_answer(text, answer);
+    s.chosen = Some(index);
+    Ok(Transition::done("decided by the quantities"))
 }
 
 async fn diagnose(s: &mut S) -> NodeResult {

@@ -1032,6 +1032,103 @@ async fn date_comparisons_are_left_to_the_writer_when_compare_dates_is_off() {
     assert!(!nodes(&t).contains(&"compare"));
 }
 
+const PEAKS_Q: &str = "Which mountain is taller, Mount Orlen or Vask Peak?";
+const ORLEN: (&str, &str) = (
+    "Mount Orlen",
+    "Mount Orlen is a mountain in the Tessa range with an elevation of 7,885 metres.",
+);
+const VASK: (&str, &str) = (
+    "Vask Peak",
+    "Vask Peak rises to 24,370 ft (7,428 m) above the Velm valley.",
+);
+const READ_NUMBER: &str = "read one number only";
+
+/// metarag on [`PEAKS_Q`] over both peaks' passages: the write and every sample say
+/// `written` (a confident answer), and the heights read are `orlen`, `vask`.
+async fn compare_peaks(written: &str, orlen: &str, vask: &str) -> (Trace, Arc<ScriptedLlm>) {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short(written))
+            .on(
+                &[WRITE],
+                format!(r#"{{"answer": "{written} is taller [1].", "short_answer": "{written}"}}"#),
+            )
+            .on(&[READ_NUMBER, "of \"Mount Orlen\""], orlen)
+            .on(&[READ_NUMBER, "of \"Vask Peak\""], vask)
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(PEAKS_Q, "metarag").with_context(context(&[ORLEN, VASK]));
+    (agent.ask(&ask).await.unwrap(), llm)
+}
+
+#[tokio::test]
+async fn a_quantity_comparison_written_wrong_is_decided_by_the_numbers_in_converted_units() {
+    // 24,370 ft is 7,428 m: Mount Orlen's 7,885 metres is taller.
+    let (t, llm) = compare_peaks(
+        "Vask Peak",
+        r#"{"value": "7,885 metres", "source": 1}"#,
+        r#"{"value": "24,370 ft", "source": 2}"#,
+    )
+    .await;
+    assert!(t.rounds[0].assessment.as_ref().unwrap().passed);
+    assert_eq!(nodes(&t).last(), Some(&"measure"));
+    match &t.rounds[0].remediation {
+        Some(Remediation::Measure { values, answer }) => {
+            assert_eq!(answer, "Mount Orlen");
+            assert_eq!(
+                (values[1].value.as_str(), values[1].source),
+                ("24,370 ft", 2)
+            );
+        }
+        other => panic!("expected a quantity comparison, got {other:?}"),
+    }
+    assert_eq!(t.short_answer, "Mount Orlen");
+    assert!(t.answer.contains("7,885 metres [1]"), "{}", t.answer);
+    assert_eq!(llm.hits(&[READ_NUMBER, "of \"Mount Orlen\""]), 1);
+    assert_eq!(llm.hits(&[READ_NUMBER, "of \"Vask Peak\""]), 1);
+    assert_eq!(t.stop, StopReason::Done("decided by the quantities".into()));
+}
+
+#[tokio::test]
+async fn quantities_that_agree_with_the_written_option_stop_the_run_with_it() {
+    let (t, _) = compare_peaks(
+        "Mount Orlen",
+        r#"{"value": "7,885 metres", "source": 1}"#,
+        r#"{"value": "7,428 m", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.short_answer, "Mount Orlen");
+    assert_eq!(
+        t.stop,
+        StopReason::Done(metarag_agent::measure::QUANTITIES_CONFIRM.into())
+    );
+}
+
+#[tokio::test]
+async fn a_number_no_source_states_or_from_another_page_decides_nothing() {
+    // 8,100 m is in no source: the written option stays and the run stops as the gate said.
+    let (t, _) = compare_peaks(
+        "Vask Peak",
+        r#"{"value": "8,100 m", "source": 1}"#,
+        r#"{"value": "7,428 m", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Vask Peak");
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+    // Vask Peak's height read for Mount Orlen: stated, but by a page not about it.
+    let (t, _) = compare_peaks(
+        "Vask Peak",
+        r#"{"value": "7,428 m", "source": 2}"#,
+        r#"{"value": "7,428 m", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Vask Peak");
+}
+
 const FERNS_Q: &str = "Are Zorblatt Tide and Quenmoor both species of ferns?";
 const ZORBLATT: (&str, &str) = (
     "Zorblatt Tide",
