@@ -180,20 +180,7 @@ pub struct Date {
     pub day: Option<u8>,
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
+use crate::text::MONTHS;
 
 impl Date {
     /// The first date in `text`: its first year (a number from 100 to 2999 standing
@@ -400,14 +387,7 @@ pub fn decide(direction: Direction, dates: [Date; 2]) -> Option<usize> {
 mod tests {
     use super::*;
 
-    /// A source numbered `n` whose one span is `text`.
-    fn source(n: usize, title: &str, text: &str) -> Source {
-        Source {
-            n,
-            passage: crate::evidence::Passage::paragraph(title, text),
-            spans: vec![text.to_string()],
-        }
-    }
+    use crate::evidence::test_source as source;
 
     #[test]
     fn comparison_words_that_end_the_clause_make_a_date_comparison() {

@@ -678,6 +678,16 @@ pub fn merge(pool: &mut Vec<Passage>, new: Vec<Passage>) -> usize {
     added
 }
 
+/// A source numbered `n` whose one span is `text`: the unit tests' evidence.
+#[cfg(test)]
+pub(crate) fn test_source(n: usize, title: &str, text: &str) -> Source {
+    Source {
+        n,
+        passage: Passage::paragraph(title, text),
+        spans: vec![text.to_string()],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

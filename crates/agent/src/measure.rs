@@ -356,13 +356,7 @@ pub fn decide(extreme: Extreme, quantities: [&Quantity; 2]) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn source(n: usize, title: &str, text: &str) -> Source {
-        Source {
-            n,
-            passage: crate::evidence::Passage::paragraph(title, text),
-            spans: vec![text.to_string()],
-        }
-    }
+    use crate::evidence::test_source as source;
 
     #[test]
     fn comparatives_of_stated_quantities_are_read() {

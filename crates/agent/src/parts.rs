@@ -240,15 +240,8 @@ fn name_run(words: &[&str]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::Passage;
 
-    fn source(n: usize, title: &str, text: &str) -> Source {
-        Source {
-            n,
-            passage: Passage::paragraph(title, text),
-            spans: vec![text.to_string()],
-        }
-    }
+    use crate::evidence::test_source as source;
 
     fn parts(q: &str) -> Option<([String; 2], [String; 2])> {
         BothQuestion::of(q).map(|b| (b.entities.clone(), [b.part(0).unwrap(), b.part(1).unwrap()]))

@@ -234,6 +234,22 @@ pub fn answer_type(question: &str) -> AnswerType {
     }
 }
 
+/// The months' names, January first.
+pub const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
 /// Whether a question's wording mentions time ("when", "year", "date", "born on",
 /// "century", "how old", ...): a question without such words never asks for a date,
 /// whatever else it asks.
@@ -268,36 +284,15 @@ pub fn asks_about_time(question: &str) -> bool {
 /// 1974", "1872 – 20 July 1928", "c. 1190"): every word a number, a month or a date
 /// word, with a month or a year among them. A bare small number ("44") is not a date.
 pub fn is_date_phrase(text: &str) -> bool {
-    const MONTHS: &[&str] = &[
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-    ];
     const DATE_WORDS: &[&str] = &[
         "bc", "bce", "ad", "ce", "c", "ca", "circa", "early", "late", "mid", "century",
     ];
     let t = tokens(text);
+    let month = |w: &str| {
+        MONTHS
+            .iter()
+            .any(|m| *m == w || (w.len() >= 3 && w.len() <= 4 && m.starts_with(w)))
+    };
     let year = |w: &str| (3..=4).contains(&w.len()) && w.chars().all(|c| c.is_ascii_digit());
     let ordinal = |w: &str| {
         let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
@@ -312,47 +307,21 @@ pub fn is_date_phrase(text: &str) -> bool {
         .any(|w| w[0].is_ascii_digit() && (w[1] == b',' || w[1] == b'.') && w[2].is_ascii_digit());
     !t.is_empty()
         && !separated
-        && t.iter().any(|w| MONTHS.contains(&w.as_str()) || year(w))
+        && t.iter().any(|w| month(w) || year(w))
         && t.iter()
-            .all(|w| ordinal(w) || MONTHS.contains(&w.as_str()) || DATE_WORDS.contains(&w.as_str()))
+            .all(|w| ordinal(w) || month(w) || DATE_WORDS.contains(&w.as_str()))
 }
 
 /// Whether text has a number or a date in it (a digit, a month, or a number word).
 pub fn has_number_or_date(text: &str) -> bool {
     const WORDS: &[&str] = &[
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "century",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "hundred",
-        "thousand",
-        "million",
-        "billion",
-        "dozen",
+        "century", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve", "hundred", "thousand", "million", "billion", "dozen",
     ];
     text.chars().any(|c| c.is_ascii_digit())
-        || tokens(text).iter().any(|t| WORDS.contains(&t.as_str()))
+        || tokens(text)
+            .iter()
+            .any(|t| WORDS.contains(&t.as_str()) || MONTHS.contains(&t.as_str()))
 }
 
 /// Whether a word starts like a name: a capital or a digit, after any opening bracket or

@@ -384,3 +384,57 @@ async fn the_compare_node_decides_a_2wiki_date_comparison_with_the_local_model()
     }
     assert!(t.short_answer.contains("Jéssica Sodré"), "{json}");
 }
+
+/// The measure node on the real local model: a HotpotQA quantity comparison over its two
+/// gold paragraphs (a question of the tuning half). Both heights are read by real
+/// structured calls, each verified against a paragraph about its mountain, and the run
+/// ends on the numbers: the written answer confirmed, or replaced by the option they make
+/// the answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_measure_node_decides_a_hotpotqa_height_comparison_with_the_local_model() {
+    use metarag_agent::measure::{QUANTITIES_CONFIRM, QuantityComparison};
+    use metarag_agent::trace::Remediation;
+    // "Which mountain is taller, Gasherbrum II or Langtang Ri?" (gold: Gasherbrum II,
+    // 8035 m; Langtang Ri 7205 m).
+    let text =
+        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let q: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["id"] == "5a8cea40554299441c6b9f76")
+        .unwrap();
+    let question = q["question"].as_str().unwrap();
+    assert!(QuantityComparison::of(question).is_some());
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let agent = Agent::builder(llm).config(real_config()).build().unwrap();
+    let t = agent
+        .ask(&Ask::new(question, "metarag").with_context(supporting_passages(&q)))
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    assert_eq!(
+        t.calls.iter().filter(|c| c.node == "measure").count(),
+        2,
+        "{json}"
+    );
+    let decided = t.rounds.iter().find_map(|r| match &r.remediation {
+        Some(Remediation::Measure { values, answer }) => Some((values.clone(), answer.clone())),
+        _ => None,
+    });
+    match (&t.stop, decided) {
+        (StopReason::Done(why), None) => assert_eq!(why, QUANTITIES_CONFIRM, "{json}"),
+        (StopReason::Done(_), Some((values, answer))) => {
+            assert_eq!(answer, t.short_answer, "{json}");
+            for v in &values {
+                let source = &t.sources[v.source - 1];
+                assert!(
+                    source.passage.title.eq_ignore_ascii_case(&v.option),
+                    "{json}"
+                );
+            }
+        }
+        (stop, _) => panic!("{stop}: {json}"),
+    }
+    assert!(t.short_answer.contains("Gasherbrum II"), "{json}");
+}
