@@ -217,8 +217,13 @@ impl Quantity {
     /// Years are numbers like any other, so the caller asks for a quantity, not a date.
     pub fn parse(text: &str) -> Option<Quantity> {
         let lower = text.to_lowercase();
-        let start = lower.bytes().position(|b| b.is_ascii_digit())?;
-        let (value, rest) = scaled_number_at(&lower, start)?;
+        let (value, rest) = match lower.bytes().position(|b| b.is_ascii_digit()) {
+            Some(start) => scaled_number_at(&lower, start)?,
+            // "three species": a number in words.
+            None => number_words(&lower)
+                .next()
+                .map(|(v, end)| (v, &lower[end..]))?,
+        };
         let mut words = rest
             .split(|c: char| !(c.is_alphanumeric() || c == '²'))
             .filter(|w| !w.is_empty());
@@ -326,8 +331,53 @@ pub fn verified_quantity(
     sources.iter().find(|s| states(s)).map(|s| (parsed, s.n))
 }
 
+/// Numbers up to twenty as words, which sources write where a small model writes digits
+/// ("contains three species").
+const NUMBER_WORDS: [&str; 20] = [
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+];
+
+/// The numbers `text` (lower-cased) writes in words, with the byte where each word ends.
+fn number_words(text: &str) -> impl Iterator<Item = (f64, usize)> + '_ {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    words.into_iter().filter_map(move |(s, e)| {
+        let n = NUMBER_WORDS.iter().position(|x| *x == &text[s..e])?;
+        Some((n as f64 + 1.0, e))
+    })
+}
+
 /// Every number (lower-cased) `text` writes, scale words included, as
-/// [`Quantity::parse`] reads one.
+/// [`Quantity::parse`] reads one; numbers up to twenty in words too.
 fn numbers(text: &str) -> impl Iterator<Item = f64> + '_ {
     let b = text.as_bytes();
     // A number starts at a digit that does not continue a word or another number.
@@ -341,6 +391,7 @@ fn numbers(text: &str) -> impl Iterator<Item = f64> + '_ {
                             && b[i - 2].is_ascii_digit())))
         })
         .filter_map(move |i| scaled_number_at(text, i).map(|(v, _)| v))
+        .chain(number_words(text).map(|(v, _)| v))
 }
 
 /// Which option (0 or 1) the quantities make the answer, when their order is settled.
@@ -453,6 +504,20 @@ mod tests {
         assert_eq!(
             verified_quantity("1,200 species", 1, &sources).map(|(q, n)| (q.value, n)),
             Some((1200.0, 1))
+        );
+        // Numbers in words count both ways.
+        let words = [source(
+            1,
+            "Crowea",
+            "The genus Crowea contains three species.",
+        )];
+        assert_eq!(
+            verified_quantity("3 species", 1, &words).map(|(q, n)| (q.value, n)),
+            Some((3.0, 1))
+        );
+        assert_eq!(
+            Quantity::parse("three species").map(|q| (q.value, q.unit)),
+            Some((3.0, Some("species".into())))
         );
         // A wrong citation is corrected to the source that states the number.
         assert_eq!(

@@ -25,7 +25,7 @@ for r in rs:
     rem = t["rounds"][0].get("remediation") or {}
     if stop == "the quantities confirm the answer":
         kind = "confirmed"
-    elif rem.get("kind") == "measure" or "measure" in rem:
+    elif rem.get("action") == "measure":
         kind = "replaced"
     elif notes:
         kind = "undecided"
