@@ -234,21 +234,8 @@ pub fn answer_type(question: &str) -> AnswerType {
     }
 }
 
-/// The months' names, January first.
-pub const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
+/// The months' names, January first (the core crate's list).
+pub use metarag_core::time::MONTHS;
 
 /// Whether a question's wording mentions time ("when", "year", "date", "born on",
 /// "century", "how old", ...): a question without such words never asks for a date,
