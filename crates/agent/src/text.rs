@@ -320,6 +320,12 @@ pub(crate) fn name_like(word: &str) -> bool {
         .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit())
 }
 
+/// Lowercase words that join the parts of one name ("Band of Skulls", "Ivan the
+/// Terrible", "Leonardo da Vinci").
+const NAME_JOINERS: &[&str] = &[
+    "of", "the", "and", "de", "da", "del", "della", "di", "du", "la", "le", "van", "von", "y",
+];
+
 /// The two options of an "A or B" question ("Who is older, Alice or Bob?", "Between Alice
 /// and Bob, who is older?"), if any. After a comma or colon the left option is the whole
 /// rest up to " or " ("Hot toddy", "Sellers v. Grant"), less leading lowercase words ("the
@@ -332,7 +338,15 @@ pub fn options(question: &str) -> Option<(String, String)> {
         return Some(pair);
     }
     let idx = q.rfind(" or ")?;
-    let (left, right) = (&q[..idx], &q[idx + 4..]);
+    // "..., A, or B?": a serial comma before " or " closes the left option, it does not
+    // open it.
+    let serial_comma = q[..idx].ends_with(',');
+    let (left, right) = (q[..idx].trim_end_matches(','), &q[idx + 4..]);
+    // "... the Nimavar Bazaar, or bazar, is ...": a lowercase word after ", or" is a
+    // gloss, not a second option.
+    if serial_comma && !right.split_whitespace().next().is_some_and(name_like) {
+        return None;
+    }
     let delimited = left.rfind([',', ':']).map(|i| &left[i + 1..]);
     let left = delimited
         .unwrap_or(left)
@@ -341,11 +355,27 @@ pub fn options(question: &str) -> Option<(String, String)> {
     let start = match delimited {
         // "Which drink, the Hot toddy or ...": from the first name-like word on.
         Some(_) => left.iter().position(|w| name_like(w)).unwrap_or(0),
-        // Keep the trailing capitalised run of the left part ("the film Jaws" -> "Jaws").
-        None => left
-            .iter()
-            .rposition(|w| !name_like(w))
-            .map_or(0, |i| i + 1),
+        // Keep the trailing capitalised run of the left part ("the film Jaws" -> "Jaws"),
+        // lowercase joining words inside a name included ("members Band of Skulls").
+        None => {
+            let joiner = |w: &&str| NAME_JOINERS.contains(w);
+            (0..left.len())
+                .rev()
+                .find(|&i| {
+                    !name_like(left[i])
+                        && !(joiner(&left[i])
+                            && left[..i]
+                                .iter()
+                                .rev()
+                                .find(|w| !joiner(w))
+                                .is_some_and(|w| name_like(w))
+                            && left[i + 1..]
+                                .iter()
+                                .find(|w| !joiner(w))
+                                .is_some_and(|w| name_like(w)))
+                })
+                .map_or(0, |i| i + 1)
+        }
     };
     // A question's own first word ("Is X or Y?") is not part of the option.
     let start = if start == 0
@@ -357,22 +387,28 @@ pub fn options(question: &str) -> Option<(String, String)> {
     } else {
         start
     };
+    // A joining word does not begin a name ("Is the Marsilea or ...").
+    let start = start
+        + left[start..]
+            .iter()
+            .take_while(|w| NAME_JOINERS.contains(w))
+            .count();
     let a = left[start..].join(" ");
     // "Is A or B public?": the predicate follows the second option, so it ends with its
     // capitalised run. In "Which ..., A or B?" it runs to the question mark: titles have
     // lowercase words ("Lanterns and Ladders") and commas ("Now, Voyager").
     let right: Vec<&str> = right.split_whitespace().collect();
+    // "..., the album Blue Sky or the film Red Sea?": "Red Sea", as on the left.
+    let begin = right.iter().position(|w| name_like(w)).unwrap_or(0);
     let end = if is_yes_no_question(question) {
-        right
+        right[begin..]
             .iter()
             .position(|w| !name_like(w))
             .filter(|&i| i > 0)
-            .unwrap_or(right.len())
+            .map_or(right.len(), |i| begin + i)
     } else {
         right.len()
     };
-    // "..., the album Blue Sky or the film Red Sea?": "Red Sea", as on the left.
-    let begin = right[..end].iter().position(|w| name_like(w)).unwrap_or(0);
     let b = right[begin..end].join(" ");
     (!a.is_empty() && !b.is_empty()).then_some((a, b))
 }
@@ -678,6 +714,36 @@ mod tests {
             ))
         );
         assert_eq!(options("Which film came out first?"), None);
+        // A serial comma before " or ", and a name with a lowercase joining word.
+        assert_eq!(
+            options("Which choir has the most members, Tin Sparrow, or Velvet Lantern?"),
+            Some(("Tin Sparrow".into(), "Velvet Lantern".into()))
+        );
+        assert_eq!(
+            options("Which band has more members Order of Kestrels or Fen ?"),
+            Some(("Order of Kestrels".into(), "Fen".into()))
+        );
+        assert_eq!(
+            options("Which came first The Keeper of the Dunes or Fen?"),
+            Some(("The Keeper of the Dunes".into(), "Fen".into()))
+        );
+        assert_eq!(
+            options("Is the Quarrelwort or the Fenbrake the genus of more species?"),
+            Some(("Quarrelwort".into(), "Fenbrake".into()))
+        );
+        assert_eq!(
+            options("The old school in the Tansy Market, or market, is in which town?"),
+            None
+        );
+        // A joining word after a lowercase word is not inside a name.
+        assert_eq!(
+            options("Who was older, the director of Quarry Bells or Tamsin Vale?"),
+            Some(("Quarry Bells".into(), "Tamsin Vale".into()))
+        );
+        assert_eq!(
+            options("Who directed the sequel of Quarry Bells or Tamsin Vale?"),
+            Some(("Quarry Bells".into(), "Tamsin Vale".into()))
+        );
         // Invented names: options with lowercase words, abbreviations and articles.
         let pair = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
         assert_eq!(
