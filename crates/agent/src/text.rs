@@ -359,21 +359,22 @@ pub fn options(question: &str) -> Option<(String, String)> {
         // lowercase joining words inside a name included ("members Band of Skulls").
         None => {
             let joiner = |w: &&str| NAME_JOINERS.contains(w);
+            // The nearest word on each side that is not a joining word starts like a name.
+            let inside_name = |i: usize| {
+                joiner(&left[i])
+                    && left[..i]
+                        .iter()
+                        .rev()
+                        .find(|w| !joiner(w))
+                        .is_some_and(|w| name_like(w))
+                    && left[i + 1..]
+                        .iter()
+                        .find(|w| !joiner(w))
+                        .is_some_and(|w| name_like(w))
+            };
             (0..left.len())
                 .rev()
-                .find(|&i| {
-                    !name_like(left[i])
-                        && !(joiner(&left[i])
-                            && left[..i]
-                                .iter()
-                                .rev()
-                                .find(|w| !joiner(w))
-                                .is_some_and(|w| name_like(w))
-                            && left[i + 1..]
-                                .iter()
-                                .find(|w| !joiner(w))
-                                .is_some_and(|w| name_like(w)))
-                })
+                .find(|&i| !name_like(left[i]) && !inside_name(i))
                 .map_or(0, |i| i + 1)
         }
     };
