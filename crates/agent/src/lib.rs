@@ -26,6 +26,7 @@ pub mod evidence;
 pub mod gateway;
 pub mod graph;
 pub mod injection;
+pub mod kin;
 pub mod measure;
 pub mod metacog;
 pub mod monitor;

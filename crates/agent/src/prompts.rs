@@ -274,6 +274,33 @@ pub fn option_quantity(question: &str, sources: &[Source], asked: &str) -> ChatR
     .max_tokens(32)
 }
 
+/// The reply to [`relative`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RelativeReply {
+    /// The relative's name as the source writes it; empty if no source says.
+    pub name: String,
+    /// The number of the source that states it; 0 if none.
+    pub source: u32,
+}
+
+/// Asks one link of a kinship chain ([`crate::kin`]): who is `person`'s `relation`
+/// ("father", "mother", "spouse"). The question the chain answers is not shown: asked
+/// beside it, a small model answers it instead of the one link. Over the same sources as
+/// the write, so a local model evaluates only the task line; the chain is followed in code.
+pub fn relative(sources: &[Source], person: &str, relation: &str) -> ChatRequest {
+    ChatRequest::new(over_sources(
+        sources,
+        format!(
+            "Answer this question only: who is the {relation} of {person}? Copy the name as the source about {person} \
+             writes it, and give the number of that source. If no source says, leave name \
+             empty and give source 0.\n\
+             Reply in JSON: {{\"name\": \"...\", \"source\": 0}}"
+        ),
+    ))
+    .json_schema::<RelativeReply>()
+    .max_tokens(40)
+}
+
 /// A part's verdict ([`PartReply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

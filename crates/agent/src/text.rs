@@ -322,7 +322,7 @@ pub(crate) fn name_like(word: &str) -> bool {
 
 /// Lowercase words that join the parts of one name ("Band of Skulls", "Ivan the
 /// Terrible", "Leonardo da Vinci").
-const NAME_JOINERS: &[&str] = &[
+pub(crate) const NAME_JOINERS: &[&str] = &[
     "of", "the", "and", "de", "da", "del", "della", "di", "du", "la", "le", "van", "von", "y",
 ];
 

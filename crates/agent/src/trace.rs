@@ -160,6 +160,15 @@ pub enum Remediation {
         /// The option the quantities make the answer.
         answer: String,
     },
+    /// A kinship question followed one relation at a time ([`crate::kin`]): each link's
+    /// relative as a source about the person asked of states it; the last link's relative
+    /// was taken as the next round, in place of the one written.
+    Kin {
+        /// The links followed, from the person the question names.
+        links: Vec<KinLink>,
+        /// The relative the chain ends at.
+        answer: String,
+    },
     /// A yes/no question about two things decided part by part ([`crate::parts`]): each
     /// thing's verdict as a source about it states it; the answer the parts make was
     /// taken as the next round, in place of the verdict written.
@@ -169,6 +178,19 @@ pub enum Remediation {
         /// "yes" or "no".
         answer: String,
     },
+}
+
+/// One link of a kinship chain ([`Remediation::Kin`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KinLink {
+    /// The person asked of.
+    pub person: String,
+    /// The relation asked ("father", "mother", "spouse").
+    pub relation: String,
+    /// The relative, as the model read it.
+    pub name: String,
+    /// The number of the source stating it.
+    pub source: usize,
 }
 
 /// One part of a yes/no question about two things and its verdict

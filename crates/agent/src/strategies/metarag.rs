@@ -32,6 +32,7 @@
 use crate::compare::{self, DateComparison};
 use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
+use crate::kin::{self, KinshipChain};
 use crate::measure::{self, QuantityComparison};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
@@ -40,7 +41,8 @@ use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
 use crate::trace::{
-    Assessment, EvidenceMode, OptionDate, OptionValue, PartCheck, Remediation, RetrievalReason,
+    Assessment, EvidenceMode, KinLink, OptionDate, OptionValue, PartCheck, Remediation,
+    RetrievalReason,
 };
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
@@ -61,6 +63,8 @@ pub const COMPARE: NodeId = NodeId("compare");
 pub const PARTS: NodeId = NodeId("parts");
 /// Decides a quantity comparison by its numbers ([`crate::measure`]).
 pub const MEASURE: NodeId = NodeId("measure");
+/// Follows a kinship question one relation at a time ([`crate::kin`]).
+pub const KIN: NodeId = NodeId("kin");
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,6 +106,12 @@ pub struct MetaragConfig {
     /// against a source about it, units converted where they convert, and the option the
     /// numbers make the answer replaces a written one that differs ([`crate::measure`]).
     pub compare_quantities: bool,
+    /// Follow kinship questions ("Who is the paternal grandfather of X?") one relation at a
+    /// time: after the first answer is assessed, the model names each relative alone (one
+    /// short call per link over the write's prefix), each counting only from a source about
+    /// the person asked of, and the relative the chain ends at replaces a written answer
+    /// that differs ([`crate::kin`]).
+    pub follow_kin: bool,
     /// Decide yes/no questions about two things ("Are A and B both ferns?") part by part:
     /// after the first answer is assessed, the model answers each part alone (two short
     /// calls over the write's prefix), each verdict counting only from a source about its
@@ -126,6 +136,7 @@ impl Default for MetaragConfig {
             rewrite_open: false,
             compare_dates: true,
             compare_quantities: true,
+            follow_kin: true,
             check_parts: false,
         }
     }
@@ -221,6 +232,7 @@ impl Strategy for Metarag {
                 &[
                     (COMPARE, "first answer to a date comparison"),
                     (MEASURE, "first answer to a quantity comparison"),
+                    (KIN, "first answer to a kinship question"),
                     (PARTS, "first answer to a yes/no question about two things"),
                     (DIAGNOSE, "not confident, rounds left"),
                 ],
@@ -235,6 +247,11 @@ impl Strategy for Metarag {
                 MEASURE,
                 &[(DIAGNOSE, "quantities undecided, not confident, rounds left")],
                 |s| Box::pin(measure_quantities(s)),
+            )
+            .node(
+                KIN,
+                &[(DIAGNOSE, "chain not followed, not confident, rounds left")],
+                |s| Box::pin(follow_kin(s)),
             )
             .node(
                 PARTS,
@@ -444,6 +461,11 @@ async fn assess(s: &mut S) -> NodeResult {
     {
         s.ext.after_check = Some(next);
         return Ok(Transition::Goto(MEASURE));
+    }
+    // And a kinship question by its links.
+    if index == 0 && s.ext.config.follow_kin && KinshipChain::of(&s.question).is_some() {
+        s.ext.after_check = Some(next);
+        return Ok(Transition::Goto(KIN));
     }
     // So is a yes/no question about two things by its parts: a small writer says "yes"
     // to the conjunction whatever its sources say.
@@ -814,6 +836,99 @@ async fn measure_quantities(s: &mut S) -> NodeResult {
     let index = s.push_answer(text, answer);
     s.chosen = Some(index);
     Ok(Transition::done("decided by the quantities"))
+}
+
+/// Follows a kinship question's links one call at a time over the write's sources (each
+/// link needs the one before, so the calls are sequential), each relative counting only
+/// from a source about the person asked of. The relative the chain ends at confirms the
+/// written answer (the run stops) or replaces it; a link not stated decides nothing and
+/// the run goes where the assessment was going.
+async fn follow_kin(s: &mut S) -> NodeResult {
+    let after = s
+        .ext
+        .after_check
+        .take()
+        .unwrap_or(Transition::Goto(DIAGNOSE));
+    let Some(chain) = KinshipChain::of(&s.question) else {
+        return Ok(after);
+    };
+    let mut person = chain.person.clone();
+    let mut links: Vec<KinLink> = Vec::new();
+    for relation in chain.links {
+        let called =
+            s.gw.chat(
+                KIN.as_str(),
+                "kin",
+                prompts::relative(&s.sources, &person, relation.as_str()),
+            )
+            .await?;
+        let reply = called
+            .text()
+            .ok()
+            .and_then(|t| parse_json::<prompts::RelativeReply>(t).ok());
+        let Some(reply) = reply.filter(|r| !r.name.trim().is_empty()) else {
+            s.note = Some(format!("no {} of {person:?} read", relation.as_str()));
+            return Ok(after);
+        };
+        let name = reply.name.trim().trim_end_matches('.').trim().to_string();
+        let Some(source) = kin::stated(&name, reply.source as usize, &person, &s.sources) else {
+            s.note = Some(format!(
+                "the {} of {person:?}: {name:?} stated by no source about {person:?} ([{}] cited)",
+                relation.as_str(),
+                reply.source
+            ));
+            return Ok(after);
+        };
+        // A chain that comes back to a person already on it has misread a page.
+        if links.iter().any(|l| kin::same_person(&l.name, &name))
+            || kin::same_person(&chain.person, &name)
+        {
+            s.note = Some(format!("the chain comes back to {name:?}"));
+            return Ok(after);
+        }
+        links.push(KinLink {
+            person: person.clone(),
+            relation: relation.as_str().to_string(),
+            name: name.clone(),
+            source,
+        });
+        person = name;
+    }
+    let shown = links
+        .iter()
+        .map(|l| format!("{} of {}: {} [{}]", l.relation, l.person, l.name, l.source))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    let answer = person;
+    if kin::same_person(&written, &answer) {
+        s.note = Some(format!("the chain confirms {answer:?}: {shown}"));
+        return Ok(Transition::done(kin::KIN_CONFIRM));
+    }
+    s.note = Some(format!(
+        "the chain makes {answer:?} the {}, not {written:?}: {shown}",
+        chain.relation
+    ));
+    let (first, last) = (&links[0], &links[links.len() - 1]);
+    let text = format!(
+        "{} is the {} of {} [{}], whose {} is {} [{}].",
+        first.name,
+        first.relation,
+        first.person,
+        first.source,
+        last.relation,
+        last.name,
+        last.source
+    );
+    s.current_round()?.remediation = Some(Remediation::Kin {
+        links,
+        answer: answer.clone(),
+    });
+    s.directive = None;
+    let index = s.push_answer(text, answer);
+    s.chosen = Some(index);
+    Ok(Transition::done("decided by the relation chain"))
 }
 
 async fn diagnose(s: &mut S) -> NodeResult {

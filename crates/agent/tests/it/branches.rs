@@ -1283,3 +1283,98 @@ async fn questions_about_two_things_are_left_to_the_writer_by_default() {
     assert_eq!(llm.hits(&[PART]), 0);
     assert!(!nodes(&t).contains(&"parts"));
 }
+
+const KIN_Q: &str = "Who is the paternal grandfather of Aldric Venn?";
+const ALDRIC: (&str, &str) = (
+    "Aldric Venn",
+    "Aldric Venn (1710-1770) was a Fenwick merchant, the son of Tomas Venn and Ilse Marr.",
+);
+const TOMAS: (&str, &str) = (
+    "Tomas Venn",
+    "Tomas Venn was a shipwright. His father was Harl Venn and his mother Edda Roe.",
+);
+const ASK_FATHER: &str = "Answer this question only: who is the father of";
+
+/// metarag on [`KIN_Q`] over the two generations' pages: the write and every sample say
+/// `written` (a confident answer), and the fathers read are `of_aldric`, `of_tomas`.
+async fn follow_venns(written: &str, of_aldric: &str, of_tomas: &str) -> (Trace, Arc<ScriptedLlm>) {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short(written))
+            .on(
+                &[WRITE],
+                format!(r#"{{"answer": "{written} [1].", "short_answer": "{written}"}}"#),
+            )
+            .on(&[ASK_FATHER, "of Aldric Venn?"], of_aldric)
+            .on(&[ASK_FATHER, "of Tomas Venn?"], of_tomas)
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(KIN_Q, "metarag").with_context(context(&[ALDRIC, TOMAS]));
+    (agent.ask(&ask).await.unwrap(), llm)
+}
+
+#[tokio::test]
+async fn a_grandparent_written_a_generation_short_is_replaced_by_the_chain() {
+    // The writer named the father; the chain goes one generation further.
+    let (t, llm) = follow_venns(
+        "Tomas Venn",
+        r#"{"name": "Tomas Venn", "source": 1}"#,
+        r#"{"name": "Harl Venn", "source": 2}"#,
+    )
+    .await;
+    assert!(t.rounds[0].assessment.as_ref().unwrap().passed);
+    assert_eq!(nodes(&t).last(), Some(&"kin"));
+    match &t.rounds[0].remediation {
+        Some(Remediation::Kin { links, answer }) => {
+            assert_eq!(answer, "Harl Venn");
+            assert_eq!(links.len(), 2);
+            assert_eq!(
+                (links[0].person.as_str(), links[0].source),
+                ("Aldric Venn", 1)
+            );
+            assert_eq!((links[1].name.as_str(), links[1].source), ("Harl Venn", 2));
+        }
+        other => panic!("expected a relation chain, got {other:?}"),
+    }
+    assert_eq!(t.short_answer, "Harl Venn");
+    assert!(t.answer.contains("[2]"), "{}", t.answer);
+    assert_eq!(llm.hits(&[ASK_FATHER, "of Aldric Venn?"]), 1);
+    assert_eq!(llm.hits(&[ASK_FATHER, "of Tomas Venn?"]), 1);
+    assert_eq!(
+        t.stop,
+        StopReason::Done("decided by the relation chain".into())
+    );
+}
+
+#[tokio::test]
+async fn a_chain_that_agrees_with_the_written_grandparent_stops_the_run() {
+    let (t, _) = follow_venns(
+        "Harl Venn",
+        r#"{"name": "Tomas Venn", "source": 1}"#,
+        r#"{"name": "Harl Venn", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.short_answer, "Harl Venn");
+    assert_eq!(
+        t.stop,
+        StopReason::Done(metarag_agent::kin::KIN_CONFIRM.into())
+    );
+}
+
+#[tokio::test]
+async fn a_relative_no_page_about_the_person_states_decides_nothing() {
+    // "Edda Roe" is on Tomas Venn's page, not Aldric Venn's: the first link fails and the
+    // second is never asked.
+    let (t, llm) = follow_venns(
+        "Tomas Venn",
+        r#"{"name": "Edda Roe", "source": 2}"#,
+        r#"{"name": "Harl Venn", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(llm.hits(&[ASK_FATHER, "of Tomas Venn?"]), 0);
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Tomas Venn");
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+}

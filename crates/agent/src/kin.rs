@@ -1,0 +1,231 @@
+//! Kinship questions followed one relation at a time: "Who is the paternal grandfather of
+//! X?", "Who is X's mother-in-law?".
+//!
+//! Such a question is two lookups chained through a person the question does not name (X's
+//! father, then his father). A 1.5B writer given the family's pages answers it in one step
+//! and often names the wrong generation or the wrong side: X's father, a great-uncle, the
+//! maternal grandfather. Each single relation ("Who is the father of X?") is stated by one
+//! sentence of one page, which is within the model's reach. So the chain is read here
+//! ([`KinshipChain::of`]), each link is asked alone over the same sources (the prompt is
+//! [`crate::prompts::relative`]), each answer counts only if a source about the person
+//! asked of names it ([`stated`]), and the last link's answer is the chain's. Anything
+//! unsure decides nothing: a name no such source states, the person asked of named back,
+//! or a link whose person has no page among the sources.
+
+use crate::compare::{names, shown};
+use crate::evidence::Source;
+
+/// The stop reason of a run whose relation chain confirmed the written answer (a
+/// contradicted answer is recorded as a `Remediation::Kin` instead).
+pub const KIN_CONFIRM: &str = "the relation chain confirms the answer";
+
+/// One link of a kinship chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relation {
+    /// The person's father.
+    Father,
+    /// The person's mother.
+    Mother,
+    /// The person's husband or wife.
+    Spouse,
+}
+
+impl Relation {
+    /// The relation as a question names it ("father", "spouse").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Relation::Father => "father",
+            Relation::Mother => "mother",
+            Relation::Spouse => "spouse",
+        }
+    }
+}
+
+/// Relations that are two links, in the order they are followed from the person asked
+/// about. Longer names first, so that "paternal grandfather" is not read as "grandfather".
+const CHAINS: &[(&str, [Relation; 2])] = &[
+    ("paternal grandfather", [Relation::Father, Relation::Father]),
+    ("paternal grandmother", [Relation::Father, Relation::Mother]),
+    ("maternal grandfather", [Relation::Mother, Relation::Father]),
+    ("maternal grandmother", [Relation::Mother, Relation::Mother]),
+    ("father-in-law", [Relation::Spouse, Relation::Father]),
+    ("mother-in-law", [Relation::Spouse, Relation::Mother]),
+];
+
+/// A question that asks for a relative two links away from a named person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KinshipChain {
+    /// The person the question names.
+    pub person: String,
+    /// The relation as the question names it ("paternal grandfather").
+    pub relation: &'static str,
+    /// The links, in the order they are followed from `person`.
+    pub links: [Relation; 2],
+}
+
+impl KinshipChain {
+    /// Reads "Who is the R of X?", "Who was X's R?" (R a two-link relation: a paternal or
+    /// maternal grandparent, a parent-in-law). `None` for any other question, and for a
+    /// grandparent whose side is not said ("Who is X's grandfather?": two chains, and the
+    /// sources rarely say which the question means).
+    pub fn of(question: &str) -> Option<KinshipChain> {
+        let q = question.trim().trim_end_matches('?').trim();
+        let lower = q.to_lowercase();
+        // Byte offsets are shared with `q` only where lower-casing kept every length.
+        if lower.len() != q.len() {
+            return None;
+        }
+        let rest = ["who is ", "who was "]
+            .iter()
+            .find_map(|p| lower.strip_prefix(p).map(|_| p.len()))?;
+        let (relation, links) = CHAINS
+            .iter()
+            .find(|(name, _)| lower[rest..].contains(name))
+            .copied()?;
+        let at = rest + lower[rest..].find(relation)?;
+        let after = at + relation.len();
+        let person = if lower[rest..at].trim().is_empty() || lower[rest..at].trim() == "the" {
+            // "the R of X"
+            q[after..].trim().strip_prefix("of ")?.trim()
+        } else if lower[after..].trim().is_empty() {
+            // "X's R": the possessive ends the name ("Tiberius (Son Of Justinian II)'s").
+            let name = q[rest..at].trim_end();
+            name.strip_suffix("'s")
+                .or_else(|| name.strip_suffix("\u{2019}s"))
+                .or_else(|| name.strip_suffix('\''))?
+                .trim()
+        } else {
+            return None;
+        };
+        let person = person.strip_prefix("the ").unwrap_or(person).trim();
+        // A name's words start with a capital, a digit or a bracket, or join its parts
+        // ("of"); "the director of Quarry Bells" is a further hop, not a name.
+        let name_word = |w: &str| {
+            crate::text::name_like(w)
+                || crate::text::NAME_JOINERS.contains(&w.to_lowercase().as_str())
+        };
+        if !person.split_whitespace().all(name_word) {
+            return None;
+        }
+        (!person.is_empty()).then(|| KinshipChain {
+            person: person.to_string(),
+            relation,
+            links,
+        })
+    }
+}
+
+/// Whether `source` is about `person`: its title is the person's name or a part of it
+/// ("Somerset Butler" for "Somerset Butler, 1st Earl of Carrick"), or it names the person.
+pub fn about(source: &Source, person: &str) -> bool {
+    let title = &source.passage.title;
+    names(&shown(source), person) || names(&format!(" {} ", words_of(person)), title)
+}
+
+/// The number of a source about `person` that names `name` (the cited one first), or
+/// `None`. A name that is the person's own, or part of it, is no relative of theirs.
+pub fn stated(name: &str, cited: usize, person: &str, sources: &[Source]) -> Option<usize> {
+    let name = name.trim().trim_end_matches('.').trim();
+    if name.len() < 2 || names(&format!(" {} ", words_of(person)), name) {
+        return None;
+    }
+    let states = |s: &&Source| about(s, person) && names(&shown(s), name);
+    sources
+        .iter()
+        .filter(|s| s.n == cited)
+        .chain(sources.iter().filter(|s| s.n != cited))
+        .find(states)
+        .map(|s| s.n)
+}
+
+/// Whether two names are one person's: the words of one are all in the other, and the
+/// shorter has two words or more ("Harl Venn" and "Harl Venn, Lord of Tessa"). Token F1
+/// ([`crate::monitor::agree`]) is no test here: a family's names share a surname, and
+/// "Tomas Venn" against "Harl Venn" scores 0.5.
+pub fn same_person(a: &str, b: &str) -> bool {
+    let (a, b) = (words_of(a), words_of(b));
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let within = short.iter().all(|w| long.contains(w));
+    within && (short.len() >= 2 || short.len() == long.len()) && !short[0].is_empty()
+}
+
+/// A name's alphanumeric words, lower-cased, one space between.
+fn words_of(name: &str) -> String {
+    name.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::test_source;
+
+    #[test]
+    fn two_link_relations_are_read_in_both_word_orders() {
+        let c = KinshipChain::of("Who is the paternal grandfather of Aldric Venn?").unwrap();
+        assert_eq!(c.person, "Aldric Venn");
+        assert_eq!(c.links, [Relation::Father, Relation::Father]);
+        let c =
+            KinshipChain::of("Who is Mira Stoll, 2Nd Countess Of Fenwick's maternal grandmother?")
+                .unwrap();
+        assert_eq!(c.person, "Mira Stoll, 2Nd Countess Of Fenwick");
+        assert_eq!(c.links, [Relation::Mother, Relation::Mother]);
+        let c = KinshipChain::of("Who was Lady Orla (Poet)'s father-in-law?").unwrap();
+        assert_eq!(c.person, "Lady Orla (Poet)");
+        assert_eq!(c.links, [Relation::Spouse, Relation::Father]);
+        assert_eq!(c.relation, "father-in-law");
+    }
+
+    #[test]
+    fn other_questions_are_no_chain() {
+        for q in [
+            "Who is the father of Aldric Venn?",
+            "Who is Aldric Venn's grandfather?",
+            "Where was the paternal grandfather of Aldric Venn born?",
+            "Who is the paternal grandfather?",
+            "Who is the paternal grandfather of the director of Quarry Bells, and when did he die?",
+        ] {
+            assert_eq!(KinshipChain::of(q), None, "{q}");
+        }
+    }
+
+    #[test]
+    fn one_person_is_the_same_name_or_a_longer_form_of_it() {
+        assert!(same_person("Harl Venn", "Harl Venn, Lord of Tessa"));
+        assert!(same_person("harl  venn", "Harl Venn"));
+        assert!(!same_person("Tomas Venn", "Harl Venn"));
+        assert!(!same_person("Odo II", "Odo III"));
+        assert!(!same_person("Venn", "Harl Venn"));
+        assert!(!same_person("", "Harl Venn"));
+    }
+
+    #[test]
+    fn a_relative_counts_only_from_a_page_about_the_person_asked_of() {
+        let sources = vec![
+            test_source(
+                1,
+                "Aldric Venn",
+                "Aldric Venn was the son of Tomas Venn and Ilse Marr.",
+            ),
+            test_source(
+                2,
+                "Tomas Venn",
+                "Tomas Venn was a merchant, son of Harl Venn.",
+            ),
+            test_source(3, "Quarry Bells", "Quarry Bells stars Harl Venn."),
+        ];
+        assert_eq!(stated("Tomas Venn", 1, "Aldric Venn", &sources), Some(1));
+        // Cited wrongly: the page that states it is found.
+        assert_eq!(stated("Harl Venn", 1, "Tomas Venn", &sources), Some(2));
+        // Named only on a page about someone else.
+        assert_eq!(stated("Harl Venn", 3, "Aldric Venn", &sources), None);
+        // The person asked of, or part of their name, is not their relative.
+        assert_eq!(stated("Aldric Venn", 1, "Aldric Venn", &sources), None);
+        assert_eq!(stated("Venn", 1, "Aldric Venn", &sources), None);
+        assert_eq!(stated("", 1, "Aldric Venn", &sources), None);
+    }
+}
