@@ -138,6 +138,37 @@ pub fn stated(name: &str, cited: usize, person: &str, sources: &[Source]) -> Opt
         .map(|s| s.n)
 }
 
+/// `name` as `text` writes it: the span from the first to the last of its words, found
+/// whole-word and in order ignoring case and punctuation ("Schleswig-Holstein" for a
+/// model's "Schleswig- Holstein"). `None` if the text does not name it.
+pub fn as_written<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let want = words_of(name);
+    let want: Vec<&str> = want.split(' ').filter(|w| !w.is_empty()).collect();
+    if want.is_empty() {
+        return None;
+    }
+    // Each word of the text with its byte range.
+    let mut found: Vec<(usize, usize, String)> = Vec::new();
+    let mut start = None;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(b)) => {
+                found.push((b, i, text[b..i].to_lowercase()));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    found
+        .windows(want.len())
+        .find(|w| w.iter().zip(&want).all(|(f, x)| f.2 == *x))
+        .map(|w| &text[w[0].0..w[want.len() - 1].1])
+}
+
 /// Whether two names are one person's: the words of one are all in the other, and the
 /// shorter has two words or more ("Harl Venn" and "Harl Venn, Lord of Tessa"). Token F1
 /// ([`crate::monitor::agree`]) is no test here: a family's names share a surname, and
@@ -191,6 +222,18 @@ mod tests {
         ] {
             assert_eq!(KinshipChain::of(q), None, "{q}");
         }
+    }
+
+    #[test]
+    fn a_name_is_taken_as_the_source_writes_it() {
+        let text = "He was the son of Harl Venn-Roe, Lord of Tessa, and Edda.";
+        assert_eq!(as_written(text, "harl venn- roe"), Some("Harl Venn-Roe"));
+        assert_eq!(
+            as_written(text, "Harl Venn-Roe, Lord of Tessa"),
+            Some("Harl Venn-Roe, Lord of Tessa")
+        );
+        assert_eq!(as_written(text, "Edd"), None);
+        assert_eq!(as_written(text, "."), None);
     }
 
     #[test]

@@ -879,6 +879,16 @@ async fn follow_kin(s: &mut S) -> NodeResult {
             ));
             return Ok(after);
         };
+        // The name as the source writes it: a small model's copy loses hyphens and accents.
+        let name = s
+            .sources
+            .iter()
+            .find(|src| src.n == source)
+            .and_then(|src| {
+                let text = format!("{}\n{}", src.passage.title, src.text());
+                kin::as_written(&text, &name).map(str::to_string)
+            })
+            .unwrap_or(name);
         // A chain that comes back to a person already on it has misread a page.
         if links.iter().any(|l| kin::same_person(&l.name, &name))
             || kin::same_person(&chain.person, &name)
