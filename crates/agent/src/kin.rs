@@ -115,21 +115,38 @@ impl KinshipChain {
     }
 }
 
-/// Whether `source` is about `person`: its title is the person's name or a part of it
-/// ("Somerset Butler" for "Somerset Butler, 1st Earl of Carrick"), or it names the person.
+/// Whether `source` is `person`'s own page: its title and the name are one person's,
+/// written longer or shorter ("Somerset Butler" or "Somerset Hamilton Butler, 1st Earl of
+/// Carrick" for "Somerset Butler, 1St Earl Of Carrick").
+pub fn page_of(source: &Source, person: &str) -> bool {
+    let (t, p) = (words_of(&source.passage.title), words_of(person));
+    let (t, p): (Vec<&str>, Vec<&str>) = (t.split(' ').collect(), p.split(' ').collect());
+    let within = |a: &[&str], b: &[&str]| a.len() >= 2 && a.iter().all(|w| b.contains(w));
+    !t[0].is_empty() && (t == p || within(&t, &p) || within(&p, &t))
+}
+
+/// Whether `source` is about `person`: it is their page ([`page_of`]) or names them.
 pub fn about(source: &Source, person: &str) -> bool {
-    let title = &source.passage.title;
-    names(&shown(source), person) || names(&format!(" {} ", words_of(person)), title)
+    page_of(source, person) || names(&shown(source), person)
 }
 
 /// The number of a source about `person` that names `name` (the cited one first), or
-/// `None`. A name that is the person's own, or part of it, is no relative of theirs.
+/// `None`. Where the person has a page among the sources only that page counts: a child's
+/// page names its father beside his wife, and would confirm either as his parent. A name
+/// that is the person's own, or part of it, is no relative of theirs.
 pub fn stated(name: &str, cited: usize, person: &str, sources: &[Source]) -> Option<usize> {
     let name = name.trim().trim_end_matches('.').trim();
     if name.len() < 2 || names(&format!(" {} ", words_of(person)), name) {
         return None;
     }
-    let states = |s: &&Source| about(s, person) && names(&shown(s), name);
+    let own = sources.iter().any(|s| page_of(s, person));
+    let states = |s: &&Source| {
+        (if own {
+            page_of(s, person)
+        } else {
+            about(s, person)
+        }) && names(&shown(s), name)
+    };
     sources
         .iter()
         .filter(|s| s.n == cited)
@@ -264,6 +281,17 @@ mod tests {
         assert_eq!(stated("Tomas Venn", 1, "Aldric Venn", &sources), Some(1));
         // Cited wrongly: the page that states it is found.
         assert_eq!(stated("Harl Venn", 1, "Tomas Venn", &sources), Some(2));
+        // A title that writes the name longer is about the person.
+        let longer = [test_source(
+            4,
+            "Tomas Orrin Venn, Lord of Tessa",
+            "He married Edda Roe.",
+        )];
+        assert!(about(&longer[0], "Tomas Venn, Lord Of Tessa"));
+        assert!(!about(&longer[0], "Harl Venn"));
+        // With Tomas Venn's page among the sources, Aldric's page naming Tomas beside Ilse
+        // Marr does not make Ilse his parent.
+        assert_eq!(stated("Ilse Marr", 1, "Tomas Venn", &sources), None);
         // Named only on a page about someone else.
         assert_eq!(stated("Harl Venn", 3, "Aldric Venn", &sources), None);
         // The person asked of, or part of their name, is not their relative.

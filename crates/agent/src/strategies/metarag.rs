@@ -855,6 +855,10 @@ async fn follow_kin(s: &mut S) -> NodeResult {
     let mut person = chain.person.clone();
     let mut links: Vec<KinLink> = Vec::new();
     for relation in chain.links {
+        if !page_for(s, &person).await? {
+            s.note = Some(format!("no page about {person:?} among the sources"));
+            return Ok(after);
+        }
         let called =
             s.gw.chat(
                 KIN.as_str(),
@@ -939,6 +943,21 @@ async fn follow_kin(s: &mut S) -> NodeResult {
     let index = s.push_answer(text, answer);
     s.chosen = Some(index);
     Ok(Transition::done("decided by the relation chain"))
+}
+
+/// Whether a source is about `person`, searching for their page over an index when none
+/// is theirs: a link's person (the father, found on the child's page) is a hop the first
+/// retrieval often missed. The pool grows and the sources are read again; the pool only appends, so a
+/// source number read before stays the same passage.
+async fn page_for(s: &mut S, person: &str) -> Result<bool, crate::graph::NodeError> {
+    let has_page = |s: &S| s.sources.iter().any(|src| kin::page_of(src, person));
+    if s.mode == EvidenceMode::Retrieval && !has_page(s) {
+        nodes::gather(s, person, s.cfg().bridge_k.max(1)).await?;
+        s.sources = evidence::read(&s.queries, &s.pool, s.cfg().max_evidence_chars);
+        s.sources_version += 1;
+    }
+    // Without a page of their own, a source that names the person may still state it.
+    Ok(s.sources.iter().any(|src| kin::about(src, person)))
 }
 
 async fn diagnose(s: &mut S) -> NodeResult {

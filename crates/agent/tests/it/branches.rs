@@ -1378,3 +1378,60 @@ async fn a_relative_no_page_about_the_person_states_decides_nothing() {
     assert_eq!(t.short_answer, "Tomas Venn");
     assert_eq!(t.stop, StopReason::Done("confident".into()));
 }
+
+#[tokio::test]
+async fn over_an_index_a_link_whose_person_has_no_page_searches_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = crate::jaws_index(dir.path(), &[ALDRIC, TOMAS]).await;
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("Tomas Venn"))
+            .on(&[PLAN], r#"{"complexity": "simple"}"#)
+            .on(
+                &[WRITE],
+                r#"{"answer": "Tomas Venn [1].", "short_answer": "Tomas Venn"}"#,
+            )
+            .on(
+                &[ASK_FATHER, "of Aldric Venn?"],
+                r#"{"name": "Tomas Venn", "source": 1}"#,
+            )
+            .on(
+                &[ASK_FATHER, "of Tomas Venn?"],
+                r#"{"name": "Harl Venn", "source": 2}"#,
+            )
+            .on(&[CLOSED], "unknown"),
+    );
+    let dynllm: Arc<dyn DynLlm> = llm.clone();
+    let mut config = AgentConfig::default().with_route(RouteConfig {
+        top_k: 1,
+        rerank: false,
+        hops: 1,
+    });
+    config.bridge_hop = false;
+    let agent = Agent::builder(dynllm)
+        .retriever(retriever)
+        .registry(metarag_registry())
+        .config(config)
+        .build()
+        .unwrap();
+    let t = agent.ask(&Ask::new(KIN_Q, "metarag")).await.unwrap();
+    let titles =
+        |t: &Trace| -> Vec<String> { t.sources.iter().map(|s| s.passage.title.clone()).collect() };
+    assert!(
+        t.retrievals
+            .iter()
+            .any(|r| r.reason == RetrievalReason::Hop && r.query == "Tomas Venn"),
+        "{:?}",
+        t.retrievals
+    );
+    assert!(
+        titles(&t).contains(&"Tomas Venn".to_string()),
+        "{:?}",
+        titles(&t)
+    );
+    assert_eq!(t.short_answer, "Harl Venn");
+    assert_eq!(
+        t.stop,
+        StopReason::Done("decided by the relation chain".into())
+    );
+}
