@@ -859,27 +859,18 @@ async fn follow_kin(s: &mut S) -> NodeResult {
             s.note = Some(format!("no page about {person:?} among the sources"));
             return Ok(after);
         }
-        let called =
-            s.gw.chat(
-                KIN.as_str(),
-                "kin",
-                prompts::relative(&s.sources, &person, relation.as_str()),
-            )
-            .await?;
-        let reply = called
-            .text()
-            .ok()
-            .and_then(|t| parse_json::<prompts::RelativeReply>(t).ok());
-        let Some(reply) = reply.filter(|r| !r.name.trim().is_empty()) else {
-            s.note = Some(format!("no {} of {person:?} read", relation.as_str()));
-            return Ok(after);
+        let (name, cited) = match read_relative(s, &person, relation).await? {
+            Ok(read) => read,
+            Err(why) => {
+                s.note = Some(why);
+                return Ok(after);
+            }
         };
-        let name = reply.name.trim().trim_end_matches('.').trim().to_string();
-        let Some(source) = kin::stated(&name, reply.source as usize, &person, &s.sources) else {
+        let name = name.trim().trim_end_matches('.').trim().to_string();
+        let Some(source) = kin::stated(&name, cited, &person, &s.sources) else {
             s.note = Some(format!(
-                "the {} of {person:?}: {name:?} stated by no source about {person:?} ([{}] cited)",
+                "the {} of {person:?}: {name:?} stated by no source about {person:?} ([{cited}] cited)",
                 relation.as_str(),
-                reply.source
             ));
             return Ok(after);
         };
@@ -943,6 +934,60 @@ async fn follow_kin(s: &mut S) -> NodeResult {
     let index = s.push_answer(text, answer);
     s.chosen = Some(index);
     Ok(Transition::done("decided by the relation chain"))
+}
+
+/// The model's reading of `person`'s `relation` over the sources, with the source it
+/// cites, or why there is none. A parent is asked with both parents' slots
+/// ([`prompts::parents`]), a spouse alone ([`prompts::relative`]).
+async fn read_relative(
+    s: &mut S,
+    person: &str,
+    relation: kin::Relation,
+) -> Result<Result<(String, usize), String>, crate::graph::NodeError> {
+    let what = relation.as_str();
+    if relation == kin::Relation::Spouse {
+        let called =
+            s.gw.chat(
+                KIN.as_str(),
+                "kin",
+                prompts::relative(&s.sources, person, what),
+            )
+            .await?;
+        let reply = called
+            .text()
+            .ok()
+            .and_then(|t| parse_json::<prompts::RelativeReply>(t).ok());
+        return Ok(match reply.filter(|r| !r.name.trim().is_empty()) {
+            Some(r) => Ok((r.name, r.source as usize)),
+            None => Err(format!("no {what} of {person:?} read")),
+        });
+    }
+    let called =
+        s.gw.chat(KIN.as_str(), "kin", prompts::parents(&s.sources, person))
+            .await?;
+    let Some(reply) = called
+        .text()
+        .ok()
+        .and_then(|t| parse_json::<prompts::ParentsReply>(t).ok())
+    else {
+        return Ok(Err(format!("no parents of {person:?} read")));
+    };
+    if !reply.father.trim().is_empty() && kin::same_person(&reply.father, &reply.mother) {
+        return Ok(Err(format!(
+            "one name for both parents of {person:?}: {:?}",
+            reply.father
+        )));
+    }
+    let name = if relation == kin::Relation::Father {
+        reply.father
+    } else {
+        reply.mother
+    };
+    Ok(if name.trim().is_empty() {
+        Err(format!("no {what} of {person:?} read"))
+    } else {
+        Ok((name, reply.source as usize))
+    })
 }
 
 /// Whether a source is about `person`, searching for their page over an index when none

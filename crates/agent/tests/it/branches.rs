@@ -1293,7 +1293,7 @@ const TOMAS: (&str, &str) = (
     "Tomas Venn",
     "Tomas Venn was a shipwright. His father was Harl Venn and his mother Edda Roe.",
 );
-const ASK_FATHER: &str = "Answer this question only: who is the father of";
+const ASK_PARENTS: &str = "Answer this question only: who are the father and the mother of";
 
 /// metarag on [`KIN_Q`] over the two generations' pages: the write and every sample say
 /// `written` (a confident answer), and the fathers read are `of_aldric`, `of_tomas`.
@@ -1305,8 +1305,8 @@ async fn follow_venns(written: &str, of_aldric: &str, of_tomas: &str) -> (Trace,
                 &[WRITE],
                 format!(r#"{{"answer": "{written} [1].", "short_answer": "{written}"}}"#),
             )
-            .on(&[ASK_FATHER, "of Aldric Venn?"], of_aldric)
-            .on(&[ASK_FATHER, "of Tomas Venn?"], of_tomas)
+            .on(&[ASK_PARENTS, "of Aldric Venn?"], of_aldric)
+            .on(&[ASK_PARENTS, "of Tomas Venn?"], of_tomas)
             .on(&[CLOSED], "unknown"),
         2,
     );
@@ -1319,8 +1319,8 @@ async fn a_grandparent_written_a_generation_short_is_replaced_by_the_chain() {
     // The writer named the father; the chain goes one generation further.
     let (t, llm) = follow_venns(
         "Tomas Venn",
-        r#"{"name": "Tomas Venn", "source": 1}"#,
-        r#"{"name": "Harl Venn", "source": 2}"#,
+        r#"{"father": "Tomas Venn", "mother": "Ilse Marr", "source": 1}"#,
+        r#"{"father": "Harl Venn", "mother": "Edda Roe", "source": 2}"#,
     )
     .await;
     assert!(t.rounds[0].assessment.as_ref().unwrap().passed);
@@ -1339,8 +1339,8 @@ async fn a_grandparent_written_a_generation_short_is_replaced_by_the_chain() {
     }
     assert_eq!(t.short_answer, "Harl Venn");
     assert!(t.answer.contains("[2]"), "{}", t.answer);
-    assert_eq!(llm.hits(&[ASK_FATHER, "of Aldric Venn?"]), 1);
-    assert_eq!(llm.hits(&[ASK_FATHER, "of Tomas Venn?"]), 1);
+    assert_eq!(llm.hits(&[ASK_PARENTS, "of Aldric Venn?"]), 1);
+    assert_eq!(llm.hits(&[ASK_PARENTS, "of Tomas Venn?"]), 1);
     assert_eq!(
         t.stop,
         StopReason::Done("decided by the relation chain".into())
@@ -1351,8 +1351,8 @@ async fn a_grandparent_written_a_generation_short_is_replaced_by_the_chain() {
 async fn a_chain_that_agrees_with_the_written_grandparent_stops_the_run() {
     let (t, _) = follow_venns(
         "Harl Venn",
-        r#"{"name": "Tomas Venn", "source": 1}"#,
-        r#"{"name": "Harl Venn", "source": 2}"#,
+        r#"{"father": "Tomas Venn", "mother": "Ilse Marr", "source": 1}"#,
+        r#"{"father": "Harl Venn", "mother": "Edda Roe", "source": 2}"#,
     )
     .await;
     assert_eq!(t.rounds.len(), 1);
@@ -1369,11 +1369,11 @@ async fn a_relative_no_page_about_the_person_states_decides_nothing() {
     // second is never asked.
     let (t, llm) = follow_venns(
         "Tomas Venn",
-        r#"{"name": "Edda Roe", "source": 2}"#,
-        r#"{"name": "Harl Venn", "source": 2}"#,
+        r#"{"father": "Edda Roe", "mother": "", "source": 2}"#,
+        r#"{"father": "Harl Venn", "mother": "Edda Roe", "source": 2}"#,
     )
     .await;
-    assert_eq!(llm.hits(&[ASK_FATHER, "of Tomas Venn?"]), 0);
+    assert_eq!(llm.hits(&[ASK_PARENTS, "of Tomas Venn?"]), 0);
     assert_eq!(t.rounds[0].remediation, None);
     assert_eq!(t.short_answer, "Tomas Venn");
     assert_eq!(t.stop, StopReason::Done("confident".into()));
@@ -1392,12 +1392,12 @@ async fn over_an_index_a_link_whose_person_has_no_page_searches_for_it() {
                 r#"{"answer": "Tomas Venn [1].", "short_answer": "Tomas Venn"}"#,
             )
             .on(
-                &[ASK_FATHER, "of Aldric Venn?"],
-                r#"{"name": "Tomas Venn", "source": 1}"#,
+                &[ASK_PARENTS, "of Aldric Venn?"],
+                r#"{"father": "Tomas Venn", "mother": "Ilse Marr", "source": 1}"#,
             )
             .on(
-                &[ASK_FATHER, "of Tomas Venn?"],
-                r#"{"name": "Harl Venn", "source": 2}"#,
+                &[ASK_PARENTS, "of Tomas Venn?"],
+                r#"{"father": "Harl Venn", "mother": "Edda Roe", "source": 2}"#,
             )
             .on(&[CLOSED], "unknown"),
     );
@@ -1434,4 +1434,17 @@ async fn over_an_index_a_link_whose_person_has_no_page_searches_for_it() {
         t.stop,
         StopReason::Done("decided by the relation chain".into())
     );
+}
+
+#[tokio::test]
+async fn one_name_read_for_both_parents_decides_nothing() {
+    let (t, llm) = follow_venns(
+        "Tomas Venn",
+        r#"{"father": "Tomas Venn", "mother": "Tomas Venn", "source": 1}"#,
+        r#"{"father": "Harl Venn", "mother": "Edda Roe", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(llm.hits(&[ASK_PARENTS, "of Tomas Venn?"]), 0);
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Tomas Venn");
 }
