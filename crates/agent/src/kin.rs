@@ -186,6 +186,31 @@ pub fn as_written<'t>(text: &'t str, name: &str) -> Option<&'t str> {
         .map(|w| &text[w[0].0..w[want.len() - 1].1])
 }
 
+/// A name without the description a model copies after it ("Lady Margaret Montgomerie,
+/// daughter of Hugh" -> "Lady Margaret Montgomerie"): cut at a comma or bracket followed
+/// by a lowercase word, or at "who" / "whose". A name's own parts after a comma start with
+/// a capital or a digit ("Henry FitzRoy, 5th Duke of Grafton").
+pub fn bare_name(name: &str) -> &str {
+    let name = name.trim().trim_end_matches('.').trim();
+    let mut end = name.len();
+    for (i, c) in name.char_indices() {
+        if c == ',' || c == '(' || c == ' ' {
+            let rest = name[i + c.len_utf8()..].trim_start();
+            let next = rest.split_whitespace().next().unwrap_or("");
+            let lower = next.chars().next().is_some_and(char::is_lowercase);
+            let cut = match c {
+                ' ' => ["who", "whose", "who,"].contains(&next),
+                _ => lower,
+            };
+            if cut {
+                end = i;
+                break;
+            }
+        }
+    }
+    name[..end].trim_end_matches([',', ' '])
+}
+
 /// Whether two names are one person's: the words of one are all in the other, and the
 /// shorter has two words or more ("Harl Venn" and "Harl Venn, Lord of Tessa"). Token F1
 /// ([`crate::monitor::agree`]) is no test here: a family's names share a surname, and
@@ -251,6 +276,22 @@ mod tests {
         );
         assert_eq!(as_written(text, "Edd"), None);
         assert_eq!(as_written(text, "."), None);
+    }
+
+    #[test]
+    fn a_copied_description_is_cut_from_the_name() {
+        assert_eq!(
+            bare_name("Lady Edda Roe, daughter of Harl Venn"),
+            "Lady Edda Roe"
+        );
+        assert_eq!(bare_name("Harl Venn (died 1702)"), "Harl Venn");
+        assert_eq!(bare_name("Harl Venn, who built ships."), "Harl Venn");
+        assert_eq!(
+            bare_name("Harl Venn, 5th Lord of Tessa"),
+            "Harl Venn, 5th Lord of Tessa"
+        );
+        assert_eq!(bare_name("Odo (II) Venn"), "Odo (II) Venn");
+        assert_eq!(bare_name("Ivan the Terrible"), "Ivan the Terrible");
     }
 
     #[test]

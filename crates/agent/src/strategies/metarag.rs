@@ -866,7 +866,7 @@ async fn follow_kin(s: &mut S) -> NodeResult {
                 return Ok(after);
             }
         };
-        let name = name.trim().trim_end_matches('.').trim().to_string();
+        let name = kin::bare_name(&name).to_string();
         let Some(source) = kin::stated(&name, cited, &person, &s.sources) else {
             s.note = Some(format!(
                 "the {} of {person:?}: {name:?} stated by no source about {person:?} ([{cited}] cited)",
