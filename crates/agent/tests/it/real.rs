@@ -438,3 +438,65 @@ async fn the_measure_node_decides_a_hotpotqa_height_comparison_with_the_local_mo
     }
     assert!(t.short_answer.contains("Gasherbrum II"), "{json}");
 }
+
+/// The kin node on the real local model (the test model, 0.5B): a 2WikiMultiHopQA
+/// grandparent question over its given paragraphs (a question of the tuning half). The
+/// parents are read by a real structured call that must parse; whatever the small model
+/// names is kept only from the page of the person asked of. The 1.5B default model follows
+/// this chain to the gold answer (docs/results/monitor.md); the 0.5B one may misread a link,
+/// and then the chain must decide nothing rather than replace the answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_kin_node_follows_a_2wiki_grandparent_question_with_the_local_model() {
+    use metarag_agent::kin::{KIN_CONFIRM, KinshipChain, page_of};
+    use metarag_agent::trace::Remediation;
+    // "Who is Charles I, Count Of Ligny's paternal grandmother?" (gold: Jeanne de Bar,
+    // Countess of Marle and Soissons, mother of Anthony I, Count of Ligny).
+    let text = std::fs::read_to_string(metarag_testkit::qa_dir().join("2wikimultihopqa-dev.jsonl"))
+        .unwrap();
+    let q: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["id"] == "44687d280bb011ebab90acde48001122")
+        .unwrap();
+    let question = q["question"].as_str().unwrap();
+    assert!(KinshipChain::of(question).is_some());
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let agent = Agent::builder(llm).config(real_config()).build().unwrap();
+    let t = agent
+        .ask(&Ask::new(question, "metarag").with_context(supporting_passages(&q)))
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    assert!(t.calls.iter().any(|c| c.node == "kin"), "{json}");
+    // The reply parsed and named someone: a parse failure or an empty reply reads "no ...".
+    let note = t
+        .graph
+        .events
+        .iter()
+        .find(|e| e.node == "kin")
+        .and_then(|e| e.note.clone())
+        .unwrap_or_default();
+    assert!(!note.starts_with("no "), "{note}\n{json}");
+    let decided = t.rounds.iter().find_map(|r| match &r.remediation {
+        Some(Remediation::Kin { links, answer }) => Some((links.clone(), answer.clone())),
+        _ => None,
+    });
+    match decided {
+        Some((links, answer)) => {
+            assert_eq!(links.len(), 2, "{json}");
+            assert_eq!(answer, t.short_answer, "{json}");
+            for l in &links {
+                assert!(page_of(&t.sources[l.source - 1], &l.person), "{json}");
+            }
+        }
+        None if t.stop == StopReason::Done(KIN_CONFIRM.into()) => {}
+        // Undecided: the note says which link was not stated, and by whom.
+        None => assert!(
+            note.contains("stated by no source")
+                || note.contains("comes back")
+                || note.contains("both parents"),
+            "{note}"
+        ),
+    }
+}
