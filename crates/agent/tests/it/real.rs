@@ -261,6 +261,15 @@ fn real_config() -> AgentConfig {
     }
 }
 
+/// The record `id` of the QA file `file` (under `shared/data/qa`).
+fn qa_record(file: &str, id: &str) -> Value {
+    let text = std::fs::read_to_string(metarag_testkit::qa_dir().join(file)).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no record {id} in {file}"))
+}
+
 /// A QA record's supporting paragraphs: its gold context.
 fn supporting_passages(record: &Value) -> Vec<metarag_agent::Passage> {
     record["contexts"]
@@ -339,15 +348,12 @@ async fn the_model_screen_gives_a_probability_on_the_local_model() {
 async fn the_compare_node_decides_a_2wiki_date_comparison_with_the_local_model() {
     use metarag_agent::compare::{DATES_CONFIRM, DateComparison};
     use metarag_agent::trace::Remediation;
-    let text = std::fs::read_to_string(metarag_testkit::qa_dir().join("2wikimultihopqa-dev.jsonl"))
-        .unwrap();
     // "Who is older, Ashish Singh or Jéssica Sodré?" (gold: Jéssica Sodré, born 1985;
     // Ashish Singh born 1994).
-    let q: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["id"] == "bcdd9c5308c711ebbd91ac1f6bf848b6")
-        .unwrap();
+    let q = qa_record(
+        "2wikimultihopqa-dev.jsonl",
+        "bcdd9c5308c711ebbd91ac1f6bf848b6",
+    );
     let question = q["question"].as_str().unwrap();
     assert!(DateComparison::of(question).is_some());
     let context = supporting_passages(&q);
@@ -396,13 +402,7 @@ async fn the_measure_node_decides_a_hotpotqa_height_comparison_with_the_local_mo
     use metarag_agent::trace::Remediation;
     // "Which mountain is taller, Gasherbrum II or Langtang Ri?" (gold: Gasherbrum II,
     // 8035 m; Langtang Ri 7205 m).
-    let text =
-        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
-    let q: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["id"] == "5a8cea40554299441c6b9f76")
-        .unwrap();
+    let q = qa_record("hotpotqa-dev.jsonl", "5a8cea40554299441c6b9f76");
     let question = q["question"].as_str().unwrap();
     assert!(QuantityComparison::of(question).is_some());
     let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
@@ -451,13 +451,10 @@ async fn the_kin_node_follows_a_2wiki_grandparent_question_with_the_local_model(
     use metarag_agent::trace::Remediation;
     // "Who is Charles I, Count Of Ligny's paternal grandmother?" (gold: Jeanne de Bar,
     // Countess of Marle and Soissons, mother of Anthony I, Count of Ligny).
-    let text = std::fs::read_to_string(metarag_testkit::qa_dir().join("2wikimultihopqa-dev.jsonl"))
-        .unwrap();
-    let q: Value = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["id"] == "44687d280bb011ebab90acde48001122")
-        .unwrap();
+    let q = qa_record(
+        "2wikimultihopqa-dev.jsonl",
+        "44687d280bb011ebab90acde48001122",
+    );
     let question = q["question"].as_str().unwrap();
     assert!(KinshipChain::of(question).is_some());
     let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
