@@ -327,7 +327,7 @@ pub(crate) fn names(text: &str, name: &str) -> bool {
 
 /// `text` lower-cased as its alphanumeric words, one space between and around them, so
 /// that a name is found whole-word by `contains`.
-fn words(text: &str) -> String {
+pub(crate) fn words(text: &str) -> String {
     let joined = text
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())

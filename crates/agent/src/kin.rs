@@ -6,13 +6,14 @@
 //! and often names the wrong generation or the wrong side: X's father, a great-uncle, the
 //! maternal grandfather. Each single relation ("Who is the father of X?") is stated by one
 //! sentence of one page, which is within the model's reach. So the chain is read here
-//! ([`KinshipChain::of`]), each link is asked alone over the same sources (the prompt is
+//! ([`KinshipChain::of`]), each link is asked alone over the same sources (a parent with
+//! both parents' slots, [`crate::prompts::parents`]; a spouse by
 //! [`crate::prompts::relative`]), each answer counts only if a source about the person
 //! asked of names it ([`stated`]), and the last link's answer is the chain's. Anything
 //! unsure decides nothing: a name no such source states, the person asked of named back,
 //! or a link whose person has no page among the sources.
 
-use crate::compare::{names, shown};
+use crate::compare::{names, shown, words};
 use crate::evidence::Source;
 
 /// The stop reason of a run whose relation chain confirmed the written answer (a
@@ -119,10 +120,13 @@ impl KinshipChain {
 /// written longer or shorter ("Somerset Butler" or "Somerset Hamilton Butler, 1st Earl of
 /// Carrick" for "Somerset Butler, 1St Earl Of Carrick").
 pub fn page_of(source: &Source, person: &str) -> bool {
-    let (t, p) = (words_of(&source.passage.title), words_of(person));
-    let (t, p): (Vec<&str>, Vec<&str>) = (t.split(' ').collect(), p.split(' ').collect());
+    let (t, p) = (words(&source.passage.title), words(person));
+    let (t, p): (Vec<&str>, Vec<&str>) = (
+        t.split_whitespace().collect(),
+        p.split_whitespace().collect(),
+    );
     let within = |a: &[&str], b: &[&str]| a.len() >= 2 && a.iter().all(|w| b.contains(w));
-    !t[0].is_empty() && (t == p || within(&t, &p) || within(&p, &t))
+    !t.is_empty() && (t == p || within(&t, &p) || within(&p, &t))
 }
 
 /// Whether `source` is about `person`: it is their page ([`page_of`]) or names them.
@@ -136,7 +140,7 @@ pub fn about(source: &Source, person: &str) -> bool {
 /// that is the person's own, or part of it, is no relative of theirs.
 pub fn stated(name: &str, cited: usize, person: &str, sources: &[Source]) -> Option<usize> {
     let name = name.trim().trim_end_matches('.').trim();
-    if name.len() < 2 || names(&format!(" {} ", words_of(person)), name) {
+    if name.len() < 2 || names(&words(person), name) {
         return None;
     }
     let own = sources.iter().any(|s| page_of(s, person));
@@ -159,8 +163,8 @@ pub fn stated(name: &str, cited: usize, person: &str, sources: &[Source]) -> Opt
 /// whole-word and in order ignoring case and punctuation ("Schleswig-Holstein" for a
 /// model's "Schleswig- Holstein"). `None` if the text does not name it.
 pub fn as_written<'t>(text: &'t str, name: &str) -> Option<&'t str> {
-    let want = words_of(name);
-    let want: Vec<&str> = want.split(' ').filter(|w| !w.is_empty()).collect();
+    let want = words(name);
+    let want: Vec<&str> = want.split_whitespace().collect();
     if want.is_empty() {
         return None;
     }
@@ -216,20 +220,14 @@ pub fn bare_name(name: &str) -> &str {
 /// ([`crate::monitor::agree`]) is no test here: a family's names share a surname, and
 /// "Tomas Venn" against "Harl Venn" scores 0.5.
 pub fn same_person(a: &str, b: &str) -> bool {
-    let (a, b) = (words_of(a), words_of(b));
-    let (a, b): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+    let (a, b) = (words(a), words(b));
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        a.split_whitespace().collect(),
+        b.split_whitespace().collect(),
+    );
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     let within = short.iter().all(|w| long.contains(w));
-    within && (short.len() >= 2 || short.len() == long.len()) && !short[0].is_empty()
-}
-
-/// A name's alphanumeric words, lower-cased, one space between.
-fn words_of(name: &str) -> String {
-    name.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    within && (short.len() >= 2 || short.len() == long.len()) && !short.is_empty()
 }
 
 #[cfg(test)]

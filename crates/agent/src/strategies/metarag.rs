@@ -107,10 +107,10 @@ pub struct MetaragConfig {
     /// numbers make the answer replaces a written one that differs ([`crate::measure`]).
     pub compare_quantities: bool,
     /// Follow kinship questions ("Who is the paternal grandfather of X?") one relation at a
-    /// time: after the first answer is assessed, the model names each relative alone (one
-    /// short call per link over the write's prefix), each counting only from a source about
-    /// the person asked of, and the relative the chain ends at replaces a written answer
-    /// that differs ([`crate::kin`]).
+    /// time: after the first answer is assessed, the model names each link's relative (one
+    /// short call per link over the write's sources; a parent asked with both parents'
+    /// slots), each counting only from a source about the person asked of, and the relative
+    /// the chain ends at replaces a written answer that differs ([`crate::kin`]).
     pub follow_kin: bool,
     /// Decide yes/no questions about two things ("Are A and B both ferns?") part by part:
     /// after the first answer is assessed, the model answers each part alone (two short
@@ -992,8 +992,8 @@ async fn read_relative(
 
 /// Whether a source is about `person`, searching for their page over an index when none
 /// is theirs: a link's person (the father, found on the child's page) is a hop the first
-/// retrieval often missed. The pool grows and the sources are read again; the pool only appends, so a
-/// source number read before stays the same passage.
+/// retrieval often missed. The pool grows and the sources are read again; the pool only
+/// appends, so a source number read before stays the same passage.
 async fn page_for(s: &mut S, person: &str) -> Result<bool, crate::graph::NodeError> {
     let has_page = |s: &S| s.sources.iter().any(|src| kin::page_of(src, person));
     if s.mode == EvidenceMode::Retrieval && !has_page(s) {
