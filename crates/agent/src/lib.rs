@@ -27,6 +27,7 @@ pub mod gateway;
 pub mod graph;
 pub mod injection;
 pub mod kin;
+pub mod link;
 pub mod measure;
 pub mod metacog;
 pub mod monitor;

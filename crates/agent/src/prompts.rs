@@ -301,6 +301,32 @@ pub fn relative(sources: &[Source], person: &str, relation: &str) -> ChatRequest
     .max_tokens(40)
 }
 
+/// The reply to [`linked`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LinkedReply {
+    /// The answer as the source writes it; empty if no source says.
+    pub answer: String,
+    /// The number of the source that states it; 0 if none.
+    pub source: u32,
+}
+
+/// Asks a linked question again of the bridge person by name ([`crate::link`]): "Where was
+/// Nathan Juran born?" in place of "Where was the director of film X born?". The answer is
+/// copied as the source about `person` writes it, so that code can find it there.
+pub fn linked(sources: &[Source], question: &str, person: &str) -> ChatRequest {
+    ChatRequest::new(over_sources(
+        sources,
+        format!(
+            "Answer this question only: {question} Copy the answer as the source about {person} \
+             writes it, as few words as answer it, and give the number of that source. If no \
+             source says, leave answer empty and give source 0.\n\
+             Reply in JSON: {{\"answer\": \"...\", \"source\": 0}}"
+        ),
+    ))
+    .json_schema::<LinkedReply>()
+    .max_tokens(48)
+}
+
 /// The reply to [`parents`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ParentsReply {

@@ -169,6 +169,20 @@ pub enum Remediation {
         /// The relative the chain ends at.
         answer: String,
     },
+    /// A question about a person named through a relation ("Where was the director of
+    /// film X born?") asked again of that person by name ([`crate::link`]): the bridge as a
+    /// source about X states it, the answer as a source about the bridge person states it;
+    /// that answer was taken as the next round, in place of the one written.
+    Link {
+        /// The bridge: the person the relation names, read from a source about X.
+        bridge: KinLink,
+        /// The question asked of the bridge person by name.
+        question: String,
+        /// Its answer.
+        answer: String,
+        /// The number of the source stating the answer.
+        source: usize,
+    },
     /// A yes/no question about two things decided part by part ([`crate::parts`]): each
     /// thing's verdict as a source about it states it; the answer the parts make was
     /// taken as the next round, in place of the verdict written.
@@ -180,12 +194,13 @@ pub enum Remediation {
     },
 }
 
-/// One link of a kinship chain ([`Remediation::Kin`]).
+/// One link of a kinship chain ([`Remediation::Kin`]), or the bridge of a linked question
+/// ([`Remediation::Link`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KinLink {
     /// The person asked of.
     pub person: String,
-    /// The relation asked ("father", "mother", "spouse").
+    /// The relation asked ("father", "mother", "spouse", "director").
     pub relation: String,
     /// The relative, as the model read it.
     pub name: String,

@@ -12,6 +12,7 @@ use crate::score_answer;
 use metarag_agent::compare::DATES_CONFIRM;
 use metarag_agent::graph::StopReason;
 use metarag_agent::kin::KIN_CONFIRM;
+use metarag_agent::link::LINK_CONFIRM;
 use metarag_agent::measure::QUANTITIES_CONFIRM;
 use metarag_agent::monitor::{FEATURES, MonitorModel, Signals};
 use metarag_agent::parts::PARTS_CONFIRM;
@@ -118,9 +119,10 @@ impl FirstAnswer {
 
 /// Which check in code judged a trace's first answer and what it said
 /// ([`FirstAnswer::code_check`]), from what the trace records: the stop reason
-/// [`DATES_CONFIRM`], [`PARTS_CONFIRM`], [`QUANTITIES_CONFIRM`] or [`KIN_CONFIRM`], or a
-/// `Compare`, `Parts`, `Measure` or `Kin` remediation on the first round. The name is the
-/// signal's in the tables ("date_check", "parts_check", "quantity_check", "kin_check").
+/// [`DATES_CONFIRM`], [`PARTS_CONFIRM`], [`QUANTITIES_CONFIRM`], [`KIN_CONFIRM`] or
+/// [`LINK_CONFIRM`], or a `Compare`, `Parts`, `Measure`, `Kin` or `Link` remediation on the
+/// first round. The name is the signal's in the tables ("date_check", "parts_check",
+/// "quantity_check", "kin_check", "link_check").
 fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool)> {
     if trace.stop == StopReason::Done(DATES_CONFIRM.to_string()) {
         return Some(("date_check", true));
@@ -134,11 +136,15 @@ fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool
     if trace.stop == StopReason::Done(KIN_CONFIRM.to_string()) {
         return Some(("kin_check", true));
     }
+    if trace.stop == StopReason::Done(LINK_CONFIRM.to_string()) {
+        return Some(("link_check", true));
+    }
     match trace.rounds.first()?.remediation {
         Some(Remediation::Compare { .. }) => Some(("date_check", false)),
         Some(Remediation::Parts { .. }) => Some(("parts_check", false)),
         Some(Remediation::Measure { .. }) => Some(("quantity_check", false)),
         Some(Remediation::Kin { .. }) => Some(("kin_check", false)),
+        Some(Remediation::Link { .. }) => Some(("link_check", false)),
         _ => None,
     }
 }

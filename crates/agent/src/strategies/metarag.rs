@@ -33,6 +33,7 @@ use crate::compare::{self, DateComparison};
 use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::kin::{self, KinshipChain};
+use crate::link::{self, LinkedQuestion};
 use crate::measure::{self, QuantityComparison};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
@@ -65,6 +66,9 @@ pub const PARTS: NodeId = NodeId("parts");
 pub const MEASURE: NodeId = NodeId("measure");
 /// Follows a kinship question one relation at a time ([`crate::kin`]).
 pub const KIN: NodeId = NodeId("kin");
+/// Asks a question about a person named through a relation again of that person by name
+/// ([`crate::link`]).
+pub const LINK: NodeId = NodeId("link");
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,6 +116,12 @@ pub struct MetaragConfig {
     /// slots), each counting only from a source about the person asked of, and the relative
     /// the chain ends at replaces a written answer that differs ([`crate::kin`]).
     pub follow_kin: bool,
+    /// Ask a question about a person named through a relation ("Where was the director of
+    /// film X born?") in two steps after the first answer is assessed: the bridge alone
+    /// (kept only from a source about X), then the question again of that person by name
+    /// (its answer kept only from a source about them); that answer confirms or replaces a
+    /// written one ([`crate::link`]).
+    pub follow_links: bool,
     /// Decide yes/no questions about two things ("Are A and B both ferns?") part by part:
     /// after the first answer is assessed, the model answers each part alone (two short
     /// calls over the write's prefix), each verdict counting only from a source about its
@@ -137,6 +147,7 @@ impl Default for MetaragConfig {
             compare_dates: true,
             compare_quantities: true,
             follow_kin: true,
+            follow_links: true,
             check_parts: false,
         }
     }
@@ -233,6 +244,7 @@ impl Strategy for Metarag {
                     (COMPARE, "first answer to a date comparison"),
                     (MEASURE, "first answer to a quantity comparison"),
                     (KIN, "first answer to a kinship question"),
+                    (LINK, "first answer to a question through a relation"),
                     (PARTS, "first answer to a yes/no question about two things"),
                     (DIAGNOSE, "not confident, rounds left"),
                 ],
@@ -252,6 +264,11 @@ impl Strategy for Metarag {
                 KIN,
                 &[(DIAGNOSE, "chain not followed, not confident, rounds left")],
                 |s| Box::pin(follow_kin(s)),
+            )
+            .node(
+                LINK,
+                &[(DIAGNOSE, "link not followed, not confident, rounds left")],
+                |s| Box::pin(follow_link(s)),
             )
             .node(
                 PARTS,
@@ -466,6 +483,11 @@ async fn assess(s: &mut S) -> NodeResult {
     if index == 0 && s.ext.config.follow_kin && KinshipChain::of(&s.question).is_some() {
         s.ext.after_check = Some(next);
         return Ok(Transition::Goto(KIN));
+    }
+    // And a question through a relation by its two lookups.
+    if index == 0 && s.ext.config.follow_links && LinkedQuestion::of(&s.question).is_some() {
+        s.ext.after_check = Some(next);
+        return Ok(Transition::Goto(LINK));
     }
     // So is a yes/no question about two things by its parts: a small writer says "yes"
     // to the conjunction whatever its sources say.
@@ -859,7 +881,7 @@ async fn follow_kin(s: &mut S) -> NodeResult {
             s.note = Some(format!("no page about {person:?} among the sources"));
             return Ok(after);
         }
-        let (name, cited) = match read_relative(s, &person, relation).await? {
+        let (name, cited) = match read_relative(s, KIN, &person, relation).await? {
             Ok(read) => read,
             Err(why) => {
                 s.note = Some(why);
@@ -875,15 +897,7 @@ async fn follow_kin(s: &mut S) -> NodeResult {
             return Ok(after);
         };
         // The name as the source writes it: a small model's copy loses hyphens and accents.
-        let name = s
-            .sources
-            .iter()
-            .find(|src| src.n == source)
-            .and_then(|src| {
-                let text = format!("{}\n{}", src.passage.title, src.text());
-                kin::as_written(&text, &name).map(str::to_string)
-            })
-            .unwrap_or(name);
+        let name = written_in(s, source, &name).unwrap_or(name);
         // A chain that comes back to a person already on it has misread a page.
         if links.iter().any(|l| kin::same_person(&l.name, &name))
             || kin::same_person(&chain.person, &name)
@@ -936,11 +950,172 @@ async fn follow_kin(s: &mut S) -> NodeResult {
     Ok(Transition::done("decided by the relation chain"))
 }
 
+/// Asks a question about a person named through a relation in its two lookups over the
+/// write's sources: the bridge alone (a relative with the kin node's prompts, anyone else
+/// by [`prompts::relative`]), kept only from a source about what the question names; then
+/// the question again of that person by name ([`prompts::linked`]), its answer kept only
+/// from a source about them. That answer confirms the written one (the run stops) or
+/// replaces it; anything unsure decides nothing and the run goes where the assessment was
+/// going.
+async fn follow_link(s: &mut S) -> NodeResult {
+    let after = s
+        .ext
+        .after_check
+        .take()
+        .unwrap_or(Transition::Goto(DIAGNOSE));
+    let Some(linked) = LinkedQuestion::of(&s.question) else {
+        return Ok(after);
+    };
+    let entity = linked.entity.clone();
+    if !page_for(s, &entity).await? {
+        s.note = Some(format!("no page about {entity:?} among the sources"));
+        return Ok(after);
+    }
+    let read = match linked.kin {
+        Some(relation) => read_relative(s, LINK, &entity, relation).await?,
+        None => read_named(s, &entity, linked.relation).await?,
+    };
+    let (name, cited) = match read {
+        Ok(read) => read,
+        Err(why) => {
+            s.note = Some(why);
+            return Ok(after);
+        }
+    };
+    let name = kin::bare_name(&name).to_string();
+    let Some(bridge_source) = kin::stated(&name, cited, &entity, &s.sources) else {
+        s.note = Some(format!(
+            "the {} of {entity:?}: {name:?} stated by no source about {entity:?} ([{cited}] cited)",
+            linked.relation,
+        ));
+        return Ok(after);
+    };
+    let name = written_in(s, bridge_source, &name).unwrap_or(name);
+    if kin::same_person(&entity, &name) {
+        s.note = Some(format!(
+            "the {} of {entity:?} read as itself",
+            linked.relation
+        ));
+        return Ok(after);
+    }
+    if !page_for(s, &name).await? {
+        s.note = Some(format!("no page about {name:?} among the sources"));
+        return Ok(after);
+    }
+    let question = linked.about(&name);
+    let read = match linked.asks {
+        Some(relation) => read_relative(s, LINK, &name, relation).await?,
+        None => {
+            let called =
+                s.gw.chat(
+                    LINK.as_str(),
+                    LINK.as_str(),
+                    prompts::linked(&s.sources, &question, &name),
+                )
+                .await?;
+            let reply = called
+                .text()
+                .ok()
+                .and_then(|t| parse_json::<prompts::LinkedReply>(t).ok());
+            match reply.filter(|r| !r.answer.trim().is_empty()) {
+                Some(r) => Ok((r.answer.trim().to_string(), r.source as usize)),
+                None => Err(format!("no answer to {question:?} read")),
+            }
+        }
+    };
+    let (answer, cited) = match read {
+        Ok(read) => read,
+        Err(why) => {
+            s.note = Some(why);
+            return Ok(after);
+        }
+    };
+    let answer = answer.trim().trim_end_matches('.').trim().to_string();
+    // The bridge or what it was found from is no answer about the bridge.
+    if kin::same_person(&answer, &name) || kin::same_person(&answer, &entity) {
+        s.note = Some(format!("{question:?} answered with {answer:?}"));
+        return Ok(after);
+    }
+    let Some(source) = kin::stated(&answer, cited, &name, &s.sources) else {
+        s.note = Some(format!(
+            "{question:?}: {answer:?} stated by no source about {name:?} ([{cited}] cited)"
+        ));
+        return Ok(after);
+    };
+    let answer = written_in(s, source, &answer).unwrap_or(answer);
+    let bridge = KinLink {
+        person: entity.clone(),
+        relation: linked.relation.to_string(),
+        name: name.clone(),
+        source: bridge_source,
+    };
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    let shown = format!(
+        "{} of {entity}: {name} [{bridge_source}]; {question} {answer} [{source}]",
+        linked.relation
+    );
+    if link::same_answer(&written, &answer) {
+        s.note = Some(format!("the link confirms {answer:?}: {shown}"));
+        return Ok(Transition::done(link::LINK_CONFIRM));
+    }
+    s.note = Some(format!(
+        "the link makes {answer:?} the answer, not {written:?}: {shown}"
+    ));
+    let text = format!(
+        "{answer} [{source}] ({name} is the {} of {entity} [{bridge_source}]).",
+        linked.relation
+    );
+    s.current_round()?.remediation = Some(Remediation::Link {
+        bridge,
+        question,
+        answer: answer.clone(),
+        source,
+    });
+    s.directive = None;
+    let index = s.push_answer(text, answer);
+    s.chosen = Some(index);
+    Ok(Transition::done("decided by the linked question"))
+}
+
+/// `text` as source `n` writes it ([`kin::as_written`]), if that source names it.
+fn written_in(s: &S, n: usize, text: &str) -> Option<String> {
+    s.sources.iter().find(|src| src.n == n).and_then(|src| {
+        let shown = format!("{}\n{}", src.passage.title, src.text());
+        kin::as_written(&shown, text).map(str::to_string)
+    })
+}
+
+/// The model's reading of who `entity`'s `relation` is ("the director of" a film), with
+/// the source it cites, or why there is none.
+async fn read_named(
+    s: &mut S,
+    entity: &str,
+    relation: &str,
+) -> Result<Result<(String, usize), String>, crate::graph::NodeError> {
+    let called =
+        s.gw.chat(
+            LINK.as_str(),
+            LINK.as_str(),
+            prompts::relative(&s.sources, entity, relation),
+        )
+        .await?;
+    let reply = called
+        .text()
+        .ok()
+        .and_then(|t| parse_json::<prompts::RelativeReply>(t).ok());
+    Ok(match reply.filter(|r| !r.name.trim().is_empty()) {
+        Some(r) => Ok((r.name, r.source as usize)),
+        None => Err(format!("no {relation} of {entity:?} read")),
+    })
+}
+
 /// The model's reading of `person`'s `relation` over the sources, with the source it
 /// cites, or why there is none. A parent is asked with both parents' slots
 /// ([`prompts::parents`]), a spouse alone ([`prompts::relative`]).
 async fn read_relative(
     s: &mut S,
+    node: NodeId,
     person: &str,
     relation: kin::Relation,
 ) -> Result<Result<(String, usize), String>, crate::graph::NodeError> {
@@ -948,8 +1123,8 @@ async fn read_relative(
     if relation == kin::Relation::Spouse {
         let called =
             s.gw.chat(
-                KIN.as_str(),
-                "kin",
+                node.as_str(),
+                node.as_str(),
                 prompts::relative(&s.sources, person, what),
             )
             .await?;
@@ -963,8 +1138,12 @@ async fn read_relative(
         });
     }
     let called =
-        s.gw.chat(KIN.as_str(), "kin", prompts::parents(&s.sources, person))
-            .await?;
+        s.gw.chat(
+            node.as_str(),
+            node.as_str(),
+            prompts::parents(&s.sources, person),
+        )
+        .await?;
     let Some(reply) = called
         .text()
         .ok()

@@ -500,6 +500,17 @@ fn prompts_snapshot() {
         "prompt_closed_book",
         render(&prompts::closed_book(Q).messages)
     );
+    insta::assert_snapshot!(
+        "prompt_linked",
+        render(
+            &prompts::linked(
+                &sources,
+                "Where was Steven Spielberg born?",
+                "Steven Spielberg"
+            )
+            .messages
+        )
+    );
     // Every evidence prompt starts with the same prefix (system prompt, sources, question),
     // so a local model reuses it from the write to the samples.
     let write = prompts::write(Q, &sources, None, None, 256);
@@ -1447,4 +1458,175 @@ async fn one_name_read_for_both_parents_decides_nothing() {
     assert_eq!(llm.hits(&[ASK_PARENTS, "of Tomas Venn?"]), 0);
     assert_eq!(t.rounds[0].remediation, None);
     assert_eq!(t.short_answer, "Tomas Venn");
+}
+
+const LINK_Q: &str = "Where was the director of film Quarry Bells born?";
+const QUARRY: (&str, &str) = (
+    "Quarry Bells",
+    "Quarry Bells is a 1958 drama film directed by Ivo Marsh and released on 4 May 1958.",
+);
+const IVO: (&str, &str) = (
+    "Ivo Marsh",
+    "Ivo Marsh (1911-1979) was a film director. He was born in Tarnholm and died in Vell.",
+);
+const ASK_DIRECTOR: &str = "Answer this question only: who is the director of Quarry Bells?";
+const ASK_AGAIN: &str = "Answer this question only: Where was Ivo Marsh born?";
+
+/// metarag on [`LINK_Q`] over the film's and the director's pages: the write and every
+/// sample say `written` (a confident answer); the bridge read is `director`, the answer
+/// about him `born`.
+async fn follow_quarry(written: &str, director: &str, born: &str) -> (Trace, Arc<ScriptedLlm>) {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short(written))
+            .on(
+                &[WRITE],
+                format!(r#"{{"answer": "{written} [1].", "short_answer": "{written}"}}"#),
+            )
+            .on(&[ASK_DIRECTOR], director)
+            .on(&[ASK_AGAIN], born)
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(LINK_Q, "metarag").with_context(context(&[QUARRY, IVO]));
+    (agent.ask(&ask).await.unwrap(), llm)
+}
+
+#[tokio::test]
+async fn a_where_answered_with_the_films_date_is_replaced_by_the_linked_question() {
+    // The writer answered from the film's page; asked of the director by name, the model
+    // reads his own page.
+    let (t, llm) = follow_quarry(
+        "4 May 1958",
+        r#"{"name": "Ivo Marsh", "source": 1}"#,
+        r#"{"answer": "Tarnholm", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(nodes(&t).last(), Some(&"link"));
+    match &t.rounds[0].remediation {
+        Some(Remediation::Link {
+            bridge,
+            question,
+            answer,
+            source,
+        }) => {
+            assert_eq!((bridge.name.as_str(), bridge.source), ("Ivo Marsh", 1));
+            assert_eq!(bridge.relation, "director");
+            assert_eq!(question, "Where was Ivo Marsh born?");
+            assert_eq!((answer.as_str(), *source), ("Tarnholm", 2));
+        }
+        other => panic!("expected a linked question, got {other:?}"),
+    }
+    assert_eq!(t.short_answer, "Tarnholm");
+    assert!(t.answer.contains("[2]"), "{}", t.answer);
+    assert_eq!(llm.hits(&[ASK_DIRECTOR]), 1);
+    assert_eq!(llm.hits(&[ASK_AGAIN]), 1);
+    assert_eq!(
+        t.stop,
+        StopReason::Done("decided by the linked question".into())
+    );
+}
+
+#[tokio::test]
+async fn a_linked_answer_that_agrees_with_the_written_one_stops_the_run() {
+    let (t, _) = follow_quarry(
+        "Tarnholm",
+        r#"{"name": "Ivo Marsh", "source": 1}"#,
+        r#"{"answer": "Tarnholm", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.short_answer, "Tarnholm");
+    assert_eq!(
+        t.stop,
+        StopReason::Done(metarag_agent::link::LINK_CONFIRM.into())
+    );
+}
+
+#[tokio::test]
+async fn an_answer_no_page_about_the_bridge_states_decides_nothing() {
+    // "Fenwick" is on no page: the written answer stays and the run goes on as assessed.
+    let (t, llm) = follow_quarry(
+        "Tarnholm",
+        r#"{"name": "Ivo Marsh", "source": 1}"#,
+        r#"{"answer": "Fenwick", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(llm.hits(&[ASK_AGAIN]), 1);
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Tarnholm");
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+}
+
+#[tokio::test]
+async fn a_bridge_not_on_the_films_page_is_not_asked_further() {
+    // "Harl Venn" is named by no source about the film: the question is not asked again.
+    let (t, llm) = follow_quarry(
+        "4 May 1958",
+        r#"{"name": "Harl Venn", "source": 1}"#,
+        r#"{"answer": "Tarnholm", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(llm.hits(&[ASK_AGAIN]), 0);
+    assert_eq!(t.rounds[0].remediation, None);
+    assert!(
+        t.graph.events.iter().any(|e| e.node == "link"
+            && e.note
+                .as_deref()
+                .is_some_and(|n| n.contains("stated by no source"))),
+        "{:?}",
+        t.graph.events
+    );
+}
+
+#[tokio::test]
+async fn over_an_index_a_linked_persons_missing_page_is_searched_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = crate::jaws_index(dir.path(), &[QUARRY, IVO]).await;
+    let llm = Arc::new(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("4 May 1958"))
+            .on(&[PLAN], r#"{"complexity": "simple"}"#)
+            .on(
+                &[WRITE],
+                r#"{"answer": "4 May 1958 [1].", "short_answer": "4 May 1958"}"#,
+            )
+            .on(&[ASK_DIRECTOR], r#"{"name": "Ivo Marsh", "source": 1}"#)
+            .on(&[ASK_AGAIN], r#"{"answer": "Tarnholm", "source": 2}"#)
+            .on(&[CLOSED], "unknown"),
+    );
+    let dynllm: Arc<dyn DynLlm> = llm.clone();
+    // One passage per search and no bridge hop before the write: one of the two pages is
+    // found only by the link node's search.
+    let mut config = AgentConfig::default().with_route(RouteConfig {
+        top_k: 1,
+        rerank: false,
+        hops: 1,
+    });
+    config.bridge_hop = false;
+    let agent = Agent::builder(dynllm)
+        .retriever(retriever)
+        .registry(metarag_registry())
+        .config(config)
+        .build()
+        .unwrap();
+    let t = agent.ask(&Ask::new(LINK_Q, "metarag")).await.unwrap();
+    assert!(
+        t.retrievals.iter().any(|r| r.reason == RetrievalReason::Hop
+            && (r.query == "Ivo Marsh" || r.query == "Quarry Bells")),
+        "{:?}",
+        t.retrievals
+    );
+    let titles: Vec<String> = t.sources.iter().map(|s| s.passage.title.clone()).collect();
+    assert!(
+        ["Ivo Marsh", "Quarry Bells"]
+            .iter()
+            .all(|want| titles.iter().any(|t| t == want)),
+        "{titles:?}"
+    );
+    assert_eq!(t.short_answer, "Tarnholm");
+    assert_eq!(
+        t.stop,
+        StopReason::Done("decided by the linked question".into())
+    );
 }
