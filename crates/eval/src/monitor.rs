@@ -405,9 +405,10 @@ pub fn markdown(record: &RunRecord) -> String {
          AUROC 0.5 is chance. Halves by the FNV-1a hash of the question id (even: tuning, where \
          weights and thresholds are fitted; odd: reporting).\n\n\
          *With the checks*: the gate's score with the verdict of a check made in code folded \
-         in (the compare node's dates on a date comparison, the parts node's on a yes/no \
-         question about two things; confirmed above every unchecked answer, contradicted \
-         below), as the run acts on it.\n\n\
+         in (the compare node's dates on a date comparison, the measure node's quantities, \
+         the kin node's relation chain, the link node's two lookups, the parts node's verdicts \
+         on a yes/no question about two things; confirmed above every unchecked answer, \
+         contradicted below), as the run acts on it.\n\n\
          | strategy | half | n | right | gate AUROC | with the checks | gate accuracy | passed |\n|---|---|---|---|---|---|---|---|\n",
     );
     for t in &tables {

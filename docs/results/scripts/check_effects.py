@@ -4,7 +4,7 @@ check's node decided (confirmed / replaced / undecided, with its note), the fina
 and F1 against gold; with totals, and the mean F1 of metarag and standard RAG on the same
 questions.
 
-    python3 docs/results/scripts/check_effects.py RUN.json|RUN.jsonl [--check quantity|kin|dates|parts]
+    python3 docs/results/scripts/check_effects.py RUN.json|RUN.jsonl [--check quantity|kin|dates|parts|link]
 """
 import sys
 
@@ -17,6 +17,7 @@ CHECKS = {
     "kin": ("kin", "the relation chain confirms the answer", "kin"),
     "dates": ("compare", "the dates confirm the answer", "compare"),
     "parts": ("parts", "the parts confirm the answer", "parts"),
+    "link": ("link", "the linked question confirms the answer", "link"),
 }
 
 
