@@ -113,6 +113,14 @@ impl LinkedQuestion {
                     continue;
                 }
                 let end = after + name_span(&q[after..]);
+                // "the father of Nim's actress" asks of the actress, not Nim; "the director
+                // of film X 's birthday" is the director's.
+                let possessive = ["'s", "\u{2019}s"]
+                    .iter()
+                    .any(|m| q[end..].trim_start().starts_with(m));
+                if possessive && kin.is_some() {
+                    continue;
+                }
                 if end > after {
                     let start = if lower[..at].ends_with("the ") {
                         at - 4
@@ -306,6 +314,13 @@ mod tests {
         assert_eq!(l.entity, "Cass (2008 Film)");
         assert_eq!(l.about("Ivo Marsh"), "When is Ivo Marsh 's birthday?");
 
+        let l =
+            LinkedQuestion::of("What was the father of Kasper Venn voted to be in 1992?").unwrap();
+        assert_eq!(
+            l.about("Harl Venn"),
+            "What was Harl Venn voted to be in 1992?"
+        );
+
         let l = LinkedQuestion::of("Where was the father of Tiberius Venn born?").unwrap();
         assert_eq!((l.entity.as_str(), l.relation), ("Tiberius Venn", "father"));
 
@@ -343,6 +358,7 @@ mod tests {
             "Did the director of film Quarry Bells die before 1990?",
             "Where was the director of the same film born?",
             "Where was the father of the director of film Quarry Bells born?",
+            "Who is the father of Nim's actress in Return to Nim's Island?",
         ] {
             assert_eq!(LinkedQuestion::of(q), None, "{q}");
         }
