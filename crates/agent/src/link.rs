@@ -261,6 +261,24 @@ fn name_span_back(text: &str) -> usize {
     text.len() - first
 }
 
+/// Whether `answer` is the kind of answer `question` asks for, as far as its words show: a
+/// date alone answers only a question that asks about time ("Where did he die?" is not
+/// answered by "November 7, 2009"), and a "when" question needs a year, a month or a
+/// number. A lookup answered with the wrong kind decides nothing: it read the wrong
+/// sentence.
+pub fn fits(question: &str, answer: &str) -> bool {
+    use crate::text::{AnswerType, MONTHS, answer_type, asks_about_time, is_date_phrase};
+    if is_date_phrase(answer) && !asks_about_time(question) {
+        return false;
+    }
+    if answer_type(question) == AnswerType::Date {
+        let lower = answer.to_lowercase();
+        return answer.chars().any(|c| c.is_ascii_digit())
+            || MONTHS.iter().any(|m| lower.contains(m));
+    }
+    true
+}
+
 /// Whether two answers say the same: the words of the shorter all within the longer
 /// ("Los Angeles" and "Los Angeles, California"; "1972" and "5 March 1972").
 pub fn same_answer(a: &str, b: &str) -> bool {
@@ -362,6 +380,20 @@ mod tests {
         ] {
             assert_eq!(LinkedQuestion::of(q), None, "{q}");
         }
+    }
+
+    #[test]
+    fn a_date_answers_only_a_question_about_time() {
+        assert!(!fits("Where did Ivo Marsh die?", "November 7, 2009"));
+        assert!(!fits(
+            "What is the place of birth of Ivo Marsh?",
+            "14 March 1958"
+        ));
+        assert!(fits("Where did Ivo Marsh die?", "Vell"));
+        assert!(fits("When did Ivo Marsh die?", "November 7, 2009"));
+        assert!(fits("What is the date of death of Ivo Marsh?", "1979"));
+        assert!(!fits("When did Ivo Marsh die?", "Vell"));
+        assert!(fits("What nationality is Ivo Marsh?", "American"));
     }
 
     #[test]

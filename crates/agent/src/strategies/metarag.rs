@@ -1031,6 +1031,12 @@ async fn follow_link(s: &mut S) -> NodeResult {
         }
     };
     let answer = answer.trim().trim_end_matches('.').trim().to_string();
+    if !link::fits(&question, &answer) {
+        s.note = Some(format!(
+            "{question:?} answered with {answer:?}, not the kind it asks for"
+        ));
+        return Ok(after);
+    }
     // The bridge or what it was found from is no answer about the bridge.
     if kin::same_person(&answer, &name) || kin::same_person(&answer, &entity) {
         s.note = Some(format!("{question:?} answered with {answer:?}"));

@@ -1630,3 +1630,21 @@ async fn over_an_index_a_linked_persons_missing_page_is_searched_for() {
         StopReason::Done("decided by the linked question".into())
     );
 }
+
+#[tokio::test]
+async fn a_linked_answer_of_the_wrong_kind_decides_nothing() {
+    // "1911" is on his page, but a year does not answer "where".
+    let (t, llm) = follow_quarry(
+        "Tarnholm",
+        r#"{"name": "Ivo Marsh", "source": 1}"#,
+        r#"{"answer": "1911", "source": 2}"#,
+    )
+    .await;
+    assert_eq!(llm.hits(&[ASK_AGAIN]), 1);
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.short_answer, "Tarnholm");
+    assert_ne!(
+        t.stop,
+        StopReason::Done(metarag_agent::link::LINK_CONFIRM.into())
+    );
+}
