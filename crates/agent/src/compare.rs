@@ -325,6 +325,19 @@ pub(crate) fn names(text: &str, name: &str) -> bool {
     name.trim().len() > 1 && text.contains(&name)
 }
 
+/// The word counts of the shorter and the longer of `a` and `b` ([`words`]) when every
+/// word of the shorter is in the longer, else `None`; `None` too when either has no words.
+pub(crate) fn within(a: &str, b: &str) -> Option<(usize, usize)> {
+    let (a, b) = (words(a), words(b));
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        a.split_whitespace().collect(),
+        b.split_whitespace().collect(),
+    );
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    (!short.is_empty() && short.iter().all(|w| long.contains(w)))
+        .then_some((short.len(), long.len()))
+}
+
 /// `text` lower-cased as its alphanumeric words, one space between and around them, so
 /// that a name is found whole-word by `contains`.
 pub(crate) fn words(text: &str) -> String {

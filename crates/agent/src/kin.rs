@@ -13,7 +13,7 @@
 //! unsure decides nothing: a name no such source states, the person asked of named back,
 //! or a link whose person has no page among the sources.
 
-use crate::compare::{names, shown, words};
+use crate::compare::{names, shown, within, words};
 use crate::evidence::Source;
 
 /// The stop reason of a run whose relation chain confirmed the written answer (a
@@ -220,14 +220,7 @@ pub fn bare_name(name: &str) -> &str {
 /// ([`crate::monitor::agree`]) is no test here: a family's names share a surname, and
 /// "Tomas Venn" against "Harl Venn" scores 0.5.
 pub fn same_person(a: &str, b: &str) -> bool {
-    let (a, b) = (words(a), words(b));
-    let (a, b): (Vec<&str>, Vec<&str>) = (
-        a.split_whitespace().collect(),
-        b.split_whitespace().collect(),
-    );
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    let within = short.iter().all(|w| long.contains(w));
-    within && (short.len() >= 2 || short.len() == long.len()) && !short.is_empty()
+    within(a, b).is_some_and(|(short, long)| short >= 2 || short == long)
 }
 
 #[cfg(test)]

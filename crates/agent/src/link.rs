@@ -282,13 +282,7 @@ pub fn fits(question: &str, answer: &str) -> bool {
 /// Whether two answers say the same: the words of the shorter all within the longer
 /// ("Los Angeles" and "Los Angeles, California"; "1972" and "5 March 1972").
 pub fn same_answer(a: &str, b: &str) -> bool {
-    let (a, b) = (words(a), words(b));
-    let (a, b): (Vec<&str>, Vec<&str>) = (
-        a.split_whitespace().collect(),
-        b.split_whitespace().collect(),
-    );
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    !short.is_empty() && short.iter().all(|w| long.contains(w))
+    crate::compare::within(a, b).is_some()
 }
 
 #[cfg(test)]

@@ -973,7 +973,7 @@ async fn follow_link(s: &mut S) -> NodeResult {
     }
     let read = match linked.kin {
         Some(relation) => read_relative(s, LINK, &entity, relation).await?,
-        None => read_named(s, &entity, linked.relation).await?,
+        None => read_named(s, LINK, &entity, linked.relation).await?,
     };
     let (name, cited) = match read {
         Ok(read) => read,
@@ -1092,17 +1092,18 @@ fn written_in(s: &S, n: usize, text: &str) -> Option<String> {
     })
 }
 
-/// The model's reading of who `entity`'s `relation` is ("the director of" a film), with
-/// the source it cites, or why there is none.
+/// The model's reading of who `entity`'s `relation` is ("the director of" a film, a
+/// spouse) by [`prompts::relative`], with the source it cites, or why there is none.
 async fn read_named(
     s: &mut S,
+    node: NodeId,
     entity: &str,
     relation: &str,
 ) -> Result<Result<(String, usize), String>, crate::graph::NodeError> {
     let called =
         s.gw.chat(
-            LINK.as_str(),
-            LINK.as_str(),
+            node.as_str(),
+            node.as_str(),
             prompts::relative(&s.sources, entity, relation),
         )
         .await?;
@@ -1127,21 +1128,7 @@ async fn read_relative(
 ) -> Result<Result<(String, usize), String>, crate::graph::NodeError> {
     let what = relation.as_str();
     if relation == kin::Relation::Spouse {
-        let called =
-            s.gw.chat(
-                node.as_str(),
-                node.as_str(),
-                prompts::relative(&s.sources, person, what),
-            )
-            .await?;
-        let reply = called
-            .text()
-            .ok()
-            .and_then(|t| parse_json::<prompts::RelativeReply>(t).ok());
-        return Ok(match reply.filter(|r| !r.name.trim().is_empty()) {
-            Some(r) => Ok((r.name, r.source as usize)),
-            None => Err(format!("no {what} of {person:?} read")),
-        });
+        return read_named(s, node, person, what).await;
     }
     let called =
         s.gw.chat(
