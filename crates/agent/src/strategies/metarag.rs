@@ -877,27 +877,14 @@ async fn follow_kin(s: &mut S) -> NodeResult {
     let mut person = chain.person.clone();
     let mut links: Vec<KinLink> = Vec::new();
     for relation in chain.links {
-        if !page_for(s, &person).await? {
-            s.note = Some(format!("no page about {person:?} among the sources"));
-            return Ok(after);
-        }
-        let (name, cited) = match read_relative(s, KIN, &person, relation).await? {
-            Ok(read) => read,
-            Err(why) => {
-                s.note = Some(why);
-                return Ok(after);
-            }
-        };
-        let name = kin::bare_name(&name).to_string();
-        let Some(source) = kin::stated(&name, cited, &person, &s.sources) else {
-            s.note = Some(format!(
-                "the {} of {person:?}: {name:?} stated by no source about {person:?} ([{cited}] cited)",
-                relation.as_str(),
-            ));
-            return Ok(after);
-        };
-        // The name as the source writes it: a small model's copy loses hyphens and accents.
-        let name = written_in(s, source, &name).unwrap_or(name);
+        let (name, source) =
+            match read_link(s, KIN, &person, relation.as_str(), Some(relation)).await? {
+                Ok(read) => read,
+                Err(why) => {
+                    s.note = Some(why);
+                    return Ok(after);
+                }
+            };
         // A chain that comes back to a person already on it has misread a page.
         if links.iter().any(|l| kin::same_person(&l.name, &name))
             || kin::same_person(&chain.person, &name)
@@ -967,30 +954,14 @@ async fn follow_link(s: &mut S) -> NodeResult {
         return Ok(after);
     };
     let entity = linked.entity.clone();
-    if !page_for(s, &entity).await? {
-        s.note = Some(format!("no page about {entity:?} among the sources"));
-        return Ok(after);
-    }
-    let read = match linked.kin {
-        Some(relation) => read_relative(s, LINK, &entity, relation).await?,
-        None => read_named(s, LINK, &entity, linked.relation).await?,
-    };
-    let (name, cited) = match read {
-        Ok(read) => read,
-        Err(why) => {
-            s.note = Some(why);
-            return Ok(after);
-        }
-    };
-    let name = kin::bare_name(&name).to_string();
-    let Some(bridge_source) = kin::stated(&name, cited, &entity, &s.sources) else {
-        s.note = Some(format!(
-            "the {} of {entity:?}: {name:?} stated by no source about {entity:?} ([{cited}] cited)",
-            linked.relation,
-        ));
-        return Ok(after);
-    };
-    let name = written_in(s, bridge_source, &name).unwrap_or(name);
+    let (name, bridge_source) =
+        match read_link(s, LINK, &entity, linked.relation, linked.kin).await? {
+            Ok(read) => read,
+            Err(why) => {
+                s.note = Some(why);
+                return Ok(after);
+            }
+        };
     if kin::same_person(&entity, &name) {
         s.note = Some(format!(
             "the {} of {entity:?} read as itself",
@@ -1082,6 +1053,39 @@ async fn follow_link(s: &mut S) -> NodeResult {
     let index = s.push_answer(text, answer);
     s.chosen = Some(index);
     Ok(Transition::done("decided by the linked question"))
+}
+
+/// One link of a chain: who `person`'s `relation` is (a kinship with the kin prompts, any
+/// other relation by [`prompts::relative`]), searched for over an index when no source is
+/// about `person`, and kept only if a source about `person` states it. The name comes back
+/// as that source writes it, with the source's number, or why there is none.
+async fn read_link(
+    s: &mut S,
+    node: NodeId,
+    person: &str,
+    relation: &str,
+    kinship: Option<kin::Relation>,
+) -> Result<Result<(String, usize), String>, crate::graph::NodeError> {
+    if !page_for(s, person).await? {
+        return Ok(Err(format!("no page about {person:?} among the sources")));
+    }
+    let read = match kinship {
+        Some(kinship) => read_relative(s, node, person, kinship).await?,
+        None => read_named(s, node, person, relation).await?,
+    };
+    let (name, cited) = match read {
+        Ok(read) => read,
+        Err(why) => return Ok(Err(why)),
+    };
+    let name = kin::bare_name(&name).to_string();
+    let Some(source) = kin::stated(&name, cited, person, &s.sources) else {
+        return Ok(Err(format!(
+            "the {relation} of {person:?}: {name:?} stated by no source about {person:?} ([{cited}] cited)"
+        )));
+    };
+    // The name as the source writes it: a small model's copy loses hyphens and accents.
+    let name = written_in(s, source, &name).unwrap_or(name);
+    Ok(Ok((name, source)))
 }
 
 /// `text` as source `n` writes it ([`kin::as_written`]), if that source names it.
