@@ -212,6 +212,12 @@ impl Agent {
         Llm::model_id(&self.deps.llm)
     }
 
+    /// Makes the model forget what it kept from earlier calls ([`Llm::forget_context`]),
+    /// so that the next question is timed as if it were the first.
+    pub async fn forget_context(&self) {
+        Llm::forget_context(&self.deps.llm).await;
+    }
+
     /// Answers a question.
     pub async fn ask(&self, ask: &Ask) -> Result<Trace> {
         self.ask_observed(ask, &|_| {}).await

@@ -423,6 +423,16 @@ pub trait Llm: Send + Sync {
             Ok(completion)
         }
     }
+
+    /// Drops what the backend keeps from earlier calls only to answer later ones faster (a
+    /// local model's KV cache of the last prompt), so that the next call's time does not
+    /// depend on what ran before it. The benchmark runner calls it before each strategy
+    /// answers a question: otherwise the second strategy finds the sources the first one
+    /// evaluated and is timed as if it had read them for free. Answers do not change.
+    /// Backends that keep nothing of the kind do nothing.
+    fn forget_context(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 impl<T: Llm + ?Sized> Llm for Arc<T> {
@@ -442,6 +452,9 @@ impl<T: Llm + ?Sized> Llm for Arc<T> {
     ) -> impl Future<Output = Result<Completion>> + Send {
         (**self).chat_stream(request, sink)
     }
+    fn forget_context(&self) -> impl Future<Output = ()> + Send {
+        (**self).forget_context()
+    }
 }
 
 /// Object-safe twin of [`Llm`], for backends chosen from configuration at run time.
@@ -459,6 +472,8 @@ pub trait DynLlm: Send + Sync {
         request: &'a ChatRequest,
         sink: TokenSink<'a>,
     ) -> BoxFuture<'a, Result<Completion>>;
+    /// See [`Llm::forget_context`].
+    fn forget_context_dyn(&self) -> BoxFuture<'_, ()>;
 }
 
 impl<T: Llm> DynLlm for T {
@@ -478,6 +493,9 @@ impl<T: Llm> DynLlm for T {
     ) -> BoxFuture<'a, Result<Completion>> {
         Box::pin(self.chat_stream(request, sink))
     }
+    fn forget_context_dyn(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.forget_context())
+    }
 }
 
 impl Llm for dyn DynLlm {
@@ -492,6 +510,9 @@ impl Llm for dyn DynLlm {
     }
     async fn chat_stream(&self, request: &ChatRequest, sink: TokenSink<'_>) -> Result<Completion> {
         self.chat_stream_dyn(request, sink).await
+    }
+    async fn forget_context(&self) {
+        self.forget_context_dyn().await
     }
 }
 

@@ -261,7 +261,10 @@ pub async fn run_question(
 
 /// Runs every (question, strategy) pair not in `done`, `concurrency` at a time, handing
 /// each result to `on_result` as it finishes (to append it to the results file and move
-/// the progress bar).
+/// the progress bar). One at a time, each pair starts with the model's context forgotten
+/// ([`Agent::forget_context`]): a strategy that follows another on the same question
+/// would otherwise find its sources already evaluated in a local model's KV cache and be
+/// timed faster than it runs alone.
 pub async fn run_all(
     agent: &Agent,
     records: &[QaRecord],
@@ -293,8 +296,12 @@ pub async fn run_all(
             let agent = agent.clone();
             let record = record.clone();
             let strategy = strategy.clone();
+            let one_at_a_time = concurrency <= 1;
             tasks.spawn(async move {
                 let _permit = permit.acquire_owned().await;
+                if one_at_a_time {
+                    agent.forget_context().await;
+                }
                 // The question runs in its own task so a panic in it becomes a failed,
                 // zero-scored result of this question instead of a missing row.
                 let (r, s) = (record.clone(), strategy.clone());

@@ -278,6 +278,10 @@ impl<L: Llm> Llm for CachedLlm<L> {
         self.store(&key, request, &completion);
         Ok(completion)
     }
+
+    fn forget_context(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.inner.forget_context()
+    }
 }
 
 #[cfg(test)]

@@ -144,6 +144,8 @@ enum Job {
         completion: String,
         reply: oneshot::Sender<Result<HiddenState>>,
     },
+    /// Clear the KV cache: the next call evaluates its whole prompt.
+    Forget { reply: oneshot::Sender<()> },
 }
 
 /// A GGUF chat model run in-process with llama.cpp. Cheap to share behind an `Arc`; calls
@@ -326,6 +328,15 @@ impl Llm for LocalLlm {
         let span = tracing::info_span!("llm.local", model = %self.model_id, stream = true);
         Ok(self.run(request, Some(sink)).instrument(span).await?)
     }
+
+    /// Clears the KV cache once the calls queued before have run.
+    async fn forget_context(&self) {
+        let (reply, done) = oneshot::channel();
+        // A stopped model thread holds no context to forget.
+        if self.jobs.send(Job::Forget { reply }).is_ok() {
+            let _ = done.await;
+        }
+    }
 }
 
 fn llama_err(what: &str) -> impl Fn(String) -> Error + '_ {
@@ -447,6 +458,10 @@ fn worker(
                     engine.reset();
                 }
                 let _ = reply.send(result);
+            }
+            Job::Forget { reply } => {
+                engine.reset();
+                let _ = reply.send(());
             }
         }
     }

@@ -157,6 +157,10 @@ impl<L: Llm> Llm for MeteredLlm<L> {
         self.record(&result, started);
         result
     }
+
+    fn forget_context(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.inner.forget_context()
+    }
 }
 
 #[cfg(test)]

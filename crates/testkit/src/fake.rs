@@ -29,12 +29,19 @@ pub struct ScriptedLlm {
     calls: Mutex<Vec<ChatRequest>>,
     /// Words the fake is "unsure" of: their tokens get a low log-probability.
     unsure: Vec<String>,
+    /// How many times [`Llm::forget_context`] was called.
+    forgotten: std::sync::atomic::AtomicUsize,
 }
 
 impl ScriptedLlm {
     /// A fake with no rules.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many times the caller asked the fake to forget its context.
+    pub fn forgotten(&self) -> usize {
+        self.forgotten.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Replies `reply` whenever all `needles` occur in the prompt.
@@ -168,6 +175,11 @@ impl Llm for ScriptedLlm {
         let mut completion = Completion::new(text, FinishReason::Stop, usage, "scripted-fake");
         completion.logprobs = logprobs;
         Ok(completion)
+    }
+
+    async fn forget_context(&self) {
+        self.forgotten
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

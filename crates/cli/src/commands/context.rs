@@ -149,6 +149,13 @@ impl Llm for LazyLlm {
             })?;
         llm.chat(request).await
     }
+
+    async fn forget_context(&self) {
+        // A model not loaded yet holds no context.
+        if let Some(llm) = self.cell.get() {
+            llm.forget_context().await;
+        }
+    }
 }
 
 /// Runs the router context-only and returns its trace.

@@ -69,6 +69,35 @@ fn llm() -> ScriptedLlm {
 }
 
 #[tokio::test]
+async fn one_at_a_time_each_strategy_starts_with_the_context_forgotten() {
+    let records = sample(
+        vec![record("a", "bridge", "Iran"), record("b", "bridge", "Peru")],
+        2,
+        42,
+    );
+    let strategies = ["direct", "standard"].map(StrategyId::new);
+    for (concurrency, forgotten) in [(1, 4), (2, 0)] {
+        let fake = Arc::new(llm());
+        let dyn_llm: Arc<dyn DynLlm> = fake.clone();
+        let agent = Agent::builder(dyn_llm).build().unwrap();
+        let mut n = 0;
+        run_all(
+            &agent,
+            &records,
+            &strategies,
+            Protocol::Gold,
+            concurrency,
+            &HashSet::new(),
+            |_| n += 1,
+        )
+        .await;
+        assert_eq!(n, 4);
+        // Side by side, forgetting would throw away another question's context mid-call.
+        assert_eq!(fake.forgotten(), forgotten, "concurrency {concurrency}");
+    }
+}
+
+#[tokio::test]
 async fn runs_scores_resumes_summarizes_and_reports() {
     let records = sample(
         vec![

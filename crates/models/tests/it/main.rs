@@ -224,6 +224,20 @@ async fn samples_decode_side_by_side_and_leave_one_sequence_in_the_cache() {
 }
 
 #[tokio::test]
+async fn a_forgotten_context_is_evaluated_again_in_full() {
+    let llm = own_local_llm(1024);
+    let question = over_evidence("Who directed Jaws? Answer with the name only.");
+    let first = llm.chat(&question).await.unwrap();
+    let again = llm.chat(&question).await.unwrap();
+    assert!(again.usage.cached_prompt_tokens > 60, "{:?}", again.usage);
+    llm.forget_context().await;
+    let cold = llm.chat(&question).await.unwrap();
+    assert_eq!(cold.usage.cached_prompt_tokens, 0, "{:?}", cold.usage);
+    assert_eq!(cold.usage.prompt_tokens, first.usage.prompt_tokens);
+    assert_eq!(cold.text, first.text);
+}
+
+#[tokio::test]
 async fn samples_that_do_not_fit_the_window_together_are_drawn_one_by_one() {
     // 4 x 120 completion tokens beside the prompt do not fit in 384: one at a time, each
     // reusing the prompt.
