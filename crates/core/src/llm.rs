@@ -428,7 +428,8 @@ pub trait Llm: Send + Sync {
     /// local model's KV cache of the last prompt), so that the next call's time does not
     /// depend on what ran before it. The benchmark runner calls it before each strategy
     /// answers a question: otherwise the second strategy finds the sources the first one
-    /// evaluated and is timed as if it had read them for free. Answers do not change.
+    /// evaluated and is timed as if it had read them for free. Answers stay the same up to
+    /// the order llama.cpp accumulates in, which a different batch split can change.
     /// Backends that keep nothing of the kind do nothing.
     fn forget_context(&self) -> impl Future<Output = ()> + Send {
         async {}

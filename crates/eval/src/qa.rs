@@ -275,6 +275,7 @@ pub async fn run_all(
     mut on_result: impl FnMut(QuestionResult),
 ) {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let one_at_a_time = concurrency <= 1;
     let mut tasks = tokio::task::JoinSet::new();
     let mut deliver = |joined: Option<Result<QuestionResult, tokio::task::JoinError>>| {
         match joined {
@@ -296,7 +297,6 @@ pub async fn run_all(
             let agent = agent.clone();
             let record = record.clone();
             let strategy = strategy.clone();
-            let one_at_a_time = concurrency <= 1;
             tasks.spawn(async move {
                 let _permit = permit.acquire_owned().await;
                 if one_at_a_time {

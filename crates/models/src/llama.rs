@@ -333,7 +333,7 @@ impl Llm for LocalLlm {
     async fn forget_context(&self) {
         let (reply, done) = oneshot::channel();
         // A stopped model thread holds no context to forget.
-        if self.jobs.send(Job::Forget { reply }).is_ok() {
+        if self.send(Job::Forget { reply }).is_ok() {
             let _ = done.await;
         }
     }
