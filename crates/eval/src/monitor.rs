@@ -78,6 +78,32 @@ pub fn auroc(scored: &[(f64, bool)]) -> Option<f64> {
     Some(wins / (pos.len() * neg.len()) as f64)
 }
 
+/// A percentile-bootstrap 95% interval of [`auroc`]: the answers resampled with
+/// replacement `resamples` times (seeded, so the interval is the same on every machine),
+/// skipping resamples that hold one class only; `None` when the answers do not hold both
+/// classes. With a hundred questions a third of them right the interval spans about
+/// +-0.1: the difference between two halves' AUROCs is often within it.
+pub fn auroc_interval(scored: &[(f64, bool)], resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    auroc(scored)?;
+    let mut rng = crate::stats::SplitMix64::new(seed);
+    let n = scored.len();
+    let mut values: Vec<f64> = (0..resamples.max(1))
+        .filter_map(|_| {
+            let sample: Vec<(f64, bool)> = (0..n).map(|_| scored[rng.below(n)]).collect();
+            auroc(&sample)
+        })
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |p: f64| values[((p * values.len() as f64) as usize).min(values.len() - 1)];
+    Some((at(0.025), at(0.975)))
+}
+
+/// Resamples of [`auroc_interval`] in the tables.
+const AUROC_RESAMPLES: usize = 1000;
+
 /// One first answer as the monitor saw it.
 #[derive(Debug, Clone)]
 pub struct FirstAnswer {
@@ -109,11 +135,18 @@ impl FirstAnswer {
     /// the monitor the run actually used.
     pub fn checked_score(&self) -> Option<f64> {
         let (score, _) = self.gate?;
-        Some(match self.code_check {
-            Some(true) => score + 1.0,
-            Some(false) => score - 1.0,
-            None => score,
-        })
+        Some(fold_check(score, self.code_check))
+    }
+}
+
+/// A monitor score with a check's verdict folded in ([`FirstAnswer::checked_score`]):
+/// confirmed +1, contradicted -1, unchecked as it is. Scores are in [0, 1], so the three
+/// groups never overlap.
+fn fold_check(score: f64, check: Option<bool>) -> f64 {
+    match check {
+        Some(true) => score + 1.0,
+        Some(false) => score - 1.0,
+        None => score,
     }
 }
 
@@ -232,9 +265,13 @@ pub struct MonitorTable {
     pub signals: Vec<(String, Option<f64>)>,
     /// AUROC of the gate's combined score.
     pub combined: Option<f64>,
+    /// Its bootstrap 95% interval ([`auroc_interval`]).
+    pub combined_interval: Option<(f64, f64)>,
     /// AUROC of the gate's score with the code checks folded in
     /// ([`FirstAnswer::checked_score`]); `None` when no first answer was checked.
     pub with_checks: Option<f64>,
+    /// Its bootstrap 95% interval.
+    pub with_checks_interval: Option<(f64, f64)>,
     /// Share of answers the gate classified correctly (passed = right).
     pub gate_accuracy: Option<f64>,
     /// Share of answers the gate passed.
@@ -277,16 +314,18 @@ fn table(strategy: &str, split: Split, xs: &[&FirstAnswer]) -> MonitorTable {
         .iter()
         .filter_map(|a| a.gate.map(|(s, p)| (s, p, a.right)))
         .collect();
-    let combined = auroc(&gated.iter().map(|g| (g.0, g.2)).collect::<Vec<_>>());
-    let with_checks = if xs.iter().any(|a| a.code_check.is_some()) {
-        auroc(
-            &xs.iter()
-                .filter_map(|a| a.checked_score().map(|s| (s, a.right)))
-                .collect::<Vec<_>>(),
-        )
-    } else {
-        None
-    };
+    let gate_scores: Vec<(f64, bool)> = gated.iter().map(|g| (g.0, g.2)).collect();
+    let combined = auroc(&gate_scores);
+    let combined_interval = auroc_interval(&gate_scores, AUROC_RESAMPLES, 42);
+    let checked: Option<Vec<(f64, bool)>> = xs.iter().any(|a| a.code_check.is_some()).then(|| {
+        xs.iter()
+            .filter_map(|a| a.checked_score().map(|s| (s, a.right)))
+            .collect()
+    });
+    let with_checks = checked.as_deref().and_then(auroc);
+    let with_checks_interval = checked
+        .as_deref()
+        .and_then(|c| auroc_interval(c, AUROC_RESAMPLES, 42));
     let (gate_accuracy, pass_rate) = if gated.is_empty() {
         (None, None)
     } else {
@@ -303,7 +342,9 @@ fn table(strategy: &str, split: Split, xs: &[&FirstAnswer]) -> MonitorTable {
         right_rate: xs.iter().filter(|a| a.right).count() as f64 / n as f64,
         signals,
         combined,
+        combined_interval,
         with_checks,
+        with_checks_interval,
         gate_accuracy,
         pass_rate,
     }
@@ -324,35 +365,62 @@ pub struct Fit {
     pub report_accuracy: Option<f64>,
     /// AUROC on the tuning half (optimistic: fitted there).
     pub tune_auroc: Option<f64>,
+    /// The fitted model on the reporting half of each record on its own, in the order
+    /// given: a monitor shared by several data sets has to hold on each of them.
+    pub by_record: Vec<FitReport>,
+}
+
+/// A fitted model on one record's reporting half.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitReport {
+    /// The record: data set, protocol and size.
+    pub run: String,
+    /// Reporting first answers with the monitor's signals.
+    pub n: usize,
+    /// AUROC of the fitted confidence.
+    pub auroc: Option<f64>,
+    /// AUROC of the fitted confidence with the checks made in code folded in, as the
+    /// run would act on it ([`FirstAnswer::checked_score`]); `None` when no answer was
+    /// checked.
+    pub with_checks: Option<f64>,
+    /// Accuracy of its gate (threshold from the tuning half).
+    pub accuracy: Option<f64>,
 }
 
 /// Fits the monitor's weights on the tuning half of `strategy`'s first answers in every
 /// record, using `features` (the names in [`FEATURES`]), and evaluates the fit on the
 /// reporting half.
 pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
-    let all: Vec<FirstAnswer> = records
+    let label = |r: &RunRecord| {
+        format!(
+            "{} {} n{}",
+            r.config.dataset,
+            r.config.protocol.as_str(),
+            r.config.n
+        )
+    };
+    // Each record's first answers with the monitor's signals, kept apart so that the fit
+    // can be reported on each record's reporting half as well as on all of them.
+    let per_record: Vec<Vec<FirstAnswer>> = records
         .iter()
-        .flat_map(|r| first_answers(r, strategy))
-        .filter(|a| a.signals.is_some())
+        .map(|r| {
+            first_answers(r, strategy)
+                .into_iter()
+                .filter(|a| a.signals.is_some())
+                .collect()
+        })
         .collect();
-    let pairs = |split: Split| -> Vec<(Signals, bool)> {
-        all.iter()
-            .filter(|a| a.split == split)
+    let in_half = |xs: &[FirstAnswer], split: Split| -> Vec<FirstAnswer> {
+        xs.iter().filter(|a| a.split == split).cloned().collect()
+    };
+    let pairs = |xs: &[FirstAnswer]| -> Vec<(Signals, bool)> {
+        xs.iter()
             .filter_map(|a| a.signals.clone().map(|s| (s, a.right)))
             .collect()
     };
-    let (tune, report) = (pairs(Split::Tune), pairs(Split::Report));
-    let sources: Vec<String> = records
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {} n{}",
-                r.config.dataset,
-                r.config.protocol.as_str(),
-                r.config.n
-            )
-        })
-        .collect();
+    let all: Vec<FirstAnswer> = per_record.iter().flatten().cloned().collect();
+    let tune = pairs(&in_half(&all, Split::Tune));
+    let sources: Vec<String> = records.iter().map(label).collect();
     let model = MonitorModel::fit(
         &tune,
         features,
@@ -362,8 +430,11 @@ pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
             sources.join(", ")
         ),
     );
-    let evaluate = |xs: &[(Signals, bool)]| {
-        let scored: Vec<(f64, bool)> = xs.iter().map(|(s, y)| (model.confidence(s), *y)).collect();
+    let evaluate = |xs: &[FirstAnswer]| {
+        let scored: Vec<(f64, bool)> = pairs(xs)
+            .iter()
+            .map(|(s, y)| (model.confidence(s), *y))
+            .collect();
         let acc = (!scored.is_empty()).then(|| {
             scored
                 .iter()
@@ -371,17 +442,54 @@ pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
                 .count() as f64
                 / scored.len() as f64
         });
-        (auroc(&scored), acc)
+        let with_checks = xs.iter().any(|a| a.code_check.is_some()).then(|| {
+            xs.iter()
+                .filter_map(|a| {
+                    let s = a.signals.as_ref()?;
+                    Some((fold_check(model.confidence(s), a.code_check), a.right))
+                })
+                .collect::<Vec<_>>()
+        });
+        (auroc(&scored), acc, with_checks.and_then(|w| auroc(&w)))
     };
-    let (report_auroc, report_accuracy) = evaluate(&report);
-    let (tune_auroc, _) = evaluate(&tune);
+    let report = in_half(&all, Split::Report);
+    let (report_auroc, report_accuracy, _) = evaluate(&report);
+    let (tune_auroc, _, _) = evaluate(&in_half(&all, Split::Tune));
+    let by_record = records
+        .iter()
+        .zip(&per_record)
+        .filter_map(|(r, xs)| {
+            let half = in_half(xs, Split::Report);
+            if half.is_empty() {
+                return None;
+            }
+            let (auroc, accuracy, with_checks) = evaluate(&half);
+            Some(FitReport {
+                run: label(r),
+                n: half.len(),
+                auroc,
+                with_checks,
+                accuracy,
+            })
+        })
+        .collect();
     Fit {
         tune_n: tune.len(),
         report_n: report.len(),
         report_auroc,
         report_accuracy,
         tune_auroc,
+        by_record,
         model,
+    }
+}
+
+/// An AUROC with its interval, "0.69 [0.58, 0.79]", or "-".
+pub fn with_interval(x: Option<f64>, interval: Option<(f64, f64)>) -> String {
+    match (x, interval) {
+        (Some(v), Some((lo, hi))) => format!("{v:.2} [{lo:.2}, {hi:.2}]"),
+        (Some(v), None) => format!("{v:.2}"),
+        _ => "-".to_string(),
     }
 }
 
@@ -408,7 +516,8 @@ pub fn markdown(record: &RunRecord) -> String {
          in (the compare node's dates on a date comparison, the measure node's quantities, \
          the kin node's relation chain, the link node's two lookups, the parts node's verdicts \
          on a yes/no question about two things; confirmed above every unchecked answer, \
-         contradicted below), as the run acts on it.\n\n\
+         contradicted below), as the run acts on it. In brackets: bootstrap 95% intervals \
+         over the questions.\n\n\
          | strategy | half | n | right | gate AUROC | with the checks | gate accuracy | passed |\n|---|---|---|---|---|---|---|---|\n",
     );
     for t in &tables {
@@ -418,8 +527,8 @@ pub fn markdown(record: &RunRecord) -> String {
             t.split.as_str(),
             t.n,
             t.right_rate * 100.0,
-            f(t.combined),
-            f(t.with_checks),
+            with_interval(t.combined, t.combined_interval),
+            with_interval(t.with_checks, t.with_checks_interval),
             t.gate_accuracy
                 .map_or("-".into(), |v| format!("{:.0}%", v * 100.0)),
             t.pass_rate
@@ -455,6 +564,34 @@ mod tests {
             Some(0.75)
         );
         assert_eq!(auroc(&[(0.8, true)]), None);
+    }
+
+    #[test]
+    fn the_auroc_interval_brackets_it_and_narrows_with_more_answers() {
+        // Scores that order right above wrong most of the time.
+        let make = |n: usize| -> Vec<(f64, bool)> {
+            (0..n)
+                .map(|i| {
+                    (
+                        (i % 10) as f64 + if i % 3 == 0 { 5.0 } else { 0.0 },
+                        i % 3 == 0,
+                    )
+                })
+                .collect()
+        };
+        let (small, large) = (make(60), make(600));
+        let a = auroc(&small).unwrap();
+        let (lo, hi) = auroc_interval(&small, 500, 1).unwrap();
+        assert!(lo <= a && a <= hi, "{lo} {a} {hi}");
+        assert!(hi > lo);
+        let (lo2, hi2) = auroc_interval(&large, 500, 1).unwrap();
+        assert!(hi2 - lo2 < (hi - lo) / 2.0, "{lo2} {hi2} vs {lo} {hi}");
+        assert_eq!(
+            auroc_interval(&small, 500, 1),
+            auroc_interval(&small, 500, 1)
+        );
+        // One class only: no AUROC, no interval.
+        assert_eq!(auroc_interval(&[(0.3, true), (0.6, true)], 100, 1), None);
     }
 
     #[test]

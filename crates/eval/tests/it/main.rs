@@ -711,3 +711,31 @@ fn the_parts_check_is_read_from_traces_and_carries_nothing_with_the_local_model(
     assert!(t.signals.iter().any(|(n, _)| n == "parts_check"));
     assert!(t.with_checks.is_some());
 }
+
+/// `bench monitor --fit` over several records reports the fitted model on each record's
+/// reporting half apart, with the checks folded in as the run would act on them: fitted
+/// on 2Wiki open's tuning half (`bridge`, n = 50) and read on the `compare` record's
+/// reporting half, whose date verdicts lift the gate there.
+#[test]
+fn a_fit_is_reported_on_each_records_reporting_half_with_the_checks() {
+    use metarag_agent::monitor::FEATURES;
+    use metarag_eval::monitor::fit;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results/qa");
+    let tuning = RunRecord::load(&dir.join(
+        "bridge/2wikimultihopqa-open-metarag+standard-qwen2.5-1.5b-instruct-n50-s42-tuning.json",
+    ))
+    .unwrap();
+    let reporting = RunRecord::load(&dir.join(
+        "compare/owner/2wikimultihopqa-open-metarag+standard-qwen2.5-1.5b-instruct-n100-s42-reporting.json",
+    ))
+    .unwrap();
+    let f = fit(&[tuning, reporting], "metarag", FEATURES);
+    assert!(f.tune_n >= 40, "{}", f.tune_n);
+    // The tuning record has no reporting half: one row, the reporting record's.
+    assert_eq!(f.by_record.len(), 1, "{:?}", f.by_record);
+    let r = &f.by_record[0];
+    assert_eq!((r.run.as_str(), r.n), ("2wikimultihopqa open n100", 100));
+    assert_eq!(r.auroc, f.report_auroc);
+    let (alone, checked) = (r.auroc.unwrap(), r.with_checks.unwrap());
+    assert!(checked > alone, "{alone} -> {checked}");
+}

@@ -609,7 +609,7 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
             "fit": fit.as_ref().map(|f| serde_json::json!({
                 "model": f.model, "tune_n": f.tune_n, "report_n": f.report_n,
                 "tune_auroc": f.tune_auroc, "report_auroc": f.report_auroc,
-                "report_accuracy": f.report_accuracy,
+                "report_accuracy": f.report_accuracy, "by_record": f.by_record,
             })),
         }))?;
         return Ok(ExitCode::SUCCESS);
@@ -623,8 +623,8 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
             t.split.as_str(),
             t.n,
             t.right_rate * 100.0,
-            f(t.combined),
-            f(t.with_checks),
+            monitor::with_interval(t.combined, t.combined_interval),
+            monitor::with_interval(t.with_checks, t.with_checks_interval),
             f(t.gate_accuracy),
             f(t.pass_rate)
         );
@@ -645,6 +645,21 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
             f(fit.report_auroc),
             f(fit.report_accuracy)
         );
+        if !fit.by_record.is_empty() {
+            println!(
+                "\n| record (reporting half) | n | AUROC | with the checks | gate accuracy |\n|---|---|---|---|---|"
+            );
+            for r in &fit.by_record {
+                println!(
+                    "| {} | {} | {} | {} | {} |",
+                    r.run,
+                    r.n,
+                    f(r.auroc),
+                    f(r.with_checks),
+                    f(r.accuracy)
+                );
+            }
+        }
         println!("bias {:.4}", fit.model.bias);
         for (name, w) in &fit.model.weights {
             println!(
