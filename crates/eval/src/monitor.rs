@@ -93,12 +93,7 @@ pub fn auroc_interval(scored: &[(f64, bool)], resamples: usize, seed: u64) -> Op
             auroc(&sample)
         })
         .collect();
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let at = |p: f64| values[((p * values.len() as f64) as usize).min(values.len() - 1)];
-    Some((at(0.025), at(0.975)))
+    (!values.is_empty()).then(|| crate::stats::percentile_95(&mut values))
 }
 
 /// Resamples of [`auroc_interval`] in the tables.
@@ -419,7 +414,8 @@ pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
             .collect()
     };
     let all: Vec<FirstAnswer> = per_record.iter().flatten().cloned().collect();
-    let tune = pairs(&in_half(&all, Split::Tune));
+    let tune_half = in_half(&all, Split::Tune);
+    let tune = pairs(&tune_half);
     let sources: Vec<String> = records.iter().map(label).collect();
     let model = MonitorModel::fit(
         &tune,
@@ -454,7 +450,7 @@ pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
     };
     let report = in_half(&all, Split::Report);
     let (report_auroc, report_accuracy, _) = evaluate(&report);
-    let (tune_auroc, _, _) = evaluate(&in_half(&all, Split::Tune));
+    let (tune_auroc, _, _) = evaluate(&tune_half);
     let by_record = records
         .iter()
         .zip(&per_record)

@@ -72,13 +72,16 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64) -> Estimate {
     let mut means: Vec<f64> = (0..resamples.max(1))
         .map(|_| (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64)
         .collect();
-    means.sort_by(f64::total_cmp);
-    let at = |p: f64| means[((p * means.len() as f64) as usize).min(means.len() - 1)];
-    Estimate {
-        mean,
-        lo: at(0.025),
-        hi: at(0.975),
-    }
+    let (lo, hi) = percentile_95(&mut means);
+    Estimate { mean, lo, hi }
+}
+
+/// The 2.5th and 97.5th percentiles of bootstrap `values` (sorted here; not empty): the
+/// percentile-bootstrap 95% interval.
+pub(crate) fn percentile_95(values: &mut [f64]) -> (f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let at = |p: f64| values[((p * values.len() as f64) as usize).min(values.len() - 1)];
+    (at(0.025), at(0.975))
 }
 
 #[cfg(test)]
