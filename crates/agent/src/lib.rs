@@ -19,6 +19,7 @@
 //! cannot grade themselves.
 
 mod agent;
+pub mod attribute;
 pub mod compare;
 pub mod config;
 pub mod error;

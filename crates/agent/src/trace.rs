@@ -192,6 +192,26 @@ pub enum Remediation {
         /// "yes" or "no".
         answer: String,
     },
+    /// An attribute question decided from each thing's own page ([`crate::attribute`]):
+    /// the asked terms each page states; the answer they make was taken as the next
+    /// round, in place of the one written.
+    Attribute {
+        /// Each thing with the asked terms its page states.
+        pages: Vec<ThingTerms>,
+        /// The option, or "yes" / "no".
+        answer: String,
+    },
+}
+
+/// One thing of an attribute question and what its page states ([`Remediation::Attribute`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ThingTerms {
+    /// The thing, as the question names it.
+    pub thing: String,
+    /// The asked terms (stems) its own page states.
+    pub stated: Vec<String>,
+    /// The number of its page among the sources.
+    pub source: usize,
 }
 
 /// One link of a kinship chain ([`Remediation::Kin`]), or the bridge of a linked question

@@ -9,6 +9,7 @@
 
 use crate::report::RunRecord;
 use crate::score_answer;
+use metarag_agent::attribute::ATTRIBUTES_CONFIRM;
 use metarag_agent::compare::DATES_CONFIRM;
 use metarag_agent::graph::StopReason;
 use metarag_agent::kin::KIN_CONFIRM;
@@ -147,10 +148,11 @@ fn fold_check(score: f64, check: Option<bool>) -> f64 {
 
 /// Which check in code judged a trace's first answer and what it said
 /// ([`FirstAnswer::code_check`]), from what the trace records: the stop reason
-/// [`DATES_CONFIRM`], [`PARTS_CONFIRM`], [`QUANTITIES_CONFIRM`], [`KIN_CONFIRM`] or
-/// [`LINK_CONFIRM`], or a `Compare`, `Parts`, `Measure`, `Kin` or `Link` remediation on the
-/// first round. The name is the signal's in the tables ("date_check", "parts_check",
-/// "quantity_check", "kin_check", "link_check").
+/// [`DATES_CONFIRM`], [`PARTS_CONFIRM`], [`QUANTITIES_CONFIRM`], [`KIN_CONFIRM`],
+/// [`LINK_CONFIRM`] or [`ATTRIBUTES_CONFIRM`], or a `Compare`, `Parts`, `Measure`, `Kin`,
+/// `Link` or `Attribute` remediation on the first round. The name is the signal's in the
+/// tables ("date_check", "parts_check", "quantity_check", "kin_check", "link_check",
+/// "attribute_check").
 fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool)> {
     if trace.stop == StopReason::Done(DATES_CONFIRM.to_string()) {
         return Some(("date_check", true));
@@ -167,12 +169,16 @@ fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool
     if trace.stop == StopReason::Done(LINK_CONFIRM.to_string()) {
         return Some(("link_check", true));
     }
+    if trace.stop == StopReason::Done(ATTRIBUTES_CONFIRM.to_string()) {
+        return Some(("attribute_check", true));
+    }
     match trace.rounds.first()?.remediation {
         Some(Remediation::Compare { .. }) => Some(("date_check", false)),
         Some(Remediation::Parts { .. }) => Some(("parts_check", false)),
         Some(Remediation::Measure { .. }) => Some(("quantity_check", false)),
         Some(Remediation::Kin { .. }) => Some(("kin_check", false)),
         Some(Remediation::Link { .. }) => Some(("link_check", false)),
+        Some(Remediation::Attribute { .. }) => Some(("attribute_check", false)),
         _ => None,
     }
 }
@@ -201,6 +207,38 @@ fn legacy_features(r: &Round) -> Option<(BTreeMap<String, f64>, (f64, bool))> {
 /// Every first answer of `strategy` in the record whose trace the monitor (or the older
 /// gate) assessed.
 pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
+    first_answers_with(record, strategy, Replay::default())
+}
+
+/// Checks in code to apply afresh to recorded first answers whose run predates them.
+///
+/// The attribute check ([`metarag_agent::attribute`]) makes no model call: it reads the
+/// question, the sources the first answer was written over and that answer, all of which
+/// a trace records, and it runs after the first answer's assessment, so it changes none of
+/// the signals. Replayed on a trace that no other check judged, it says exactly what it
+/// would have said in the run. `metarag bench monitor --replay-attribute-check` prints that
+/// it replayed, beside the tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replay {
+    /// Apply the attribute check to first answers no check judged.
+    pub attribute_check: bool,
+}
+
+/// The attribute check's verdict on a trace's first answer, replayed: `Some(true)` when
+/// the pages make the written answer, `Some(false)` when they make another, `None` when
+/// the question is no attribute question or its pages do not settle it.
+pub fn replayed_attribute_check(trace: &metarag_agent::trace::Trace) -> Option<bool> {
+    let q = metarag_agent::attribute::AttributeQuestion::of(&trace.question)?;
+    let first = trace.rounds.first()?;
+    let d = q.decide(&trace.sources)?;
+    Some(metarag_agent::monitor::agree(
+        &first.short_answer,
+        &d.answer,
+    ))
+}
+
+/// [`first_answers`], with the checks `replay` names applied afresh ([`Replay`]).
+pub fn first_answers_with(record: &RunRecord, strategy: &str, replay: Replay) -> Vec<FirstAnswer> {
     let mut out = Vec::new();
     for r in &record.results {
         if r.strategy.as_str() != strategy {
@@ -212,7 +250,13 @@ pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
         let Some(round) = trace.rounds.first() else {
             continue;
         };
-        let check = code_check(trace);
+        let check = code_check(trace).or_else(|| {
+            replay
+                .attribute_check
+                .then(|| replayed_attribute_check(trace))
+                .flatten()
+                .map(|confirmed| ("attribute_check", confirmed))
+        });
         let right = score_answer(&round.short_answer, &r.answers).f1 >= 0.5;
         let (mut features, signals, gate) = if let Some(a) = &round.assessment {
             let features: BTreeMap<String, f64> = FEATURES
@@ -275,7 +319,12 @@ pub struct MonitorTable {
 
 /// The monitor's tables for `strategy`, one per half that has questions.
 pub fn tables(record: &RunRecord, strategy: &str) -> Vec<MonitorTable> {
-    let all = first_answers(record, strategy);
+    tables_with(record, strategy, Replay::default())
+}
+
+/// [`tables`], with the checks `replay` names applied afresh ([`Replay`]).
+pub fn tables_with(record: &RunRecord, strategy: &str, replay: Replay) -> Vec<MonitorTable> {
+    let all = first_answers_with(record, strategy, replay);
     let mut out = Vec::new();
     for split in [Split::Tune, Split::Report] {
         let xs: Vec<&FirstAnswer> = all.iter().filter(|a| a.split == split).collect();
@@ -386,6 +435,11 @@ pub struct FitReport {
 /// record, using `features` (the names in [`FEATURES`]), and evaluates the fit on the
 /// reporting half.
 pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
+    fit_with(records, strategy, features, Replay::default())
+}
+
+/// [`fit`], with the checks `replay` names applied afresh ([`Replay`]).
+pub fn fit_with(records: &[RunRecord], strategy: &str, features: &[&str], replay: Replay) -> Fit {
     let label = |r: &RunRecord| {
         format!(
             "{} {} n{}",
@@ -399,7 +453,7 @@ pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
     let per_record: Vec<Vec<FirstAnswer>> = records
         .iter()
         .map(|r| {
-            first_answers(r, strategy)
+            first_answers_with(r, strategy, replay)
                 .into_iter()
                 .filter(|a| a.signals.is_some())
                 .collect()

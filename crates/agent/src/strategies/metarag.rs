@@ -24,11 +24,15 @@
 //! written one that differs ([`crate::compare`]). A yes/no question about two things
 //! ("are A and B both ferns?") can be decided part by part the same way (`check_parts`,
 //! off by default: the default model answers "yes" to each part; [`crate::parts`]).
+//! Without it, such a question, and a choice of the option an attribute describes ("which
+//! band formed in England, A or B?"), is read off each thing's own page in code, with no
+//! model call (`check_attributes`, [`crate::attribute`]).
 //!
 //! Over an index, a multi-hop plan searches the bridge entities of the question's relation
 //! right after its first search (`agent.bridge_hop`), so the first answer is written over
 //! both hops: the missing hop is found before the write, not diagnosed after it.
 
+use crate::attribute::{self, AttributeQuestion};
 use crate::compare::{self, DateComparison};
 use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
@@ -43,7 +47,7 @@ use crate::registry::Strategy;
 use crate::state::Run;
 use crate::trace::{
     Assessment, EvidenceMode, KinLink, OptionDate, OptionValue, PartCheck, Remediation,
-    RetrievalReason,
+    RetrievalReason, ThingTerms,
 };
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
@@ -69,6 +73,8 @@ pub const KIN: NodeId = NodeId("kin");
 /// Asks a question about a person named through a relation again of that person by name
 /// ([`crate::link`]).
 pub const LINK: NodeId = NodeId("link");
+/// Reads an attribute question off each thing's own page ([`crate::attribute`]).
+pub const ATTRIBUTE: NodeId = NodeId("attribute");
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +137,13 @@ pub struct MetaragConfig {
     /// questions, 8 wrong answers confirmed; docs/results/monitor.md); a model that can
     /// tell a part from the whole is what it is for.
     pub check_parts: bool,
+    /// Decide attribute questions from the things' own pages, in code and with no model
+    /// call: "Which band formed in England, A or B?" (the option whose page states more of
+    /// the question's own words) and "Are A and B both ferns?" ("yes" when both pages
+    /// state every asked word, "no" when one states a word the other lacks); the answer
+    /// they make confirms or replaces the written one ([`crate::attribute`]). A question
+    /// the parts check takes (`check_parts`) is left to it.
+    pub check_attributes: bool,
 }
 
 impl Default for MetaragConfig {
@@ -149,6 +162,7 @@ impl Default for MetaragConfig {
             follow_kin: true,
             follow_links: true,
             check_parts: false,
+            check_attributes: true,
         }
     }
 }
@@ -246,6 +260,7 @@ impl Strategy for Metarag {
                     (KIN, "first answer to a kinship question"),
                     (LINK, "first answer to a question through a relation"),
                     (PARTS, "first answer to a yes/no question about two things"),
+                    (ATTRIBUTE, "first answer to an attribute question"),
                     (DIAGNOSE, "not confident, rounds left"),
                 ],
                 |s| Box::pin(assess(s)),
@@ -274,6 +289,11 @@ impl Strategy for Metarag {
                 PARTS,
                 &[(DIAGNOSE, "parts undecided, not confident, rounds left")],
                 |s| Box::pin(parts(s)),
+            )
+            .node(
+                ATTRIBUTE,
+                &[(DIAGNOSE, "pages undecided, not confident, rounds left")],
+                |s| Box::pin(read_attributes(s)),
             )
             .node(DIAGNOSE, &[(REMEDIATE, "")], |s| Box::pin(diagnose(s)))
             .node(
@@ -495,7 +515,89 @@ async fn assess(s: &mut S) -> NodeResult {
         s.ext.after_check = Some(next);
         return Ok(Transition::Goto(PARTS));
     }
+    // And an attribute question by the things' own pages, in code.
+    if index == 0 && s.ext.config.check_attributes && AttributeQuestion::of(&s.question).is_some() {
+        s.ext.after_check = Some(next);
+        return Ok(Transition::Goto(ATTRIBUTE));
+    }
     Ok(next)
+}
+
+/// Reads an attribute question off each thing's own page ([`crate::attribute`]) and,
+/// where the pages settle it, takes the answer they make: a written answer that agrees
+/// stops the run, one that differs is replaced (the pages' words are the verified fact
+/// "do no harm" asks for before an answer changes); undecided, the run goes where the
+/// assessment was going. No model call.
+async fn read_attributes(s: &mut S) -> NodeResult {
+    let after = s
+        .ext
+        .after_check
+        .take()
+        .unwrap_or(Transition::Goto(DIAGNOSE));
+    let Some(q) = AttributeQuestion::of(&s.question) else {
+        return Ok(after);
+    };
+    let asked = q.asked.iter().cloned().collect::<Vec<_>>().join(", ");
+    let Some(d) = q.decide(&s.sources) else {
+        s.note = Some(format!(
+            "the pages of {:?} and {:?} do not settle it (asked: {asked})",
+            q.things[0], q.things[1]
+        ));
+        return Ok(after);
+    };
+    let shown = (0..2)
+        .map(|i| {
+            let said = d.stated[i].iter().cloned().collect::<Vec<_>>().join(", ");
+            format!("{} [{}]: {{{said}}}", q.things[i], d.pages[i])
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    if agree(&written, &d.answer) {
+        s.note = Some(format!(
+            "the pages confirm {:?} (asked: {asked}): {shown}",
+            d.answer
+        ));
+        return Ok(Transition::done(attribute::ATTRIBUTES_CONFIRM));
+    }
+    s.note = Some(format!(
+        "the pages make {:?} the answer, not {written:?} (asked: {asked}): {shown}",
+        d.answer
+    ));
+    // The new round cites the page that decided it: the option's for a choice, both for
+    // "yes", the page lacking a word for "no".
+    let text = match q.kind {
+        attribute::AttributeKind::Choice => {
+            let i = usize::from(d.answer != q.things[0]);
+            format!("{} [{}].", d.answer, d.pages[i])
+        }
+        attribute::AttributeKind::Both if d.answer == "yes" => {
+            format!("Yes [{}] [{}].", d.pages[0], d.pages[1])
+        }
+        attribute::AttributeKind::Both => {
+            let lacking = usize::from(d.stated[1].len() < d.stated[0].len());
+            format!(
+                "No: the page on {} does not say so [{}].",
+                q.things[lacking], d.pages[lacking]
+            )
+        }
+    };
+    let pages = (0..2)
+        .map(|i| ThingTerms {
+            thing: q.things[i].clone(),
+            stated: d.stated[i].iter().cloned().collect(),
+            source: d.pages[i],
+        })
+        .collect();
+    s.current_round()?.remediation = Some(Remediation::Attribute {
+        pages,
+        answer: d.answer.clone(),
+    });
+    s.directive = None;
+    let index = s.push_answer(text, d.answer);
+    s.chosen = Some(index);
+    Ok(Transition::done("decided by the pages"))
 }
 
 /// Answers each part of a yes/no question about two things alone and, where the parts

@@ -1272,8 +1272,10 @@ async fn a_verdict_from_a_source_about_the_other_thing_or_unknown_decides_nothin
 }
 
 #[tokio::test]
-async fn questions_about_two_things_are_left_to_the_writer_by_default() {
-    // `check_parts` is off unless configured (the default model says "yes" to every part).
+async fn questions_about_two_things_are_read_off_their_pages_by_default() {
+    // `check_parts` is off unless configured (the default model says "yes" to every part);
+    // the attribute check reads each thing's own page in code instead: Quenmoor's does not
+    // say "ferns", so the written "yes" becomes "no", with no model call for it.
     let (agent, llm) = metarag_agent(
         ScriptedLlm::new()
             .on(&[SAMPLE], short("yes"))
@@ -1290,9 +1292,89 @@ async fn questions_about_two_things_are_left_to_the_writer_by_default() {
     );
     let ask = Ask::new(FERNS_Q, "metarag").with_context(context(&[ZORBLATT, QUENMOOR]));
     let t = agent.ask(&ask).await.unwrap();
-    assert_eq!(t.short_answer, "yes");
     assert_eq!(llm.hits(&[PART]), 0);
     assert!(!nodes(&t).contains(&"parts"));
+    assert_eq!(nodes(&t).last(), Some(&"attribute"));
+    match &t.rounds[0].remediation {
+        Some(Remediation::Attribute { pages, answer }) => {
+            assert_eq!(answer, "no");
+            assert_eq!(pages.len(), 2);
+            assert_eq!(pages[0].thing, "Zorblatt Tide");
+            // "species" is asked too; neither page says it.
+            assert_eq!(pages[0].stated, ["fern"]);
+            assert_eq!((pages[1].thing.as_str(), pages[1].source), ("Quenmoor", 2));
+            assert!(pages[1].stated.is_empty());
+        }
+        other => panic!("expected attribute, got {other:?}"),
+    }
+    assert_eq!(t.short_answer, "no");
+    assert!(
+        t.answer.contains("Quenmoor does not say so [2]"),
+        "{}",
+        t.answer
+    );
+    assert_eq!(t.stop, StopReason::Done("decided by the pages".into()));
+    // The check itself made no call.
+    assert!(t.calls.iter().all(|c| c.node != "attribute"));
+    assert_eq!(llm.calls().len(), t.calls.len());
+}
+
+const BAND_Q: &str = "Which band formed in Scotland, Varrow Lane or Tessig?";
+const VARROW: (&str, &str) = (
+    "Varrow Lane",
+    "Varrow Lane is a band formed in Glasgow, Scotland, in 1998.",
+);
+const TESSIG: (&str, &str) = ("Tessig (band)", "Tessig is an American band from Ohio.");
+
+/// metarag on [`BAND_Q`] over `pages`, with a confident written answer `written`.
+async fn band(written: &str, pages: &[(&str, &str)]) -> Trace {
+    let (agent, _) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short(written))
+            .on(
+                &[WRITE],
+                format!(r#"{{"answer": "{written} [1].", "short_answer": "{written}"}}"#),
+            )
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(BAND_Q, "metarag").with_context(context(pages));
+    agent.ask(&ask).await.unwrap()
+}
+
+#[tokio::test]
+async fn the_option_whose_page_states_the_attribute_confirms_or_replaces_a_choice() {
+    let t = band("Varrow Lane", &[VARROW, TESSIG]).await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(
+        t.stop,
+        StopReason::Done(metarag_agent::attribute::ATTRIBUTES_CONFIRM.into())
+    );
+    let t = band("Tessig", &[VARROW, TESSIG]).await;
+    assert_eq!(t.short_answer, "Varrow Lane");
+    assert_eq!(t.answer, "Varrow Lane [1].");
+    assert!(matches!(
+        &t.rounds[0].remediation,
+        Some(Remediation::Attribute { answer, .. }) if answer == "Varrow Lane"
+    ));
+}
+
+#[tokio::test]
+async fn pages_that_do_not_settle_the_attribute_leave_the_answer_to_the_monitor() {
+    // Both pages say "band" and neither "formed" nor "Scotland": nothing is decided.
+    let even = [("Varrow Lane", "Varrow Lane is a band from Leeds."), TESSIG];
+    let t = band("Tessig", &even).await;
+    assert_eq!(t.short_answer, "Tessig");
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+    let note = t
+        .graph
+        .events
+        .iter()
+        .find(|e| e.node == "attribute")
+        .and_then(|e| e.note.clone())
+        .unwrap();
+    assert!(note.starts_with("the pages of"), "{note}");
 }
 
 const KIN_Q: &str = "Who is the paternal grandfather of Aldric Venn?";

@@ -739,3 +739,34 @@ fn a_fit_is_reported_on_each_records_reporting_half_with_the_checks() {
     let (alone, checked) = (r.auroc.unwrap(), r.with_checks.unwrap());
     assert!(checked > alone, "{alone} -> {checked}");
 }
+
+/// The attribute check replayed on real traces: HotpotQA open's tuning-half refit record
+/// at `300386a` (run with the checks off), where no check judged any first answer. The
+/// replay judges the attribute questions from what each trace records, lifts the gate
+/// there, and leaves every other answer's score alone.
+#[test]
+fn the_attribute_check_replays_on_recorded_traces_and_lifts_the_open_monitor() {
+    use metarag_eval::monitor::{Replay, first_answers, first_answers_with, tables_with};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../docs/results/qa/open-refit/hotpotqa-open-metarag-qwen2.5-1.5b-instruct-n100-s42-tuning.json",
+    );
+    let record = RunRecord::load(&path).unwrap();
+    let plain = first_answers(&record, "metarag");
+    assert!(plain.iter().all(|a| a.code_check.is_none()));
+    let replay = Replay {
+        attribute_check: true,
+    };
+    let replayed = first_answers_with(&record, "metarag", replay);
+    let judged: Vec<_> = replayed.iter().filter(|a| a.code_check.is_some()).collect();
+    // 10 of the 12 verdicts agree with the gold answers (the writer: 55 of 100 right).
+    let agree = judged
+        .iter()
+        .filter(|a| a.code_check == Some(a.right))
+        .count();
+    assert_eq!((agree, judged.len()), (10, 12));
+    for (p, r) in plain.iter().zip(&replayed) {
+        assert_eq!((&p.id, p.gate), (&r.id, r.gate));
+    }
+    let t = &tables_with(&record, "metarag", replay)[0];
+    assert!(t.with_checks.unwrap() > t.combined.unwrap());
+}

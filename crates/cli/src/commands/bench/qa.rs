@@ -149,6 +149,12 @@ pub struct MonitorArgs {
     /// (`monitor_open` when every record is open-domain).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Apply the attribute check (no model call: each thing's own page read in code) to
+    /// first answers whose run predates it and that no other check judged, as
+    /// "attribute_check": what the check would have said in the run, from what the trace
+    /// records.
+    #[arg(long)]
+    pub replay_attribute_check: bool,
 }
 
 fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
@@ -559,9 +565,15 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| record_or_results(p))
         .collect::<Result<Vec<_>>>()?;
+    let replay = monitor::Replay {
+        attribute_check: args.replay_attribute_check,
+    };
+    if replay.attribute_check {
+        println!("replayed: the attribute check, on first answers no recorded check judged\n");
+    }
     let mut tables = Vec::new();
     for r in &records {
-        for t in monitor::tables(r, &args.strategy) {
+        for t in monitor::tables_with(r, &args.strategy, replay) {
             tables.push((
                 format!("{} {}", r.config.dataset, r.config.protocol.as_str()),
                 t,
@@ -591,7 +603,12 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         } else {
             args.features.iter().map(String::as_str).collect()
         };
-        Some(monitor::fit(&records, &args.strategy, &features))
+        Some(monitor::fit_with(
+            &records,
+            &args.strategy,
+            &features,
+            replay,
+        ))
     } else {
         None
     };

@@ -1,0 +1,414 @@
+//! Attributes read in code: which option a question's words describe, read off each
+//! option's own page. "Which band formed in England, A or B?", "Which dog is based in
+//! Switzerland, A or B?", "Are A and B both species of ferns?".
+//!
+//! A 1.5B writer answers these confidently and often wrongly: both options are in its
+//! sources, both pages look relevant, its samples agree, so every signal the monitor
+//! reads says "right" (HotpotQA open, tuning half: 14 of the 18 wrong first answers above
+//! 0.6 confidence were "A or B" or yes/no comparisons). Yet the question's own words,
+//! less the options, name what is asked ("band", "formed", "England"), and each option's
+//! page either states them or does not. So the question is read here
+//! ([`AttributeQuestion::of`]: the two things and the asked terms), each thing's page is
+//! found by its title ([`page_of`]), the asked terms each page states are collected
+//! ([`terms`]: stems, with countries read as their demonyms), and [`AttributeQuestion::decide`]
+//! settles it: for a choice, the option whose page states strictly more of the asked
+//! terms, every term the other states included; for "both", "yes" when both pages state
+//! every asked term and "no" when one states a term the other does not. Anything else (a
+//! thing without its own page, pages that state the same terms but not all of them)
+//! decides nothing, and no model call is made either way.
+//!
+//! Comparisons of dates and quantities are not read here ([`crate::compare`],
+//! [`crate::measure`] decide them from the values), nor relations between the two ("the
+//! same country"), nor asked terms with digits ("formed before 2010": a page states a year,
+//! not whether it is before another).
+
+use crate::compare::{DateComparison, words};
+use crate::evidence::Source;
+use crate::measure::QuantityComparison;
+use crate::monitor::AnswerForm;
+use crate::parts::BothQuestion;
+use crate::text::{is_stopword, tokens};
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+/// The stop reason of a run whose options' pages confirmed the written answer (a
+/// contradicted answer is recorded as a `Remediation::Attribute` instead).
+pub const ATTRIBUTES_CONFIRM: &str = "the pages confirm the answer";
+
+/// A question that asks which of two things has an attribute, or whether both have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttributeQuestion {
+    /// The two things, as the question names them.
+    pub things: [String; 2],
+    /// What is asked: "which of the two" or "both".
+    pub kind: AttributeKind,
+    /// The asked terms ([`terms`]): the question's content words less the things' own.
+    pub asked: BTreeSet<String>,
+}
+
+/// The two forms of an attribute question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttributeKind {
+    /// "Which band formed in England, A or B?": one option is the answer.
+    Choice,
+    /// "Are A and B both ferns?": yes or no.
+    Both,
+}
+
+/// What decided an attribute question: the answer, and for each thing the asked terms
+/// its page states and the page's source number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The option, or "yes" / "no".
+    pub answer: String,
+    /// For each thing, the asked terms its own pages state.
+    pub stated: [BTreeSet<String>; 2],
+    /// For each thing, the number of its first own page among the sources.
+    pub pages: [usize; 2],
+}
+
+/// Words of a choice question that compare rather than describe: such a question is a
+/// comparison of values ("more", "older", "closer"), which the options' pages state both
+/// of, so which one "states" the word says nothing.
+const COMPARATIVES: &[&str] = &[
+    "more", "most", "less", "least", "fewer", "fewest", "larger", "largest", "smaller", "smallest",
+    "bigger", "biggest", "greater", "greatest", "longer", "longest", "shorter", "shortest",
+    "higher", "highest", "lower", "lowest", "taller", "tallest", "older", "oldest", "younger",
+    "youngest", "first", "earlier", "earliest", "later", "latest", "last", "newer", "newest",
+    "recently", "further", "farther", "furthest", "closer", "closest", "nearer", "nearest",
+    "deeper", "wider", "heavier", "faster", "before", "after", "many", "much", "better", "best",
+    "worse", "worst",
+];
+
+/// Words that make the question a relation between the two things, not an attribute of
+/// each.
+const RELATIONAL: &[&str] = &[
+    "same", "share", "shared", "common", "together", "related", "both", "either", "neither",
+    "than", "between",
+];
+
+/// Question words that say nothing about the attribute ("which", "who" are stopwords
+/// already; these are the nouns questions use to point at an option).
+const POINTERS: &[&str] = &["one", "two", "options", "option", "following"];
+
+/// Countries, read as the demonym a page about a thing from there writes ("an American
+/// rock band" answers "from the United States"). Multi-word names are joined first.
+const DEMONYMS: &[(&str, &str)] = &[
+    ("united states of america", "american"),
+    ("united states", "american"),
+    ("usa", "american"),
+    ("us", "american"),
+    ("america", "american"),
+    ("united kingdom", "british"),
+    ("uk", "british"),
+    ("britain", "british"),
+    ("great britain", "british"),
+    ("england", "english"),
+    ("scotland", "scottish"),
+    ("wales", "welsh"),
+    ("ireland", "irish"),
+    ("germany", "german"),
+    ("france", "french"),
+    ("italy", "italian"),
+    ("spain", "spanish"),
+    ("portugal", "portuguese"),
+    ("netherlands", "dutch"),
+    ("holland", "dutch"),
+    ("belgium", "belgian"),
+    ("switzerland", "swiss"),
+    ("austria", "austrian"),
+    ("sweden", "swedish"),
+    ("norway", "norwegian"),
+    ("denmark", "danish"),
+    ("finland", "finnish"),
+    ("poland", "polish"),
+    ("russia", "russian"),
+    ("greece", "greek"),
+    ("turkey", "turkish"),
+    ("china", "chinese"),
+    ("japan", "japanese"),
+    ("korea", "korean"),
+    ("india", "indian"),
+    ("pakistan", "pakistani"),
+    ("canada", "canadian"),
+    ("mexico", "mexican"),
+    ("brazil", "brazilian"),
+    ("argentina", "argentine"),
+    ("argentinian", "argentine"),
+    ("australia", "australian"),
+    ("new zealand", "zealander"),
+    ("new zealander", "zealander"),
+    ("egypt", "egyptian"),
+    ("israel", "israeli"),
+    ("iran", "iranian"),
+    ("philippines", "filipino"),
+    ("macedonia", "macedonian"),
+];
+
+/// Plurals a stemmer does not reduce to their singular's stem.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("genera", "genus"),
+    ("people", "person"),
+    ("women", "woman"),
+    ("men", "man"),
+    ("children", "child"),
+    ("media", "medium"),
+];
+
+static STEMMER: LazyLock<frostem::Stemmer> =
+    LazyLock::new(|| frostem::Stemmer::new(frostem::Algorithm::English));
+
+/// The terms `text` states, as attributes are matched: lowercase words less stopwords,
+/// countries as their demonyms ([`DEMONYMS`]), irregular plurals as their singulars, each
+/// stemmed (Snowball English, so
+/// "flowering" meets "flower" and "ferns" meets "fern").
+pub fn terms(text: &str) -> BTreeSet<String> {
+    let mut spaced = format!(" {} ", words(&text.replace("U.S.", "US")));
+    for (country, demonym) in DEMONYMS.iter().filter(|(c, _)| c.contains(' ')) {
+        spaced = spaced.replace(&format!(" {country} "), &format!(" {demonym} "));
+    }
+    tokens(&spaced)
+        .into_iter()
+        .filter(|t| !is_stopword(t))
+        .map(|t| {
+            let t = DEMONYMS
+                .iter()
+                .chain(IRREGULAR)
+                .find(|(c, _)| *c == t)
+                .map_or(t.as_str(), |(_, d)| d);
+            STEMMER.stem(t).into_owned()
+        })
+        .collect()
+}
+
+/// A title or name as compared for a page: its words, less a trailing disambiguation
+/// ("Pieris (plant)") and a leading article.
+fn bare(name: &str) -> String {
+    let name = name.trim();
+    let name = match name.rfind(" (") {
+        Some(i) if name.ends_with(')') => &name[..i],
+        _ => name,
+    };
+    let w = words(name);
+    let w = w.trim();
+    w.strip_prefix("the ").unwrap_or(w).to_string()
+}
+
+/// Whether `source` is `thing`'s own page: its title, less a disambiguation and an
+/// article, is the thing's name.
+pub fn page_of(source: &Source, thing: &str) -> bool {
+    let t = bare(thing);
+    !t.is_empty() && bare(&source.passage.title) == t
+}
+
+impl AttributeQuestion {
+    /// Reads `question` as an attribute question, or `None`: a choice ("A or B") that is
+    /// no comparison of values, or a yes/no question about two things ([`BothQuestion`])
+    /// that is no relation between them, whose asked terms are not empty and hold no
+    /// digit.
+    pub fn of(question: &str) -> Option<AttributeQuestion> {
+        if DateComparison::of(question).is_some() || QuantityComparison::of(question).is_some() {
+            return None;
+        }
+        let (things, kind, rest) = match AnswerForm::of(question) {
+            AnswerForm::Choice(options) => {
+                let [a, b, ..] = options.as_slice() else {
+                    return None;
+                };
+                // What is asked is the question less its options, wherever they stand
+                // ("Which musician, A or B, is a member of Fuel?").
+                let rest = question.replacen(a.as_str(), " ", 1);
+                let rest = rest.replacen(b.as_str(), " ", 1);
+                ([a.clone(), b.clone()], AttributeKind::Choice, rest)
+            }
+            AnswerForm::YesNo => {
+                let both = BothQuestion::of(question)?;
+                let rest = both.predicate.clone();
+                (both.entities, AttributeKind::Both, rest)
+            }
+            _ => return None,
+        };
+        let lower = words(&rest);
+        let said = |list: &[&str]| list.iter().any(|w| lower.contains(&format!(" {w} ")));
+        if said(RELATIONAL)
+            || (kind == AttributeKind::Choice && said(COMPARATIVES))
+            || rest.chars().any(|c| c.is_ascii_digit())
+        {
+            return None;
+        }
+        let own: BTreeSet<String> = things.iter().flat_map(|t| terms(t)).collect();
+        let pointers: BTreeSet<String> = POINTERS.iter().flat_map(|p| terms(p)).collect();
+        let asked: BTreeSet<String> = terms(&rest)
+            .into_iter()
+            .filter(|t| !own.contains(t) && !pointers.contains(t))
+            .collect();
+        (!asked.is_empty()).then_some(AttributeQuestion {
+            things,
+            kind,
+            asked,
+        })
+    }
+
+    /// The asked terms thing `i`'s own pages state, and its first page's number; `None`
+    /// when no source is its page.
+    pub fn stated(&self, i: usize, sources: &[Source]) -> Option<(BTreeSet<String>, usize)> {
+        let pages: Vec<&Source> = sources
+            .iter()
+            .filter(|s| page_of(s, &self.things[i]))
+            .collect();
+        let first = pages.first()?.n;
+        let said: BTreeSet<String> = pages
+            .iter()
+            .flat_map(|s| terms(&format!("{} {}", s.passage.title, s.passage.text)))
+            .collect();
+        Some((self.asked.intersection(&said).cloned().collect(), first))
+    }
+
+    /// The answer the two pages make, when they settle it ([`AttributeQuestion`]'s rule).
+    pub fn decide(&self, sources: &[Source]) -> Option<Decision> {
+        let (a, pa) = self.stated(0, sources)?;
+        let (b, pb) = self.stated(1, sources)?;
+        let answer = match self.kind {
+            AttributeKind::Choice if a.is_superset(&b) && a.len() > b.len() => {
+                self.things[0].clone()
+            }
+            AttributeKind::Choice if b.is_superset(&a) && b.len() > a.len() => {
+                self.things[1].clone()
+            }
+            AttributeKind::Choice => return None,
+            AttributeKind::Both if a == self.asked && b == self.asked => "yes".into(),
+            AttributeKind::Both if a != b => "no".into(),
+            AttributeKind::Both => return None,
+        };
+        Some(Decision {
+            answer,
+            stated: [a, b],
+            pages: [pa, pb],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::Passage;
+
+    fn source(n: usize, title: &str, text: &str) -> Source {
+        Source {
+            n,
+            passage: Passage {
+                title: title.into(),
+                section: vec![],
+                pages: None,
+                chunk_id: None,
+                doc: title.into(),
+                text: text.into(),
+            },
+            spans: vec![text.into()],
+        }
+    }
+
+    fn set(words: &[&str]) -> BTreeSet<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn terms_are_stems_with_countries_as_demonyms() {
+        assert_eq!(terms("flowering plants"), set(&["flower", "plant"]));
+        assert_eq!(terms("from the United States"), set(&["american"]));
+        assert_eq!(terms("an American band"), set(&["american", "band"]));
+        assert_eq!(terms("a U.S. magazine"), terms("an American magazine"));
+        assert!(terms("an English band formed").is_superset(&terms("formed in England")));
+    }
+
+    #[test]
+    fn a_choice_asks_the_words_around_its_options() {
+        let q =
+            AttributeQuestion::of("Which band formed in Scotland, Zorblatt or Quenlin?").unwrap();
+        assert_eq!(q.kind, AttributeKind::Choice);
+        assert_eq!(q.things, ["Zorblatt".to_string(), "Quenlin".to_string()]);
+        assert_eq!(q.asked, terms("band formed Scotland"));
+    }
+
+    #[test]
+    fn comparisons_relations_and_years_are_not_attributes() {
+        for q in [
+            "Which band has more members, Zorblatt or Quenlin?",
+            "Who was born first, Ann Zorblatt or Bo Quenlin?",
+            "Which peak is higher, Mount Zorb or Mount Quen?",
+            "Are Zorblatt and Quenlin both from the same country?",
+            "Were Zorblatt and Quenlin both formed before 2010?",
+            "Who directed the film Zorblatt?",
+        ] {
+            assert_eq!(AttributeQuestion::of(q), None, "{q}");
+        }
+    }
+
+    #[test]
+    fn the_option_whose_page_states_more_of_the_asked_terms_is_the_answer() {
+        let q =
+            AttributeQuestion::of("Which band formed in Scotland, Zorblatt or Quenlin?").unwrap();
+        let sources = [
+            source(1, "Zorblatt", "Zorblatt is an American band from Ohio."),
+            source(
+                2,
+                "Quenlin (band)",
+                "Quenlin is a band formed in Glasgow, Scotland.",
+            ),
+        ];
+        let d = q.decide(&sources).unwrap();
+        assert_eq!(d.answer, "Quenlin");
+        assert_eq!(d.pages, [1, 2]);
+        assert_eq!(d.stated[0], terms("band"));
+        // The same terms on both pages decide nothing.
+        let even = [
+            source(1, "Zorblatt", "Zorblatt is a band."),
+            source(2, "Quenlin", "Quenlin is a band."),
+        ];
+        assert_eq!(q.decide(&even), None);
+        // Each page stating a term the other lacks decides nothing either.
+        let crossed = [
+            source(1, "Zorblatt", "Zorblatt formed in Ohio."),
+            source(2, "Quenlin", "Quenlin is a Scottish duo."),
+        ];
+        assert_eq!(q.decide(&crossed), None);
+    }
+
+    #[test]
+    fn a_thing_without_its_own_page_decides_nothing() {
+        let q =
+            AttributeQuestion::of("Which band formed in Scotland, Zorblatt or Quenlin?").unwrap();
+        // A page that only mentions Quenlin is not Quenlin's page.
+        let sources = [
+            source(1, "Zorblatt", "Zorblatt is an American band."),
+            source(2, "Glasgow", "Quenlin formed in Glasgow, Scotland."),
+        ];
+        assert_eq!(q.decide(&sources), None);
+    }
+
+    #[test]
+    fn both_holds_when_each_page_states_every_asked_term() {
+        let q = AttributeQuestion::of("Are Zorbia and Quenlia both genera of ferns?").unwrap();
+        assert_eq!(q.kind, AttributeKind::Both);
+        let yes = [
+            source(
+                1,
+                "Zorbia",
+                "Zorbia is a genus of ferns in the family Polypodiaceae.",
+            ),
+            source(2, "Quenlia", "Quenlia is a small genus of ferns."),
+        ];
+        assert_eq!(q.decide(&yes).unwrap().answer, "yes");
+        let no = [
+            source(1, "Zorbia", "Zorbia is a genus of ferns."),
+            source(
+                2,
+                "Quenlia (plant)",
+                "Quenlia is a genus of flowering plants.",
+            ),
+        ];
+        let d = q.decide(&no).unwrap();
+        assert_eq!(d.answer, "no");
+        assert_eq!(d.stated[1], terms("genus"));
+    }
+}
