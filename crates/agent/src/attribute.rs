@@ -53,6 +53,9 @@ pub enum AttributeKind {
     Choice,
     /// "Are A and B both ferns?": yes or no.
     Both,
+    /// "Were A and B of the same nationality?", "Are A and B located in the same
+    /// country?": yes or no, from the nation each thing's page names first.
+    Nation,
 }
 
 /// What decided an attribute question: the answer, and for each thing the asked terms
@@ -155,6 +158,66 @@ const IRREGULAR: &[(&str, &str)] = &[
     ("media", "medium"),
 ];
 
+/// Nations named on a page without a country of the same name in [`DEMONYMS`] (the
+/// demonym is its own canonical form), and regions that name their country.
+const NATIONS: &[(&str, &str)] = &[
+    ("hungarian", "hungarian"),
+    ("czech", "czech"),
+    ("romanian", "romanian"),
+    ("bulgarian", "bulgarian"),
+    ("serbian", "serbian"),
+    ("croatian", "croatian"),
+    ("ukrainian", "ukrainian"),
+    ("icelandic", "icelandic"),
+    ("cuban", "cuban"),
+    ("chilean", "chilean"),
+    ("colombian", "colombian"),
+    ("peruvian", "peruvian"),
+    ("taiwanese", "taiwanese"),
+    ("thai", "thai"),
+    ("vietnamese", "vietnamese"),
+    ("indonesian", "indonesian"),
+    ("nigerian", "nigerian"),
+    ("south african", "south african"),
+    ("new south wales", "australian"),
+    ("queensland", "australian"),
+    ("ontario", "canadian"),
+    ("quebec", "canadian"),
+];
+
+/// Which nation a text names first ("an American film director" -> "american"): the
+/// earliest country or demonym in it ([`DEMONYMS`], [`NATIONS`]), the longer name where
+/// two start together ("New South Wales" before "Wales"). "us" is skipped (lowercased,
+/// the pronoun is the country), and so are continents ("South America").
+pub fn first_nation(text: &str) -> Option<&'static str> {
+    let mut spaced = format!(" {} ", words(&text.replace("U.S.", "American")));
+    // A continent is no nation ("tropical South America", "a North American tour").
+    for continent in [
+        "south america",
+        "north america",
+        "latin america",
+        "central america",
+    ] {
+        for form in [continent.to_string(), format!("{continent}n")] {
+            spaced = spaced.replace(&format!(" {form} "), " ");
+        }
+    }
+    let named = |(name, demonym): &(&'static str, &'static str)| {
+        spaced
+            .find(&format!(" {name} "))
+            .map(|at| (at, std::cmp::Reverse(name.len()), *demonym))
+    };
+    DEMONYMS
+        .iter()
+        .filter(|(c, _)| *c != "us")
+        .copied()
+        .chain(DEMONYMS.iter().map(|(_, d)| (*d, *d)))
+        .chain(NATIONS.iter().copied())
+        .filter_map(|e| named(&e))
+        .min()
+        .map(|(_, _, demonym)| demonym)
+}
+
 static STEMMER: LazyLock<frostem::Stemmer> =
     LazyLock::new(|| frostem::Stemmer::new(frostem::Algorithm::English));
 
@@ -210,6 +273,13 @@ impl AttributeQuestion {
         if DateComparison::of(question).is_some() || QuantityComparison::of(question).is_some() {
             return None;
         }
+        if let Some(things) = same_nation(question) {
+            return Some(AttributeQuestion {
+                things,
+                kind: AttributeKind::Nation,
+                asked: BTreeSet::from(["nationality".to_string()]),
+            });
+        }
         let (things, kind, rest) = match AnswerForm::of(question) {
             AnswerForm::Choice(options) => {
                 let [a, b, ..] = options.as_slice() else {
@@ -249,14 +319,22 @@ impl AttributeQuestion {
         })
     }
 
-    /// The asked terms thing `i`'s own pages state, and its first page's number; `None`
-    /// when no source is its page.
+    /// The asked terms thing `i`'s own pages state (for a [`AttributeKind::Nation`]
+    /// question, the nation they name first), and its first page's number; `None` when no
+    /// source is its page.
     pub fn stated(&self, i: usize, sources: &[Source]) -> Option<(BTreeSet<String>, usize)> {
         let pages: Vec<&Source> = sources
             .iter()
             .filter(|s| page_of(s, &self.things[i]))
             .collect();
         let first = pages.first()?.n;
+        if self.kind == AttributeKind::Nation {
+            let nation = pages
+                .iter()
+                .find_map(|s| first_nation(&s.passage.text))
+                .map(str::to_string);
+            return Some((nation.into_iter().collect(), first));
+        }
         let said: BTreeSet<String> = pages
             .iter()
             .flat_map(|s| terms(&format!("{} {}", s.passage.title, s.passage.text)))
@@ -279,6 +357,9 @@ impl AttributeQuestion {
             AttributeKind::Both if a == self.asked && b == self.asked => "yes".into(),
             AttributeKind::Both if a != b => "no".into(),
             AttributeKind::Both => return None,
+            AttributeKind::Nation if a.is_empty() || b.is_empty() => return None,
+            AttributeKind::Nation if a == b => "yes".into(),
+            AttributeKind::Nation => "no".into(),
         };
         Some(Decision {
             answer,
@@ -286,6 +367,25 @@ impl AttributeQuestion {
             pages: [pa, pb],
         })
     }
+}
+
+/// The two things of "AUX (both) A and B [verb] of / from / in the same nationality /
+/// country?" ("Were Ann Zorb and Bo Quen of the same nationality?", "Are Zorb College and
+/// Quen School located in the same country?").
+fn same_nation(question: &str) -> Option<[String; 2]> {
+    static SAME: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)^(?:are|were|is|was|do|did)\s+(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:both\s+)?(?-i:[a-z]+\s+){0,2}?(?:of|from|in)\s+the\s+same\s+(?:nationality|country)\s*\??\s*$",
+        )
+        .expect("a valid pattern")
+    });
+    let c = SAME.captures(question.trim())?;
+    let name = |i: usize| {
+        let n = c[i].trim();
+        n.strip_prefix("the ").unwrap_or(n).to_string()
+    };
+    let (a, b) = (name(1), name(2));
+    (!a.is_empty() && !b.is_empty() && !a.contains(',') && !b.contains(',')).then_some([a, b])
 }
 
 #[cfg(test)]
@@ -336,7 +436,7 @@ mod tests {
             "Which band has more members, Zorblatt or Quenlin?",
             "Who was born first, Ann Zorblatt or Bo Quenlin?",
             "Which peak is higher, Mount Zorb or Mount Quen?",
-            "Are Zorblatt and Quenlin both from the same country?",
+            "Are Zorblatt and Quenlin both produced by the same company?",
             "Were Zorblatt and Quenlin both formed before 2010?",
             "Who directed the film Zorblatt?",
         ] {
@@ -384,6 +484,64 @@ mod tests {
             source(2, "Glasgow", "Quenlin formed in Glasgow, Scotland."),
         ];
         assert_eq!(q.decide(&sources), None);
+    }
+
+    #[test]
+    fn the_first_nation_a_page_names_is_its_nationality() {
+        assert_eq!(
+            first_nation("Ann Zorb (born 1950) is an American director from Ohio."),
+            Some("american")
+        );
+        assert_eq!(
+            first_nation("A school in Sydney, New South Wales."),
+            Some("australian")
+        );
+        assert_eq!(first_nation("He told us of France."), Some("french"));
+        assert_eq!(first_nation("A quiet village."), None);
+        assert_eq!(
+            first_nation("A genus from tropical South America, grown in Italy."),
+            Some("italian")
+        );
+    }
+
+    #[test]
+    fn same_nationality_is_read_from_each_page() {
+        let q =
+            AttributeQuestion::of("Were Ann Zorb and Bo Quen of the same nationality?").unwrap();
+        assert_eq!(q.kind, AttributeKind::Nation);
+        assert_eq!(q.things, ["Ann Zorb".to_string(), "Bo Quen".to_string()]);
+        let differ = [
+            source(1, "Ann Zorb", "Ann Zorb is an American director."),
+            source(
+                2,
+                "Bo Quen (actor)",
+                "Bo Quen is a British actor who works in France.",
+            ),
+        ];
+        let d = q.decide(&differ).unwrap();
+        assert_eq!(d.answer, "no");
+        assert_eq!(d.stated[1], set(&["british"]));
+        let same = [
+            source(1, "Ann Zorb", "Ann Zorb is an American director."),
+            source(
+                2,
+                "Bo Quen",
+                "Bo Quen is a director from the United States.",
+            ),
+        ];
+        assert_eq!(q.decide(&same).unwrap().answer, "yes");
+        let unknown = [
+            source(1, "Ann Zorb", "Ann Zorb is an American director."),
+            source(2, "Bo Quen", "Bo Quen is a director."),
+        ];
+        assert_eq!(q.decide(&unknown), None);
+        let q =
+            AttributeQuestion::of("Are Zorb College and Quen School located in the same country?")
+                .unwrap();
+        assert_eq!(
+            q.things,
+            ["Zorb College".to_string(), "Quen School".to_string()]
+        );
     }
 
     #[test]

@@ -575,6 +575,27 @@ async fn read_attributes(s: &mut S) -> NodeResult {
         attribute::AttributeKind::Both if d.answer == "yes" => {
             format!("Yes [{}] [{}].", d.pages[0], d.pages[1])
         }
+        attribute::AttributeKind::Nation => {
+            let nation = |i: usize| d.stated[i].iter().next().cloned().unwrap_or_default();
+            if d.answer == "yes" {
+                format!(
+                    "Yes: both are {} [{}] [{}].",
+                    nation(0),
+                    d.pages[0],
+                    d.pages[1]
+                )
+            } else {
+                format!(
+                    "No: {} is {} [{}], {} is {} [{}].",
+                    q.things[0],
+                    nation(0),
+                    d.pages[0],
+                    q.things[1],
+                    nation(1),
+                    d.pages[1]
+                )
+            }
+        }
         attribute::AttributeKind::Both => {
             let lacking = usize::from(d.stated[1].len() < d.stated[0].len());
             format!(

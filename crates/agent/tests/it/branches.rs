@@ -1377,6 +1377,47 @@ async fn pages_that_do_not_settle_the_attribute_leave_the_answer_to_the_monitor(
     assert!(note.starts_with("the pages of"), "{note}");
 }
 
+#[tokio::test]
+async fn a_same_nationality_question_is_read_off_each_persons_page() {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("yes"))
+            .on(
+                &[WRITE],
+                r#"{"answer": "Yes [1][2].", "short_answer": "yes"}"#,
+            )
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let pages = [
+        (
+            "Ann Zorb",
+            "Ann Zorb (born 1950) is an American film director.",
+        ),
+        (
+            "Bo Quen",
+            "Bo Quen is a British actor who has worked in France.",
+        ),
+    ];
+    let ask = Ask::new(
+        "Were Ann Zorb and Bo Quen of the same nationality?",
+        "metarag",
+    )
+    .with_context(context(&pages));
+    let t = agent.ask(&ask).await.unwrap();
+    assert_eq!(t.short_answer, "no");
+    assert_eq!(
+        t.answer,
+        "No: Ann Zorb is american [1], Bo Quen is british [2]."
+    );
+    assert!(matches!(
+        &t.rounds[0].remediation,
+        Some(Remediation::Attribute { pages, answer })
+            if answer == "no" && pages[1].stated == ["british"]
+    ));
+    assert_eq!(llm.calls().len(), t.calls.len());
+}
+
 const KIN_Q: &str = "Who is the paternal grandfather of Aldric Venn?";
 const ALDRIC: (&str, &str) = (
     "Aldric Venn",
