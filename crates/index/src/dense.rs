@@ -15,12 +15,20 @@
 //! the journal append and the commit): replay stops there and a writer cuts it off. A torn
 //! or corrupt record, or a gap in the generations, also stops the replay; the engine then
 //! lags SQLite and is rebuilt from it, as before.
+//!
+//! With nothing to replay, the snapshot is memory-mapped (usearch's `view`) rather than
+//! read into memory: opening a million-vector index costs milliseconds instead of a
+//! second and a half-gigabyte copy, and processes reading one index share its pages. A
+//! mapped graph is immutable, so a writer reads the file into memory before its first
+//! change. Snapshots are written to a temporary file and renamed over the old one, so a
+//! mapping made earlier keeps the file it mapped.
 
 use crate::{Error, IndexConfig, Result};
 use metarag_core::ChunkId;
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
@@ -45,6 +53,8 @@ pub(crate) struct Dense {
     index: RwLock<Index>,
     /// Whether this process may write the files (it holds the writer lock).
     writable: bool,
+    /// Whether `index` is the snapshot memory-mapped (read-only) rather than loaded.
+    mapped: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -77,21 +87,25 @@ impl Dense {
         let generation_path = path.with_extension("usearch.generation");
         let journal_path = path.with_extension("journal");
         let snapshot = snapshot_generation(path, &generation_path);
+        let mut mapped = false;
         if path.exists() {
-            let p = path
-                .to_str()
-                .ok_or_else(|| Error::Corrupt(format!("{}: path is not UTF-8", path.display())))?;
-            index
-                .load(p)
-                .map_err(|e| usearch_err(&format!("load {}", path.display()), e))?;
-            // Loading restores the saved search setting; the configured one wins.
-            index.change_expansion_search(config.hnsw_ef_search);
-            // A loaded graph has room for one writing thread; `add_all` uses more.
-            index
-                .reserve_capacity_and_threads(index.capacity().max(1024), threads())
-                .map_err(|e| usearch_err("reserve", e))?;
+            // Records to replay change the graph, which a mapping cannot take.
+            let journal_empty = std::fs::metadata(&journal_path).map_or(true, |m| m.len() == 0);
+            if journal_empty && snapshot.is_some() {
+                index
+                    .view(utf8(path)?)
+                    .map_err(|e| usearch_err(&format!("map {}", path.display()), e))?;
+                index.change_expansion_search(config.hnsw_ef_search);
+                mapped = true;
+            } else {
+                load(&index, path, config.hnsw_ef_search)?;
+            }
         }
         let (generation, journalled) = match snapshot {
+            // The journal was empty when the snapshot was mapped; a record another process
+            // appended since is a write this reader does not see, as with any record past
+            // the generation it opened at.
+            Some(g0) if mapped => (Some(g0), 0),
             Some(g0) => {
                 let replay = replay(&journal_path, &index, g0, target, config.dimension)?;
                 if writable && replay.file_len > replay.valid_len {
@@ -113,6 +127,7 @@ impl Dense {
             options,
             index: RwLock::new(index),
             writable,
+            mapped: AtomicBool::new(mapped),
             state: Mutex::new(State {
                 generation,
                 journalled,
@@ -145,7 +160,8 @@ impl Dense {
         added: impl Iterator<Item = (ChunkId, V)>,
         generation: u64,
     ) -> Result<()> {
-        let index = self.index.write().map_err(|_| Error::Poisoned)?;
+        let mut index = self.index.write().map_err(|_| Error::Poisoned)?;
+        self.load_mapped(&mut index)?;
         for id in removed {
             index.remove(id.0).map_err(|e| usearch_err("remove", e))?;
         }
@@ -192,6 +208,7 @@ impl Dense {
     pub fn rebuild(&self, vectors: &[(ChunkId, Vec<f32>)], generation: u64) -> Result<()> {
         let mut index = self.index.write().map_err(|_| Error::Poisoned)?;
         *index = Index::new(&self.options).map_err(|e| usearch_err("create", e))?;
+        self.mapped.store(false, Ordering::Release);
         reserve(&index, vectors.len())?;
         add_all(
             &index,
@@ -201,6 +218,20 @@ impl Dense {
         let mut state = self.state();
         state.generation = Some(generation);
         state.journalled = 0;
+        Ok(())
+    }
+
+    /// Replaces a memory-mapped snapshot with the same graph read into memory, which
+    /// takes changes: once per process, before its first write.
+    fn load_mapped(&self, index: &mut Index) -> Result<()> {
+        if !self.mapped.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _span = tracing::info_span!("dense.load_mapped", vectors = index.size()).entered();
+        let loaded = Index::new(&self.options).map_err(|e| usearch_err("create", e))?;
+        load(&loaded, &self.path, self.options.expansion_search)?;
+        *index = loaded;
+        self.mapped.store(false, Ordering::Release);
         Ok(())
     }
 
@@ -479,6 +510,25 @@ fn reserve(index: &Index, extra: usize) -> Result<()> {
     Ok(())
 }
 
+fn utf8(path: &Path) -> Result<&str> {
+    path.to_str()
+        .ok_or_else(|| Error::Corrupt(format!("{}: path is not UTF-8", path.display())))
+}
+
+/// Reads the snapshot at `path` into `index`, with the configured search breadth and room
+/// for [`threads`] writers.
+fn load(index: &Index, path: &Path, ef_search: usize) -> Result<()> {
+    index
+        .load(utf8(path)?)
+        .map_err(|e| usearch_err(&format!("load {}", path.display()), e))?;
+    // Loading restores the saved search setting; the configured one wins.
+    index.change_expansion_search(ef_search);
+    // A loaded graph has room for one writing thread; `add_all` uses more.
+    index
+        .reserve_capacity_and_threads(index.capacity().max(1024), threads())
+        .map_err(|e| usearch_err("reserve", e))
+}
+
 /// Threads that insert into the graph at once: one per core.
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -646,5 +696,53 @@ mod tests {
         std::mem::forget(reopened);
         let ahead = Dense::open(&path, &config(), 1, true).unwrap();
         assert_ne!(ahead.generation(), Some(1));
+    }
+
+    fn nearest(dense: &Dense, i: usize) -> ChunkId {
+        dense.search(&v(i), 1, None).unwrap()[0].0
+    }
+
+    #[test]
+    fn a_snapshot_with_nothing_to_replay_is_mapped_and_read_into_memory_before_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dense.usearch");
+        let vectors: Vec<Vec<f32>> = (0..200).map(v).collect();
+        let first = |range: std::ops::Range<usize>| {
+            range
+                .map(|i| (ChunkId(i as u64), vectors[i].clone()))
+                .collect::<Vec<_>>()
+        };
+        let dense = Dense::open(&path, &config(), 0, true).unwrap();
+        assert!(!dense.mapped.load(Ordering::Acquire), "nothing to map yet");
+        dense.apply(&[], first(0..100).into_iter(), 1).unwrap();
+        drop(dense); // the writer closes: its journal goes into the snapshot
+
+        // A reader and a writer both map the snapshot, and search it as loaded.
+        let reader = Dense::open(&path, &config(), 1, false).unwrap();
+        assert!(reader.mapped.load(Ordering::Acquire));
+        assert_eq!((reader.generation(), reader.len()), (Some(1), 100));
+        assert_eq!(nearest(&reader, 42), ChunkId(42));
+        let writer = Dense::open(&path, &config(), 1, true).unwrap();
+        assert!(writer.mapped.load(Ordering::Acquire));
+
+        // The writer's first change reads the graph into memory; the change is kept.
+        writer
+            .apply(&[ChunkId(42)], first(100..150).into_iter(), 2)
+            .unwrap();
+        assert!(!writer.mapped.load(Ordering::Acquire));
+        assert_eq!(writer.len(), 149);
+        assert_eq!(nearest(&writer, 120), ChunkId(120));
+        assert_ne!(nearest(&writer, 42), ChunkId(42));
+        // The reader's mapping keeps the snapshot it opened, whatever the writer saves.
+        drop(writer);
+        assert_eq!((reader.len(), nearest(&reader, 42)), (100, ChunkId(42)));
+
+        // A journal with records is replayed, so that open reads the file instead.
+        let writer = Dense::open(&path, &config(), 2, true).unwrap();
+        writer.apply(&[], first(150..160).into_iter(), 3).unwrap();
+        std::mem::forget(writer); // a kill: the record stays in the journal
+        let replayed = Dense::open(&path, &config(), 3, false).unwrap();
+        assert!(!replayed.mapped.load(Ordering::Acquire));
+        assert_eq!((replayed.generation(), replayed.len()), (Some(3), 159));
     }
 }

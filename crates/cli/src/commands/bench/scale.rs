@@ -1,7 +1,7 @@
 //! `metarag bench scale`: the embedded index (or, with `--postgres`, the Postgres store) at
 //! 100k-1M chunks. Builds an index of N chunks
 //! through the same `apply` path ingest uses, then reports build time, reopen time, disk
-//! size and peak RSS, search latency percentiles for BM25, dense and hybrid (query
+//! size and peak RSS, search latency percentiles for BM25, dense, the graph walk and hybrid (query
 //! embedding excluded), and the recall@10 of HNSW against exact search.
 //!
 //! Text and vectors: the passages of the three QA corpora (14,087), embedded once with the
@@ -287,6 +287,9 @@ pub async fn run(app: &App, args: ScaleArgs) -> Result<ExitCode> {
         &[
             ("bm25", SearchMode::Bm25),
             ("dense", SearchMode::Dense),
+            // The entity-graph walk alone: hybrid's third branch, timed by itself so
+            // that a slow hybrid names which branch made it slow.
+            ("graph", SearchMode::Graph),
             ("hybrid", SearchMode::Hybrid),
         ],
     )
