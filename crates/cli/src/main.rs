@@ -17,8 +17,8 @@ mod output;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use commands::{
-    ask, audit, bench, cache, chat, context, docs, graph, import, ingest, keys, mcp, migrate,
-    models, runs, search, serve, serve_llm, strategies, tree,
+    ask, audit, bench, cache, chat, compact, context, docs, graph, import, ingest, keys, mcp,
+    migrate, models, runs, search, serve, serve_llm, strategies, tree,
 };
 use metarag_core::Fault;
 use std::path::PathBuf;
@@ -61,6 +61,9 @@ enum Command {
         #[command(subcommand)]
         command: docs::Command,
     },
+    /// Merge the embedded index's BM25 segments into one (after a large ingest: each search
+    /// then reads one segment instead of many).
+    Compact,
     /// Search the index.
     Search(search::Args),
     /// Answer a question over the index (or given paragraphs) with a strategy; prints the
@@ -204,6 +207,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Context(args) => context::run(&app, args).await,
         Command::Audit(args) => audit::run(&app, args).await,
         Command::Docs { command } => docs::run(&app, command).await,
+        Command::Compact => compact::run(&app).await,
         Command::Search(args) => search::run(&app, args).await,
         Command::Ask(args) => ask::run(&app, args).await,
         Command::Graph(args) => graph::run(&app, args).await,

@@ -155,6 +155,27 @@ impl Bm25 {
         self.add_and_commit(&mut w, rows, generation)
     }
 
+    /// The number of searchable segments (each search reads every one).
+    pub fn segments(&self) -> Result<usize> {
+        Ok(self.index.searchable_segment_ids()?.len())
+    }
+
+    /// Merges every searchable segment into one. tantivy's merge policy leaves a large
+    /// index in many segments (18 after a million chunks written 1,024 at a time), and a
+    /// query looks each of its terms up in every segment. The merged segment is committed
+    /// by tantivy with the last commit's payload, so the generation SQLite is paired with
+    /// does not move; a merge cut off leaves the old segments, still committed.
+    pub fn merge_all(&self) -> Result<()> {
+        let mut w = self.writer()?.lock().map_err(|_| Error::Poisoned)?;
+        let ids = self.index.searchable_segment_ids()?;
+        if ids.len() > 1 {
+            w.merge(&ids).wait()?;
+        }
+        w.garbage_collect_files().wait()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
     fn add_and_commit<'a, X: AsRef<str>>(
         &self,
         w: &mut IndexWriter,

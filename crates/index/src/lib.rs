@@ -97,6 +97,17 @@ impl IndexConfig {
     }
 }
 
+/// What [`EmbeddedIndex::compact`] did.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Compaction {
+    /// BM25 segments before.
+    pub bm25_segments_before: usize,
+    /// BM25 segments after (1, or 0 for an empty index).
+    pub bm25_segments_after: usize,
+    /// Wall time of the merge.
+    pub seconds: f64,
+}
+
 /// The embedded index. Cheap to clone; clones share the same engines. Writes are serialised
 /// by a lock, reads run concurrently with each other.
 #[derive(Clone)]
@@ -749,6 +760,31 @@ impl EmbeddedIndex {
     /// whenever the index is consistent (used by tests and `doctor`-style checks).
     pub fn engine_sizes(&self) -> Result<(usize, usize)> {
         Ok((self.inner.bm25.num_docs()?, self.inner.dense.len()))
+    }
+
+    /// The BM25 index's searchable segments (a search reads each one).
+    pub fn bm25_segments(&self) -> Result<usize> {
+        self.inner.bm25.segments()
+    }
+
+    /// Merges the BM25 index into one segment (see [`Compaction`]): worth running after a
+    /// large ingest, since each search looks every query term up in every segment. Holds
+    /// the write lock for its duration (searches go on; writes wait); a read-only index
+    /// refuses with [`Error::ReadOnly`]. Nothing stored changes: the same chunks, the same
+    /// generation.
+    pub fn compact(&self) -> Result<Compaction> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly(self.inner.dir.clone()));
+        }
+        let _write = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
+        let before = self.inner.bm25.segments()?;
+        let started = std::time::Instant::now();
+        self.inner.bm25.merge_all()?;
+        Ok(Compaction {
+            bm25_segments_before: before,
+            bm25_segments_after: self.inner.bm25.segments()?,
+            seconds: started.elapsed().as_secs_f64(),
+        })
     }
 
     /// Chunks staged ([`EmbeddedIndex::stage`]) and not yet written: zero between writes
