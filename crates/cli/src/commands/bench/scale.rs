@@ -480,7 +480,7 @@ async fn measure<S: StoreRead>(
             Some(c) => c[n].iter().copied().collect(),
             None if exact.is_empty() => {
                 bail!(
-                    "{}: the exact answers do not match these questions",
+                    "{} holds the exact answers of other questions; remove it and run again to compute them for these",
                     truth.display()
                 )
             }
