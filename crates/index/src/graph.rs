@@ -44,7 +44,13 @@ CREATE TABLE IF NOT EXISTS mentions(
     confidence REAL NOT NULL,
     PRIMARY KEY(entity_id, chunk_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(chunk_id);
+-- A chunk's mentions with their confidence, read from the index alone: the walk's
+-- co-mention step reads ~18 per chunk for 32 chunks of every linked entity, and a lookup
+-- of each row's confidence in the table made that step 2.8x slower at a million chunks
+-- (docs/results/performance.md). It replaces `mentions_by_chunk(chunk_id)`, which it
+-- covers; an index made before is rebuilt once at the first open.
+CREATE INDEX IF NOT EXISTS mentions_by_chunk_covering ON mentions(chunk_id, entity_id, confidence);
+DROP INDEX IF EXISTS mentions_by_chunk;
 -- An entity's most confident mentions read in index order, not sorted from all of them: a
 -- hub entity at a million chunks has tens of thousands (docs/results/performance.md).
 CREATE INDEX IF NOT EXISTS mentions_by_entity_confidence ON mentions(entity_id, confidence DESC, chunk_id);
@@ -56,8 +62,13 @@ CREATE TABLE IF NOT EXISTS relations(
     confidence REAL NOT NULL,
     chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE
 );
-CREATE INDEX IF NOT EXISTS relations_by_subject ON relations(subject);
-CREATE INDEX IF NOT EXISTS relations_by_object ON relations(object);
+-- An entity's relations either way, most confident first, with their other end, read
+-- from the index alone (the walk's relation step); they replace
+-- `relations_by_subject(subject)` and `relations_by_object(object)`, which they cover.
+CREATE INDEX IF NOT EXISTS relations_by_subject_covering ON relations(subject, confidence DESC, object);
+CREATE INDEX IF NOT EXISTS relations_by_object_covering ON relations(object, confidence DESC, subject);
+DROP INDEX IF EXISTS relations_by_subject;
+DROP INDEX IF EXISTS relations_by_object;
 CREATE INDEX IF NOT EXISTS relations_by_chunk ON relations(chunk_id);
 ";
 
@@ -459,6 +470,30 @@ fn chunks_of(conn: &Connection, entity: i64, n: usize) -> Result<Vec<(i64, f32)>
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The entities mentioned in an entity's `?2` most confident chunks, with their best
+/// confidence there and their mention count. Grouped before the join, so each one's count
+/// is looked up once, not once per chunk that mentions it; the chunks' mentions come from
+/// `mentions_by_chunk_covering` alone.
+const CO_MENTIONS: &str = "SELECT x.entity_id, x.confidence, e.df FROM
+   (SELECT m2.entity_id, max(m2.confidence) AS confidence FROM
+      (SELECT chunk_id FROM mentions WHERE entity_id = ?1 ORDER BY confidence DESC LIMIT ?2) m1
+    JOIN mentions m2 ON m2.chunk_id = m1.chunk_id
+    WHERE m2.entity_id != ?1 GROUP BY m2.entity_id) x
+ JOIN entities e ON e.id = x.entity_id";
+
+/// The entities an entity `?1` has relations with, either way, with the relation's best
+/// confidence and their mention count. At most the 512 most confident relations each way:
+/// a hub's relations are bounded like its mentions, so one walk step costs the same at any
+/// index size (a million chunks of encyclopaedic text hold ~600 entities with more). Only
+/// the columns the covering indexes hold are read, in their order.
+const RELATED: &str = "SELECT r.object, max(r.confidence), e.df FROM
+   (SELECT object, confidence FROM relations WHERE subject = ?1 ORDER BY confidence DESC LIMIT 512) r
+ JOIN entities e ON e.id = r.object GROUP BY r.object
+ UNION ALL
+ SELECT r.subject, max(r.confidence), e.df FROM
+   (SELECT subject, confidence FROM relations WHERE object = ?1 ORDER BY confidence DESC LIMIT 512) r
+ JOIN entities e ON e.id = r.subject GROUP BY r.subject";
+
 /// An entity's neighbours with the strength of the edge: relations either way (their
 /// pattern's confidence) and, when `co_mentions`, entities mentioned in the same chunks
 /// (half their mention confidence); the strongest `n`, weighed by how specific each is.
@@ -470,13 +505,7 @@ fn neighbours(
     total: u64,
 ) -> Result<Vec<(i64, f32, u64)>> {
     let mut strength: HashMap<i64, (f32, u64)> = HashMap::new();
-    let mut rel = conn.prepare_cached(
-        // At most 512 relations each way: a hub's relations are bounded like
-        // its mentions, so one walk step costs the same at any index size.
-        "SELECT r.object, max(r.confidence), e.df FROM (SELECT * FROM relations WHERE subject = ?1 LIMIT 512) r JOIN entities e ON e.id = r.object GROUP BY r.object
-         UNION ALL
-         SELECT r.subject, max(r.confidence), e.df FROM (SELECT * FROM relations WHERE object = ?1 LIMIT 512) r JOIN entities e ON e.id = r.subject GROUP BY r.subject",
-    )?;
+    let mut rel = conn.prepare_cached(RELATED)?;
     for row in rel.query_map([entity], |r| {
         Ok((
             r.get::<_, i64>(0)?,
@@ -489,13 +518,7 @@ fn neighbours(
         s.0 = s.0.max(c);
     }
     if walk.co_mentions {
-        let mut co = conn.prepare_cached(
-            "SELECT m2.entity_id, max(m2.confidence), e.df FROM
-               (SELECT chunk_id FROM mentions WHERE entity_id = ?1 ORDER BY confidence DESC LIMIT ?2) m1
-             JOIN mentions m2 ON m2.chunk_id = m1.chunk_id
-             JOIN entities e ON e.id = m2.entity_id
-             WHERE m2.entity_id != ?1 GROUP BY m2.entity_id",
-        )?;
+        let mut co = conn.prepare_cached(CO_MENTIONS)?;
         let rows = co.query_map(params![entity, walk.chunks_per_entity as i64], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
@@ -650,5 +673,109 @@ mod tests {
         assert!((specificity(1, 1000) - 1.0).abs() < 0.01);
         assert!(specificity(10, 1000) > specificity(100, 1000));
         assert!(specificity(1000, 1000) < 0.15);
+    }
+
+    /// The lines of SQLite's plan for `sql`.
+    fn plan(conn: &Connection, sql: &str) -> Vec<String> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        // An entity id, then a limit.
+        let values: Vec<i64> = (0..stmt.parameter_count())
+            .map(|i| if i == 0 { 1 } else { 32 })
+            .collect();
+        stmt.query_map(rusqlite::params_from_iter(values), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    }
+
+    #[test]
+    fn the_walk_reads_mentions_from_indexes_alone() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        let lines = plan(&conn, CO_MENTIONS);
+        let mentions: Vec<&String> = lines.iter().filter(|l| l.contains("mentions")).collect();
+        assert_eq!(mentions.len(), 2, "{lines:?}");
+        assert!(
+            mentions.iter().all(|l| l.contains("COVERING INDEX")),
+            "a mention row looked up in the table: {lines:?}"
+        );
+        let lines = plan(&conn, RELATED);
+        let relations: Vec<&String> = lines.iter().filter(|l| l.contains("relations")).collect();
+        assert_eq!(relations.len(), 2, "{lines:?}");
+        assert!(
+            relations.iter().all(|l| l.contains("COVERING INDEX")),
+            "a relation row looked up in the table: {lines:?}"
+        );
+        // A hub's most confident relations come in index order, not sorted from all.
+        assert!(
+            !lines.iter().any(|l| l.contains("FOR ORDER BY")),
+            "{lines:?}"
+        );
+        let lines = plan(
+            &conn,
+            "SELECT chunk_id, confidence FROM mentions WHERE entity_id = ?1 ORDER BY confidence DESC, chunk_id LIMIT ?2",
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("COVERING INDEX mentions_by_entity_confidence"))
+                && !lines.iter().any(|l| l.contains("TEMP B-TREE")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn an_index_made_before_gains_the_covering_indexes() {
+        let conn = Connection::open_in_memory().unwrap();
+        // The mentions table and its chunk index as they were made before.
+        conn.execute_batch(
+            "CREATE TABLE mentions(entity_id INTEGER NOT NULL, chunk_id INTEGER NOT NULL,
+               confidence REAL NOT NULL, PRIMARY KEY(entity_id, chunk_id)) WITHOUT ROWID;
+             CREATE INDEX mentions_by_chunk ON mentions(chunk_id);
+             INSERT INTO mentions VALUES (1, 7, 0.9), (2, 7, 0.4);
+             CREATE TABLE relations(subject INTEGER NOT NULL, predicate TEXT NOT NULL,
+               object INTEGER NOT NULL, pattern TEXT NOT NULL, confidence REAL NOT NULL,
+               chunk_id INTEGER NOT NULL);
+             CREATE INDEX relations_by_subject ON relations(subject);
+             CREATE INDEX relations_by_object ON relations(object);",
+        )
+        .unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        let indexes: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('mentions', 'relations')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            indexes.contains(&"mentions_by_chunk_covering".to_string()),
+            "{indexes:?}"
+        );
+        for gone in [
+            "mentions_by_chunk",
+            "relations_by_subject",
+            "relations_by_object",
+        ] {
+            assert!(!indexes.contains(&gone.to_string()), "{indexes:?}");
+        }
+        for made in [
+            "relations_by_subject_covering",
+            "relations_by_object_covering",
+        ] {
+            assert!(indexes.contains(&made.to_string()), "{indexes:?}");
+        }
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM mentions WHERE chunk_id = 7",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 2);
+        // Run again (every open does): nothing changes.
+        conn.execute_batch(SCHEMA).unwrap();
     }
 }
