@@ -279,6 +279,9 @@ pub struct RawIngest {
     pub exclude: Vec<String>,
     /// Chunks per embed-and-write batch.
     pub batch_chunks: usize,
+    /// Merge the BM25 index into one segment at the end of an ingest that leaves more than
+    /// this many (0: never; `metarag compact` does it by hand).
+    pub compact_above_segments: usize,
 }
 
 /// `[index]`
@@ -324,6 +327,10 @@ impl Default for RawIngest {
             include: Vec::new(),
             exclude: Vec::new(),
             batch_chunks: 1024,
+            // Below it a merge gains little; a bulk load that leaves more (a segment per
+            // batch, which tantivy's merge policy merges only eight at a time) doubled
+            // BM25's p95 at a million chunks, and the merge took 5 s.
+            compact_above_segments: 8,
         }
     }
 }

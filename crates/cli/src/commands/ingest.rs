@@ -47,12 +47,6 @@ pub struct Args {
     pub meta: Vec<String>,
 }
 
-/// An ingest that leaves BM25 in more segments than this merges them into one at the
-/// end (`metarag compact`): a bulk load writes a segment per batch and tantivy's merge
-/// policy leaves many behind, each of which every search reads (at a million chunks,
-/// 18 segments doubled BM25's p95; the merge took 5 s). Below it a merge gains little.
-const COMPACT_ABOVE_SEGMENTS: usize = 8;
-
 /// Ingests the paths into the index; exit code 3 when some files failed.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let embedder = app.embedder()?;
@@ -65,9 +59,13 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let report = app
         .ingest_into_store(&opened.store, &args.paths, options, &embedder)
         .await?;
+    // A bulk load writes a segment per batch and tantivy's merge policy leaves many
+    // behind, each of which every search reads: merged here once the ingest is done.
+    let compact_above = app.config.raw.ingest.compact_above_segments;
     if let Some(index) = opened.index.clone()
+        && compact_above > 0
         && !index.is_read_only()
-        && index.bm25_segments()? > COMPACT_ABOVE_SEGMENTS
+        && index.bm25_segments()? > compact_above
     {
         let done = tokio::task::spawn_blocking(move || index.compact()).await??;
         tracing::info!(

@@ -1151,3 +1151,59 @@ fn bench_scale_builds_keeps_and_measures_a_kept_index_again() {
     // Measured, and still there for the next comparison.
     assert!(work.join("index-40").is_dir());
 }
+
+#[test]
+fn ingest_compacts_a_bulk_load_and_compact_merges_by_hand() {
+    let env = Env::new();
+    let docs = tempfile::tempdir().unwrap();
+    let write_docs = |names: std::ops::Range<usize>| {
+        for i in names {
+            std::fs::write(
+                docs.path().join(format!("quay-{i}.txt")),
+                format!(
+                    "Quay {i} of Port Vellane was rebuilt in {} after a storm.",
+                    1900 + i
+                ),
+            )
+            .unwrap();
+        }
+    };
+    // One chunk per batch, so each file is a BM25 commit of its own; no merge at the end.
+    let config = |above: usize| {
+        std::fs::write(
+            env.home.path().join("metarag.toml"),
+            format!("[ingest]\nbatch_chunks = 1\ncompact_above_segments = {above}\n"),
+        )
+        .unwrap();
+    };
+    config(0);
+    write_docs(0..4);
+    let dir = docs.path().to_str().unwrap();
+    env.json(&["ingest", dir]);
+    let by_hand = env.json(&["compact"]);
+    assert!(
+        by_hand["bm25_segments_before"].as_u64().unwrap() > 1,
+        "four commits left one segment: {by_hand}"
+    );
+    assert_eq!(by_hand["bm25_segments_after"], 1, "{by_hand}");
+
+    // Now an ingest that leaves more than one segment merges them itself: a later
+    // `compact` finds one.
+    config(1);
+    write_docs(4..8);
+    env.json(&["ingest", dir]);
+    let after = env.json(&["compact"]);
+    assert_eq!(after["bm25_segments_before"], 1, "{after}");
+    // Nothing was lost in either merge.
+    let hits = env.json(&[
+        "search",
+        "Quay 6 rebuilt storm",
+        "--mode",
+        "bm25",
+        "--k",
+        "8",
+    ]);
+    let text = hits.to_string();
+    assert!(text.contains("1906"), "{text}");
+    assert_eq!(env.json(&["docs", "list"]).as_array().unwrap().len(), 8);
+}
