@@ -186,6 +186,23 @@ impl Gateway {
         }
     }
 
+    /// Whether the budget leaves room for `calls` more LLM calls, each costing as many
+    /// tokens and as much time as the largest call of this run so far. A planner asks
+    /// before another step so that the write at its end still fits: a step cut off by the
+    /// budget leaves a run with no answer at all. The estimate is in calls and tokens,
+    /// which a replay from the call cache repeats exactly, and in wall time, which it does
+    /// not (a replayed run may take a step the original skipped for the deadline).
+    pub fn room_for(&self, calls: u64) -> bool {
+        let (tokens, ms) = self.calls.iter().fold((0u64, 0f64), |(t, m), c| {
+            (t.max(c.prompt_tokens + c.completion_tokens), m.max(c.ms))
+        });
+        let mut spend = self.spend();
+        spend.llm_calls += calls.saturating_sub(1);
+        spend.tokens += calls * tokens;
+        let elapsed = self.started.elapsed() + Duration::from_secs_f64(calls as f64 * ms / 1e3);
+        self.budget.exceeded(&spend, 0, elapsed).is_none()
+    }
+
     /// The limit reached if `calls` more LLM calls were made now. Node visits are
     /// counted by the executor, so steps are not checked here.
     fn check(&self, calls: u64) -> Result<(), BudgetLimit> {
@@ -505,6 +522,32 @@ mod tests {
         // Refused calls are not made, so not recorded either.
         assert_eq!(g.calls.len(), 2);
         assert_eq!(g.usage.prompt_tokens, 20);
+    }
+
+    #[tokio::test]
+    async fn room_for_counts_calls_as_large_as_the_largest_so_far() {
+        let mut g = gateway(Budget {
+            max_llm_calls: 4,
+            max_tokens: 50,
+            ..Budget::default()
+        });
+        // Nothing made yet: only the call count can be told.
+        assert!(g.room_for(4));
+        assert!(!g.room_for(5));
+        for _ in 0..2 {
+            g.chat("n", "p", ChatRequest::user("hi")).await.unwrap();
+        }
+        // 22 tokens spent, 11 a call: two more fit under 50, three do not.
+        assert!(g.room_for(2));
+        assert!(!g.room_for(3));
+        // The call limit binds first when tokens are plenty.
+        let mut g = gateway(Budget {
+            max_llm_calls: 3,
+            ..Budget::default()
+        });
+        g.chat("n", "p", ChatRequest::user("hi")).await.unwrap();
+        assert!(g.room_for(2));
+        assert!(!g.room_for(3));
     }
 
     #[tokio::test]

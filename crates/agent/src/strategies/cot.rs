@@ -119,7 +119,11 @@ impl Strategy for Cot {
                 ],
                 |s| Box::pin(decompose(s)),
             )
-            .node(EXTRACT, &[(DECOMPOSE, "")], |s| Box::pin(extract(s)))
+            .node(
+                EXTRACT,
+                &[(DECOMPOSE, ""), (READ, "budget nearly spent")],
+                |s| Box::pin(extract(s)),
+            )
             .node(READ, &[(WRITE, "")], |s| {
                 Box::pin(nodes::read(s, Transition::Goto(WRITE)))
             })
@@ -229,6 +233,15 @@ async fn extract(s: &mut S) -> NodeResult {
         fact.answer, fact.confidence
     ));
     s.ext.memory.facts.push(fact);
+    // Another step makes two calls (decompose, extract) and the write one more: stop
+    // while the write still fits, so a tight budget ends with the facts written up.
+    if !s.gw.room_for(3) {
+        s.metrics.insert("stopped_short_of_budget".into(), 1.0);
+        let note = s.note.take().unwrap_or_default();
+        finish(s, "budget nearly spent");
+        s.note = Some(format!("{note}; {}", s.note.take().unwrap_or_default()));
+        return Ok(Transition::Goto(READ));
+    }
     Ok(Transition::Goto(DECOMPOSE))
 }
 
@@ -304,6 +317,9 @@ fn finish(s: &mut S, why: &str) {
     } else {
         memory.facts.iter().map(|f| f.confidence).sum::<f64>() / total as f64
     };
+    s.metrics
+        .entry("stopped_short_of_budget".into())
+        .or_insert(0.0);
     s.metrics.insert("sub_questions".into(), total as f64);
     s.metrics.insert("trusted_facts".into(), trusted as f64);
     s.metrics.insert("mean_fact_confidence".into(), mean);

@@ -350,8 +350,22 @@ fn next(s: &mut S, cfg: &MctsConfig, what: String) -> NodeResult {
         .iter()
         .all(|n| n.kind == NodeKind::FinalAnswer || (n.expanded() && n.visits > 0))
         && s.ext.tree.len() > 1;
-    if s.ext.rollouts >= cfg.rollouts || exhausted {
+    // A rollout makes an expansion (one call, or one per sample where the backend draws
+    // one sample a call) and an evaluation, and the write one call more: stop while the
+    // write still fits, so a tight budget ends with the best path written up.
+    let expansion = if s.gw.capabilities().samples {
+        1
+    } else {
+        u64::from(cfg.branching)
+    };
+    let short = !s.gw.room_for(expansion + 2);
+    if s.ext.rollouts >= cfg.rollouts || exhausted || short {
+        s.metrics
+            .insert("stopped_short_of_budget".into(), f64::from(u8::from(short)));
         finish(s);
+        if short {
+            s.note = s.note.take().map(|n| format!("{n} (budget nearly spent)"));
+        }
         return Ok(Transition::Goto(READ));
     }
     Ok(Transition::Goto(SEARCH))
@@ -504,6 +518,9 @@ fn finish(s: &mut S) {
         .iter()
         .filter(|n| n.kind == NodeKind::FinalAnswer)
         .count();
+    s.metrics
+        .entry("stopped_short_of_budget".into())
+        .or_insert(0.0);
     s.metrics.insert("tree_nodes".into(), tree.len() as f64);
     s.metrics.insert("rollouts".into(), s.ext.rollouts as f64);
     s.metrics.insert("final_answers".into(), finals as f64);

@@ -115,6 +115,69 @@ async fn cot_asks_sub_questions_scores_each_fact_and_writes_from_the_memory() {
     );
 }
 
+/// A budget of four calls: the chain's first step (decompose, extract) leaves room for
+/// the write but not for another step and the write, so it writes now; asking another
+/// sub-question would have had the budget refuse a call and end the run with no answer.
+#[tokio::test]
+async fn cot_writes_before_the_budget_runs_out() {
+    let config = AgentConfig {
+        budget: metarag_agent::Budget {
+            max_llm_calls: 4,
+            ..Default::default()
+        },
+        ..AgentConfig::default()
+    };
+    let (chain, llm) = agent(
+        ScriptedLlm::new()
+            .on(
+                &[DECOMPOSE],
+                r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+            )
+            .on(
+                &[EXTRACT],
+                r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+            )
+            .on(&[WRITE], GOOD),
+        config,
+    );
+    let t = chain.ask(&gold()).await.unwrap();
+    assert_eq!(t.stop, StopReason::Done("answered".into()));
+    assert_eq!(t.short_answer, "United States");
+    assert_eq!(t.usage.llm_calls, 3);
+    assert_eq!(t.metrics["stopped_short_of_budget"], 1.0);
+    let extract = t.graph.events.iter().find(|e| e.node == "extract").unwrap();
+    assert!(
+        extract
+            .note
+            .as_deref()
+            .unwrap()
+            .ends_with("budget nearly spent: 1 sub-questions, 1 facts trusted"),
+        "{:?}",
+        extract.note
+    );
+    assert!(crate::last_prompt(&llm, WRITE).contains("- Who directed Jaws?"));
+    // With room, the same chain asks again.
+    let (chain, _) = agent(
+        ScriptedLlm::new()
+            .on_seq(
+                &[DECOMPOSE],
+                &[
+                    r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+                    r#"{"sub_question": "", "final_answer": "American"}"#,
+                ],
+            )
+            .on(
+                &[EXTRACT],
+                r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+            )
+            .on(&[WRITE], GOOD),
+        AgentConfig::default(),
+    );
+    let t = chain.ask(&gold()).await.unwrap();
+    assert_eq!(t.usage.llm_calls, 4);
+    assert_eq!(t.metrics["stopped_short_of_budget"], 0.0);
+}
+
 #[tokio::test]
 async fn cot_stops_at_a_repeated_sub_question_and_at_max_steps() {
     let (agent, _) = agent(
@@ -261,6 +324,52 @@ async fn mcts_expands_evaluates_and_writes_from_the_best_path() {
     let write = crate::last_prompt(&llm, WRITE);
     assert!(write.contains("- Who directed Jaws? Jaws was directed by Steven Spielberg."));
     assert!(write.contains("Proposed answer: American"), "{write}");
+}
+
+/// Six rollouts asked for under a budget of six calls: the first rollout (two samples
+/// drawn one a call, one evaluation) leaves room for the write but not for another
+/// rollout and the write, so the search stops there and writes.
+#[tokio::test]
+async fn mcts_stops_its_search_while_the_write_still_fits_the_budget() {
+    let sections = metarag_agent::StrategySections::from([(
+        "mcts".to_string(),
+        serde_json::json!({"rollouts": 6, "branching": 2}),
+    )]);
+    let dynllm: std::sync::Arc<dyn metarag_core::DynLlm> = mcts_llm(&[
+        r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+        r#"{"sub_question": "", "final_answer": "American"}"#,
+    ]);
+    let agent = metarag_agent::Agent::builder(dynllm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .config(AgentConfig {
+            budget: metarag_agent::Budget {
+                max_llm_calls: 6,
+                ..Default::default()
+            },
+            ..AgentConfig::default()
+        })
+        .build()
+        .unwrap();
+    let t = agent
+        .ask(&Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG])))
+        .await
+        .unwrap();
+    assert_eq!(t.stop, StopReason::Done("answered".into()));
+    assert_eq!(t.usage.llm_calls, 4);
+    assert_eq!(t.metrics["rollouts"], 1.0);
+    assert_eq!(t.metrics["stopped_short_of_budget"], 1.0);
+    let search = t.graph.events.iter().rfind(|e| e.node == "search").unwrap();
+    assert!(
+        search
+            .note
+            .as_deref()
+            .unwrap()
+            .ends_with("(budget nearly spent)"),
+        "{:?}",
+        search.note
+    );
+    // The tree is kept, so the search can be resumed with a larger budget.
+    assert!(t.records["tree"].as_array().is_some_and(|a| a.len() == 3));
 }
 
 fn mcts_llm(replies: &[&str]) -> std::sync::Arc<ScriptedLlm> {
