@@ -493,19 +493,7 @@ pub fn reconcile_short_answer(
         return None;
     }
     if let Some((a, b)) = options(question) {
-        // A disambiguator ("(Film)", "(1952 Film)") and a lone letter ("Heron'S") do not
-        // tell the options apart.
-        let terms = |o: &str| -> HashSet<String> {
-            content_terms(&without_brackets(o))
-                .into_iter()
-                .filter(|t| t.chars().count() > 1)
-                .collect()
-        };
-        let (ta, tb) = (terms(&a), terms(&b));
-        // Only the terms that tell the options apart ("El Paso" of "El Paso International
-        // Airport" against "Grand Forks International Airport").
-        let da: HashSet<String> = ta.difference(&tb).cloned().collect();
-        let db: HashSet<String> = tb.difference(&ta).cloned().collect();
+        let (da, db) = telling_terms(&a, &b);
         let names = |text: &HashSet<String>, d: &HashSet<String>| !d.is_disjoint(text);
         // "Both", "neither", "the same", "it depends" answer an "A or B" question too.
         const NEITHER_OPTION: &[&str] = &[
@@ -550,6 +538,49 @@ pub fn reconcile_short_answer(
         _ if short_verdict.is_some() && answer_lead.is_none() => {
             answer_phrase().map(|p| (p, ShortAnswerFix::PhraseFromAnswer))
         }
+        _ => None,
+    }
+}
+
+/// The terms that tell two options apart: each option's content words less the other's
+/// ("El Paso" of "El Paso International Airport" against "Grand Forks International
+/// Airport"). A disambiguator ("(Film)", "(1952 Film)") and a lone letter ("Heron'S") do
+/// not count.
+fn telling_terms(a: &str, b: &str) -> (HashSet<String>, HashSet<String>) {
+    let terms = |o: &str| -> HashSet<String> {
+        content_terms(&without_brackets(o))
+            .into_iter()
+            .filter(|t| t.chars().count() > 1)
+            .collect()
+    };
+    let (ta, tb) = (terms(a), terms(b));
+    (
+        ta.difference(&tb).cloned().collect(),
+        tb.difference(&ta).cloned().collect(),
+    )
+}
+
+/// The option an "A or B?" answer names when its short answer names the other one ("Die
+/// Pratermizzi [1]" with short answer "The King Of Masks"), as the question writes it;
+/// `None` when the two agree, when either names both options or neither, or when the
+/// question has no options. `answer` must be citation-free.
+///
+/// The two fields of one reply contradict each other, so one is wrong. The answer is the
+/// one kept: it is written first, in the model's own words beside its citation, while the
+/// short answer constrained to the two titles is a forced choice whose first token the
+/// 1.5B model picks at even odds and mostly as the first option. On the committed records
+/// (all but one of them reporting-half questions) the answer was right in 20 of 21 such
+/// replies; the tuning half's count is in `docs/results/monitor.md`.
+pub fn contradicted_option(question: &str, answer: &str, short: &str) -> Option<String> {
+    let (a, b) = options(question)?;
+    let (da, db) = telling_terms(&a, &b);
+    let names = |text: &str| {
+        let t = content_terms(text);
+        (!da.is_disjoint(&t), !db.is_disjoint(&t))
+    };
+    match (names(answer), names(short)) {
+        ((true, false), (false, true)) => Some(a),
+        ((false, true), (true, false)) => Some(b),
         _ => None,
     }
 }
@@ -872,6 +903,59 @@ mod tests {
         assert_eq!(fix(q, "Harlow University is older", "It depends"), None);
         // Refusals are left alone.
         assert_eq!(fix(q, "Harlow University", "unknown"), None);
+    }
+
+    #[test]
+    fn a_short_answer_naming_the_other_option_takes_the_answers() {
+        let films = "Which film came out earlier, The Glass Harbour or Die Kleine Uhr?";
+        let airports = "Which is older, Norbury Airport or Castel Vey Airport?";
+        let cases: &[(&str, &str, &str, Option<&str>)] = &[
+            // The answer names one option, the short answer the other: the answer's, as
+            // the question writes it.
+            (
+                films,
+                "Die kleine Uhr",
+                "The Glass Harbour",
+                Some("Die Kleine Uhr"),
+            ),
+            (
+                films,
+                "The Glass Harbour came out first.",
+                "Die Kleine Uhr",
+                Some("The Glass Harbour"),
+            ),
+            // Agreement, an answer naming both or neither, and a question without options
+            // are left alone.
+            (films, "Die Kleine Uhr", "Die Kleine Uhr", None),
+            (
+                films,
+                "Die Kleine Uhr (1921) came out before The Glass Harbour (1950).",
+                "The Glass Harbour",
+                None,
+            ),
+            (films, "Both came out in 1950.", "The Glass Harbour", None),
+            (
+                "Who directed The Glass Harbour?",
+                "Ada Wren",
+                "Die Kleine Uhr",
+                None,
+            ),
+            // Words the options share ("Airport") do not name either.
+            (
+                airports,
+                "The airport at Norbury",
+                "Castel Vey Airport",
+                Some("Norbury Airport"),
+            ),
+            (airports, "The airport", "Castel Vey Airport", None),
+        ];
+        for &(q, answer, short, want) in cases {
+            assert_eq!(
+                contradicted_option(q, answer, short).as_deref(),
+                want,
+                "{answer:?} / {short:?}"
+            );
+        }
     }
 
     #[test]

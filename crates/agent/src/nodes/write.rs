@@ -6,7 +6,7 @@ use crate::graph::{NodeResult, Transition};
 use crate::monitor::field_logprobs;
 use crate::prompts::{self, WriteReply};
 use crate::state::Run;
-use crate::text::{is_refusal, reconcile_short_answer, sentences};
+use crate::text::{contradicted_option, is_refusal, reconcile_short_answer, sentences};
 use crate::trace::{AnswerLogprobs, EvidenceMode};
 use crate::verify::{attribute, strip_invalid_citations, without_citations};
 use metarag_core::parse_json;
@@ -102,15 +102,27 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
             .map(|&(a, b)| without_citations(&answer[a..b]))
             .unwrap_or_default();
     }
-    // Small models swap the two fields ("answer": "No", "short_answer": "They were not
-    // ..."). A backend that constrains output to the schema cannot for yes/no and "A or
-    // B" questions (the short answer is limited to their values there), so the repair runs
-    // only for backends without constrained output or a reply that did not parse; the
-    // model's own short answer stays in the note.
+    // An "A or B?" reply whose answer names one option and whose short answer names the
+    // other contradicts itself; the answer is kept (see `contradicted_option` for why).
+    // Constrained output does not prevent this: the schema limits the short answer to the
+    // two options, not to the one the answer chose. The model's own short answer stays in
+    // the note, and the count in the run's counters.
     let mut fixed = String::new();
-    if (!caps.json_schema || write_fallback.is_some())
-        && let Some((better, why)) =
-            reconcile_short_answer(&s.question, &without_citations(&answer), &short)
+    let plain_answer = without_citations(&answer);
+    let contradicted = contradicted_option(&s.question, &plain_answer, &short);
+    *s.metrics
+        .entry("short_answer_contradicted".into())
+        .or_insert(0.0) += f64::from(u8::from(contradicted.is_some()));
+    // Small models also swap the two fields ("answer": "No", "short_answer": "They were
+    // not ..."). A backend that constrains output to the schema cannot for yes/no and "A
+    // or B" questions (the short answer is limited to their values there), so that repair
+    // runs only for backends without constrained output or a reply that did not parse.
+    if let Some(option) = contradicted {
+        fixed = format!(" (model wrote {short:?}; the answer names {option:?})");
+        tracing::info!(model = %short, answer = %option, "short answer named the other option");
+        short = option;
+    } else if (!caps.json_schema || write_fallback.is_some())
+        && let Some((better, why)) = reconcile_short_answer(&s.question, &plain_answer, &short)
     {
         fixed = format!(" (model wrote {short:?}; repaired: {})", why.as_str());
         tracing::info!(model = %short, repaired = %better, "short answer repaired (no constrained output)");

@@ -1769,3 +1769,39 @@ async fn a_linked_answer_of_the_wrong_kind_decides_nothing() {
         StopReason::Done(metarag_agent::link::LINK_CONFIRM.into())
     );
 }
+
+#[tokio::test]
+async fn a_short_answer_naming_the_other_option_than_the_answer_takes_the_answer_s() {
+    let (asker, _) = agent(
+        ScriptedLlm::new().on(
+            &[WRITE],
+            r#"{"answer": "The Glass Fox [2].", "short_answer": "Blue Harbour"}"#,
+        ),
+        AgentConfig::default(),
+    );
+    let t = asker
+        .ask(&Ask::new(FILMS_Q, "standard").with_context(context(&[BLUE, FOX])))
+        .await
+        .unwrap();
+    assert_eq!(t.short_answer, "The Glass Fox");
+    assert_eq!(t.metrics["short_answer_contradicted"], 1.0);
+    let note = t.graph.events.last().unwrap().note.as_deref().unwrap();
+    assert!(
+        note.contains(r#"model wrote "Blue Harbour"; the answer names "The Glass Fox""#),
+        "{note}"
+    );
+    // A reply that agrees with itself is kept as written, and counted as such.
+    let (asker, _) = agent(
+        ScriptedLlm::new().on(
+            &[WRITE],
+            r#"{"answer": "Blue Harbour [1].", "short_answer": "Blue Harbour"}"#,
+        ),
+        AgentConfig::default(),
+    );
+    let t = asker
+        .ask(&Ask::new(FILMS_Q, "standard").with_context(context(&[BLUE, FOX])))
+        .await
+        .unwrap();
+    assert_eq!(t.short_answer, "Blue Harbour");
+    assert_eq!(t.metrics["short_answer_contradicted"], 0.0);
+}
