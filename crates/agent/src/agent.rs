@@ -105,6 +105,7 @@ pub struct AgentBuilder {
     embedder: Option<Arc<dyn DynEmbedder>>,
     config: AgentConfig,
     registry: Option<Registry>,
+    roles: crate::roles::Roles,
 }
 
 impl AgentBuilder {
@@ -151,14 +152,28 @@ impl AgentBuilder {
         self
     }
 
+    /// Gives `role` its own model and settings: every call whose purpose plays that role
+    /// ([`Role::of`](crate::Role::of)) goes there. Unset roles use the default model.
+    pub fn role(mut self, role: crate::Role, model: crate::RoleModel) -> Self {
+        self.roles.insert(role, model);
+        self
+    }
+
     /// Validates the configuration and builds the agent.
     pub fn build(self) -> Result<Agent> {
         self.config.validate()?;
+        for (role, model) in &self.roles {
+            model.check().map_err(|reason| Error::Config {
+                field: format!("roles.{role}"),
+                reason,
+            })?;
+        }
         Ok(Agent {
             deps: Arc::new(Deps {
                 retrievers: self.retrievers,
                 reranker: self.reranker,
                 embedder: self.embedder,
+                roles: self.roles,
                 ..Deps::new(self.llm)
             }),
             config: Arc::new(self.config),
@@ -194,6 +209,7 @@ impl Agent {
             embedder: None,
             config: AgentConfig::default(),
             registry: None,
+            roles: crate::roles::Roles::new(),
         }
     }
 

@@ -8,7 +8,9 @@
 //! [`NodeError::Budget`], which ends the run with a typed stop reason.
 
 use crate::graph::{Budget, BudgetLimit, NodeError, Spend};
+use crate::roles::{Role, RoleModel, Roles};
 use crate::trace::{CallRecord, RunUsage};
+use futures_util::StreamExt;
 use metarag_core::{
     Capabilities, ChatRequest, Completion, DynEmbedder, DynLlm, DynReranker, DynRetriever, Hit,
     Llm, SearchRequest, parse_json,
@@ -38,6 +40,9 @@ pub struct Deps {
     /// The embedding classifier, its example phrases embedded on first use and shared by
     /// every later run.
     pub intent_router: tokio::sync::OnceCell<EmbeddingRouter<Arc<dyn DynEmbedder>>>,
+    /// Role models: calls whose purpose plays a configured role go to its model with its
+    /// settings (see [`Role::of`]); the others go to `llm` as asked.
+    pub roles: Roles,
 }
 
 impl Deps {
@@ -49,6 +54,19 @@ impl Deps {
             reranker: None,
             embedder: None,
             intent_router: tokio::sync::OnceCell::new(),
+            roles: Roles::new(),
+        }
+    }
+
+    /// The model a call of `purpose` goes to and the role settings that apply, if its role
+    /// is configured; with its model's name when that is not the default model.
+    fn route(&self, purpose: &str) -> (&Arc<dyn DynLlm>, Option<&RoleModel>, Option<String>) {
+        match self.roles.get(&Role::of(purpose)) {
+            Some(role) => match &role.llm {
+                Some(llm) => (llm, Some(role), Some(Llm::model_id(llm).to_string())),
+                None => (&self.llm, Some(role), None),
+            },
+            None => (&self.llm, None, None),
         }
     }
 }
@@ -60,6 +78,7 @@ impl std::fmt::Debug for Deps {
             .field("retrievers", &self.retrievers.keys().collect::<Vec<_>>())
             .field("reranker", &self.reranker.as_ref().map(|r| r.model_id()))
             .field("embedder", &self.embedder.as_ref().map(|e| e.model_id()))
+            .field("roles", &self.roles)
             .finish()
     }
 }
@@ -73,6 +92,8 @@ pub struct Called {
     pub result: metarag_core::Result<Completion>,
     /// Wall time of the call, milliseconds.
     pub ms: f64,
+    /// The model that answered, when a role sent the call to another than the default.
+    pub model: Option<String>,
 }
 
 impl Called {
@@ -157,9 +178,37 @@ impl Gateway {
         Llm::model_id(&self.deps.llm)
     }
 
-    /// What the model can do (log-probabilities, samples, constrained JSON).
+    /// What the default model can do (log-probabilities, samples, constrained JSON): the
+    /// generator's, unless that role has its own model.
     pub fn capabilities(&self) -> Capabilities {
-        Llm::capabilities(&self.deps.llm)
+        self.capabilities_for("write")
+    }
+
+    /// What the model that answers calls of `purpose` can do.
+    pub fn capabilities_for(&self, purpose: &str) -> Capabilities {
+        Llm::capabilities(self.deps.route(purpose).0)
+    }
+
+    /// How many calls of `purpose` may run at once (its role's concurrency, else 1).
+    pub fn concurrency_for(&self, purpose: &str) -> usize {
+        self.deps
+            .route(purpose)
+            .1
+            .map_or(1, |r| r.concurrency.max(1))
+    }
+
+    /// The model, request and model label for a call of `purpose`.
+    fn routed(
+        &self,
+        purpose: &str,
+        request: ChatRequest,
+    ) -> (Arc<dyn DynLlm>, ChatRequest, Option<String>) {
+        let (llm, role, model) = self.deps.route(purpose);
+        let request = match role {
+            Some(r) => r.apply(request),
+            None => request,
+        };
+        (llm.clone(), request, model)
     }
 
     /// Whether a retriever of this name is configured.
@@ -225,7 +274,8 @@ impl Gateway {
     ) -> Result<Called, BudgetLimit> {
         self.check(1)?;
         let tap = self.tap.as_ref().map(|t| (t, self.usage.llm_calls));
-        let c = timed(self.deps.llm.as_ref(), purpose, request, None, tap).await;
+        let (llm, request, model) = self.routed(purpose, request);
+        let c = timed(llm.as_ref(), purpose, request, None, tap, model).await;
         self.record(node, &[&c], c.ms);
         Ok(c)
     }
@@ -240,7 +290,8 @@ impl Gateway {
         second: (&'static str, ChatRequest),
     ) -> Result<(Called, Called), BudgetLimit> {
         self.check(2)?;
-        let llm = self.deps.llm.clone();
+        let (llm_a, request_a, model_a) = self.routed(first.0, first.1);
+        let (llm_b, request_b, model_b) = self.routed(second.0, second.1);
         let t = Instant::now();
         let n = self.usage.llm_calls;
         let (tap_a, tap_b) = match self.tap.as_ref() {
@@ -248,8 +299,8 @@ impl Gateway {
             None => (None, None),
         };
         let (a, b) = tokio::join!(
-            timed(llm.as_ref(), first.0, first.1, first.2, tap_a),
-            timed(llm.as_ref(), second.0, second.1, None, tap_b)
+            timed(llm_a.as_ref(), first.0, request_a, first.2, tap_a, model_a),
+            timed(llm_b.as_ref(), second.0, request_b, None, tap_b, model_b)
         );
         self.record(node, &[&a, &b], t.elapsed().as_secs_f64() * 1e3);
         Ok((a, b))
@@ -268,21 +319,55 @@ impl Gateway {
         temperature: f32,
         seed: u64,
     ) -> Result<Vec<String>, BudgetLimit> {
-        let request = request.samples(n, temperature, seed);
-        if self.capabilities().samples {
-            let c = self.chat(node, purpose, request.clone()).await?;
-            let mut texts: Vec<String> = match &c.result {
-                Ok(done) => done.texts().map(str::to_string).collect(),
-                Err(_) => Vec::new(),
-            };
-            // A server that ignored `n` gave fewer: draw the rest one by one.
-            let have = texts.len() as u32;
-            if have > 0 && have < n {
-                texts.extend(self.one_by_one(node, purpose, &request, have..n).await?);
+        let mut texts = self
+            .sample_many(node, purpose, vec![request.samples(n, temperature, seed)])
+            .await?;
+        Ok(texts.pop().unwrap_or_default())
+    }
+
+    /// Samples of several requests (each with its own `n`, temperature and seed set by
+    /// [`ChatRequest::samples`]), their calls run together up to the role's concurrency
+    /// ([`Gateway::chat_many`]). Returns each request's sample texts, in order.
+    pub async fn sample_many(
+        &mut self,
+        node: &str,
+        purpose: &'static str,
+        requests: Vec<ChatRequest>,
+    ) -> Result<Vec<Vec<String>>, BudgetLimit> {
+        if self.capabilities_for(purpose).samples {
+            let called = self.chat_many(node, purpose, requests.clone()).await?;
+            let mut all = Vec::with_capacity(called.len());
+            for (c, request) in called.iter().zip(&requests) {
+                let mut texts: Vec<String> = match &c.result {
+                    Ok(done) => done.texts().map(str::to_string).collect(),
+                    Err(_) => Vec::new(),
+                };
+                // A server that ignored `n` gave fewer: draw the rest one by one.
+                let (have, n) = (texts.len() as u32, request.params.n);
+                if have > 0 && have < n {
+                    texts.extend(self.one_by_one(node, purpose, request, have..n).await?);
+                }
+                all.push(texts);
             }
-            return Ok(texts);
+            return Ok(all);
         }
-        self.one_by_one(node, purpose, &request, 0..n).await
+        // One call per sample, every request's samples in one batch.
+        let mut owner = Vec::new();
+        let mut singles = Vec::new();
+        for (k, request) in requests.iter().enumerate() {
+            for i in 0..request.params.n.max(1) {
+                singles.push(one_sample(request, i));
+                owner.push(k);
+            }
+        }
+        let called = self.chat_many(node, purpose, singles).await?;
+        let mut all = vec![Vec::new(); requests.len()];
+        for (c, k) in called.into_iter().zip(owner) {
+            if let Ok(done) = c.result {
+                all[k].push(done.text);
+            }
+        }
+        Ok(all)
     }
 
     async fn one_by_one(
@@ -292,17 +377,49 @@ impl Gateway {
         request: &ChatRequest,
         range: std::ops::Range<u32>,
     ) -> Result<Vec<String>, BudgetLimit> {
-        let mut texts = Vec::new();
-        for i in range {
-            let mut one = request.clone();
-            one.params.n = 1;
-            one.params.seed = request.params.seed.wrapping_add(u64::from(i));
-            let c = self.chat(node, purpose, one).await?;
-            if let Ok(done) = c.result {
-                texts.push(done.text);
-            }
+        let requests = range.map(|i| one_sample(request, i)).collect();
+        let called = self.chat_many(node, purpose, requests).await?;
+        Ok(called
+            .into_iter()
+            .filter_map(|c| c.result.ok().map(|done| done.text))
+            .collect())
+    }
+
+    /// Several calls of one purpose, up to its role's concurrency at once (one at a time
+    /// unless configured: the local model answers one call at a time anyway). Results come
+    /// back, and are recorded, in the order of `requests`. The budget must have room for
+    /// every call, or none is made.
+    pub async fn chat_many(
+        &mut self,
+        node: &str,
+        purpose: &'static str,
+        requests: Vec<ChatRequest>,
+    ) -> Result<Vec<Called>, BudgetLimit> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(texts)
+        let width = self.concurrency_for(purpose);
+        if width <= 1 {
+            // One at a time, each checked against the budget as it is made, as `chat`.
+            let mut called = Vec::with_capacity(requests.len());
+            for request in requests {
+                called.push(self.chat(node, purpose, request).await?);
+            }
+            return Ok(called);
+        }
+        self.check(requests.len() as u64)?;
+        let t = Instant::now();
+        let calls = requests.into_iter().map(|request| {
+            let (llm, request, model) = self.routed(purpose, request);
+            async move { timed(llm.as_ref(), purpose, request, None, None, model).await }
+        });
+        let called: Vec<Called> = futures_util::stream::iter(calls)
+            .buffered(width)
+            .collect()
+            .await;
+        let refs: Vec<&Called> = called.iter().collect();
+        self.record(node, &refs, t.elapsed().as_secs_f64() * 1e3);
+        Ok(called)
     }
 
     /// A search with the named retriever ([`DEFAULT_RETRIEVER`] unless a strategy routes
@@ -413,6 +530,7 @@ impl Gateway {
                 cached: false,
                 original_ms: None,
                 error: None,
+                model: c.model.clone(),
             };
             match &c.result {
                 Ok(done) => {
@@ -432,12 +550,21 @@ impl Gateway {
     }
 }
 
+/// Sample `i` of `request` as a call of its own: one sample, seed `seed + i`.
+fn one_sample(request: &ChatRequest, i: u32) -> ChatRequest {
+    let mut one = request.clone();
+    one.params.n = 1;
+    one.params.seed = request.params.seed.wrapping_add(u64::from(i));
+    one
+}
+
 async fn timed(
     llm: &dyn DynLlm,
     purpose: &'static str,
     request: ChatRequest,
     limit: Option<Duration>,
     tap: Option<(&TokenTap, u64)>,
+    model: Option<String>,
 ) -> Called {
     let t = Instant::now();
     // Several samples would interleave in one stream; only single-sample calls stream.
@@ -471,6 +598,7 @@ async fn timed(
         purpose,
         result,
         ms: t.elapsed().as_secs_f64() * 1e3,
+        model,
     }
 }
 
@@ -500,6 +628,79 @@ mod tests {
                 "echo",
             ))
         }
+    }
+
+    /// Echoes the seed and counts the calls in flight at once.
+    #[derive(Default)]
+    struct Counting {
+        now: std::sync::atomic::AtomicUsize,
+        most: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Llm for Counting {
+        fn model_id(&self) -> &str {
+            "counting"
+        }
+        async fn chat(&self, r: &ChatRequest) -> metarag_core::Result<Completion> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = self.now.fetch_add(1, SeqCst) + 1;
+            self.most.fetch_max(now, SeqCst);
+            // Lets the other calls of a batch start before this one ends.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            self.now.fetch_sub(1, SeqCst);
+            Echo.chat(r).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_roles_calls_run_up_to_its_concurrency_in_order_and_are_all_recorded() {
+        for width in [1, 3] {
+            let counting = Arc::new(Counting::default());
+            let mut deps = Deps::new(Arc::new(Echo));
+            let llm: Arc<dyn DynLlm> = counting.clone();
+            deps.roles.insert(
+                Role::Generator,
+                RoleModel::new().llm(llm).concurrency(width),
+            );
+            let mut g = Gateway::new(Arc::new(deps), Budget::default());
+            let texts = g
+                .sample("n", "expand", ChatRequest::user("q"), 6, 0.7, 100)
+                .await
+                .unwrap();
+            let seeds: Vec<String> = (100..106).map(|s| format!("seed {s}")).collect();
+            assert_eq!(texts, seeds);
+            assert_eq!(
+                counting.most.load(std::sync::atomic::Ordering::SeqCst),
+                width
+            );
+            assert_eq!(g.usage.llm_calls, 6);
+            assert!(
+                g.calls
+                    .iter()
+                    .all(|c| c.model.as_deref() == Some("counting"))
+            );
+            // Calls of another role still go to the default model.
+            g.chat("n", "extract", ChatRequest::user("q"))
+                .await
+                .unwrap();
+            assert_eq!(g.calls.last().unwrap().model, None);
+        }
+        // A batch the budget cannot hold is not started.
+        let mut deps = Deps::new(Arc::new(Echo));
+        deps.roles
+            .insert(Role::Generator, RoleModel::new().concurrency(4));
+        let mut g = Gateway::new(
+            Arc::new(deps),
+            Budget {
+                max_llm_calls: 3,
+                ..Budget::default()
+            },
+        );
+        let over = g
+            .chat_many("n", "expand", vec![ChatRequest::user("q"); 4])
+            .await;
+        assert!(over.is_err());
+        assert_eq!(g.usage.llm_calls, 0);
     }
 
     fn gateway(budget: Budget) -> Gateway {

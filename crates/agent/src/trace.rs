@@ -368,6 +368,10 @@ pub struct CallRecord {
     /// The error, if the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The model that answered, when the call's role has its own model (absent: the
+    /// run's default model, the trace's `model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Totals of a run.

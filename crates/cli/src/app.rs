@@ -6,7 +6,7 @@ use crate::commands::ingest::{FormatArg, failure_line};
 use crate::config::{Config, LlmBackend, RerankBackend, StoreBackend};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use metarag_agent::{Agent, Registry};
+use metarag_agent::{Agent, AgentBuilder, Registry};
 use metarag_core::{
     DocFormat, DynLlm, DynReranker, DynRetriever, DynStore, Embedder, Llm, Store, StoreRead,
 };
@@ -456,17 +456,98 @@ impl App {
                 Arc::new(OpenAiLlm::new(c)?)
             }
         };
-        let ledger = Arc::new(Ledger::new(self.config.pricing(Llm::model_id(&base))));
-        let llm: Arc<dyn DynLlm> = if cache {
-            let cache = Arc::new(CallCache::open(self.config.cache_path())?);
-            Arc::new(MeteredLlm::new(CachedLlm::new(base, cache), ledger.clone()))
+        // Role models, loaded once each: a role naming the default model shares it.
+        let mut own: Vec<(
+            metarag_agent::Role,
+            Arc<dyn DynLlm>,
+            metarag_models::Pricing,
+        )> = Vec::new();
+        for (role, raw) in self.config.raw.roles.iter().filter(|(_, r)| r.own_model()) {
+            let model = self
+                .role_llm(raw, &base)
+                .await
+                .with_context(|| format!("[roles.{role}]: loading its model"))?;
+            let price = metarag_models::Pricing {
+                prompt_per_million: raw.price_prompt_per_million,
+                completion_per_million: raw.price_completion_per_million,
+            };
+            own.push((role, model, price));
+        }
+        let mut pricing = self.config.pricing(Llm::model_id(&base));
+        for (_, model, price) in &own {
+            if !Arc::ptr_eq(model, &base) {
+                pricing.insert(Llm::model_id(model).to_string(), *price);
+            }
+        }
+        let ledger = Arc::new(Ledger::new(pricing));
+        let cache = if cache {
+            Some(Arc::new(CallCache::open(self.config.cache_path())?))
         } else {
-            Arc::new(MeteredLlm::new(base, ledger.clone()))
+            None
         };
+        let wrap = |model: Arc<dyn DynLlm>| -> Arc<dyn DynLlm> {
+            match &cache {
+                Some(c) => Arc::new(MeteredLlm::new(
+                    CachedLlm::new(model, c.clone()),
+                    ledger.clone(),
+                )),
+                None => Arc::new(MeteredLlm::new(model, ledger.clone())),
+            }
+        };
+        let llm = wrap(base.clone());
+        let mut roles = Vec::new();
+        for (role, raw) in self.config.raw.roles.iter() {
+            let mut m = metarag_agent::RoleModel::new().concurrency(raw.concurrency.unwrap_or(1));
+            if let Some((_, model, _)) = own.iter().find(|(r, _, _)| *r == role) {
+                // The default model itself stays behind the one wrapper, so its calls are
+                // not told apart from the default's in the trace.
+                if !Arc::ptr_eq(model, &base) {
+                    m = m.llm(wrap(model.clone()));
+                }
+            }
+            if let Some(t) = raw.temperature {
+                m = m.temperature(t);
+            }
+            if let Some(n) = raw.max_tokens {
+                m = m.max_tokens(n);
+            }
+            roles.push((role, m));
+        }
         Ok(LlmHandle {
             llm,
             ledger,
             local: local_model,
+            roles,
+        })
+    }
+
+    /// A role's own model: the default model itself when the role names it, else the
+    /// local GGUF or the endpoint it names.
+    async fn role_llm(
+        &self,
+        raw: &crate::config::RawRole,
+        default: &Arc<dyn DynLlm>,
+    ) -> Result<Arc<dyn DynLlm>> {
+        let l = &self.config.raw.llm;
+        let backend = raw.backend.unwrap_or(l.backend);
+        Ok(match backend {
+            LlmBackend::Local => {
+                let same = raw
+                    .model
+                    .as_deref()
+                    .is_none_or(|m| m == Llm::model_id(default));
+                if same && l.backend == LlmBackend::Local {
+                    return Ok(default.clone());
+                }
+                let this = self.clone();
+                let model = raw.model.clone();
+                let local: Arc<LocalLlm> =
+                    tokio::task::spawn_blocking(move || this.local_llm(model.as_deref()))
+                        .await
+                        .context("model loading task")??;
+                local
+            }
+            LlmBackend::Openai => Arc::new(OpenAiLlm::new(self.config.role_openai(raw))?),
         })
     }
 
@@ -518,7 +599,8 @@ impl App {
             opened.store.clone(),
             self.config.retrieval(),
         ));
-        let mut builder = Agent::builder(handle.llm.clone())
+        let mut builder = handle
+            .with_roles(Agent::builder(handle.llm.clone()))
             .config(self.config.raw.agent.clone())
             .registry(self.registry()?)
             .embedder(Arc::new(embedder.clone()))
@@ -548,6 +630,18 @@ pub struct LlmHandle {
     pub ledger: Arc<Ledger>,
     /// The local model itself, when the backend is local (for the LLM reranker).
     pub local: Option<Arc<LocalLlm>>,
+    /// The configured role models (`[roles]`), behind the same cache and ledger.
+    pub roles: Vec<(metarag_agent::Role, metarag_agent::RoleModel)>,
+}
+
+impl LlmHandle {
+    /// `builder` with the configured role models.
+    pub fn with_roles(&self, mut builder: AgentBuilder) -> AgentBuilder {
+        for (role, model) in &self.roles {
+            builder = builder.role(*role, model.clone());
+        }
+        builder
+    }
 }
 
 /// Gives an embedded index the embedder it is searched with for the last stage of entity

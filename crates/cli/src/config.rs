@@ -16,6 +16,7 @@ const SECTIONS: &[&str] = &[
     "models",
     "llm",
     "llm_cache",
+    "roles",
     "agent",
     "rerank",
     "strategies",
@@ -41,6 +42,9 @@ pub struct RawConfig {
     pub models: RawModels,
     /// The chat model.
     pub llm: RawLlm,
+    /// Role models (`[roles.generator]`, `[roles.extractor]`, `[roles.evaluator]`): a
+    /// model and settings for the calls that play each role; unset roles use `[llm]`.
+    pub roles: RawRoles,
     /// The LLM call cache (`[llm_cache]`; not `[cache]`, whose variable METARAG_CACHE the
     /// scripts use for the build and model cache directory).
     pub llm_cache: RawCache,
@@ -244,6 +248,69 @@ impl Default for RawLlm {
             price_prompt_per_million: 0.0,
             price_completion_per_million: 0.0,
         }
+    }
+}
+
+/// `[roles]`: seed `004`'s role models. Which calls play which role is
+/// `metarag_agent::Role::of` (extract and per-option reads: extractor; facts checks,
+/// critics, grades: evaluator; everything else, the written answer included: generator).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawRoles {
+    /// Plans, sub-questions, tree expansions and the written answer.
+    pub generator: Option<RawRole>,
+    /// Facts read from passages (a sub-question's answer, one option's value).
+    pub extractor: Option<RawRole>,
+    /// Verdicts on written text (facts checks, critics, relevance grades).
+    pub evaluator: Option<RawRole>,
+}
+
+impl RawRoles {
+    /// The configured roles, in the agent's order.
+    pub fn iter(&self) -> impl Iterator<Item = (metarag_agent::Role, &RawRole)> {
+        use metarag_agent::Role;
+        [
+            (Role::Generator, &self.generator),
+            (Role::Extractor, &self.extractor),
+            (Role::Evaluator, &self.evaluator),
+        ]
+        .into_iter()
+        .filter_map(|(r, raw)| raw.as_ref().map(|raw| (r, raw)))
+    }
+}
+
+/// `[roles.NAME]`: one role's model and settings; every unset field keeps `[llm]`'s model
+/// and the request's own settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RawRole {
+    /// `local` or `openai` (unset: `[llm] backend`).
+    pub backend: Option<LlmBackend>,
+    /// Local: an installed model's name or a GGUF file (`*.gguf`). OpenAI: the server's
+    /// model name. Unset: `[llm] model`.
+    pub model: Option<String>,
+    /// OpenAI: base URL including `/v1` (unset: `[llm] base_url`).
+    pub base_url: Option<String>,
+    /// OpenAI: environment variable holding the API key (unset: `[llm] api_key_env`).
+    pub api_key_env: Option<String>,
+    /// Temperature of every call of the role.
+    pub temperature: Option<f32>,
+    /// Completion token limit of every call of the role.
+    pub max_tokens: Option<u32>,
+    /// Calls of the role at once where a strategy makes several (default 1; an API
+    /// endpoint gains from more, the local model answers one call at a time).
+    pub concurrency: Option<usize>,
+    /// US dollars per million prompt tokens of the role's own model.
+    pub price_prompt_per_million: f64,
+    /// US dollars per million completion tokens of the role's own model.
+    pub price_completion_per_million: f64,
+}
+
+impl RawRole {
+    /// Whether the role has a model of its own (else it reuses the default model with
+    /// its own settings).
+    pub fn own_model(&self) -> bool {
+        self.backend.is_some() || self.model.is_some() || self.base_url.is_some()
     }
 }
 
@@ -527,6 +594,42 @@ impl Config {
                 return Err(invalid(field, "must be a non-negative number"));
             }
         }
+        for (role, r) in raw.roles.iter() {
+            let field = |f: &str| format!("roles.{role}.{f}");
+            if r.concurrency == Some(0) {
+                return Err(invalid(&field("concurrency"), "must be at least 1"));
+            }
+            if let Some(t) = r.temperature
+                && !(0.0..=2.0).contains(&t)
+            {
+                return Err(invalid(&field("temperature"), "must be in [0, 2]"));
+            }
+            if r.max_tokens == Some(0) {
+                return Err(invalid(&field("max_tokens"), "must be at least 1"));
+            }
+            if r.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+                return Err(invalid(&field("model"), "must not be empty"));
+            }
+            if let Some(u) = &r.base_url
+                && !(u.starts_with("http://") || u.starts_with("https://"))
+            {
+                return Err(invalid(
+                    &field("base_url"),
+                    "must start with http:// or https://",
+                ));
+            }
+            for (f, v) in [
+                ("price_prompt_per_million", r.price_prompt_per_million),
+                (
+                    "price_completion_per_million",
+                    r.price_completion_per_million,
+                ),
+            ] {
+                if !(v >= 0.0 && v.is_finite()) {
+                    return Err(invalid(&field(f), "must be a non-negative number"));
+                }
+            }
+        }
         if raw.llm.backend == LlmBackend::Openai
             && !(raw.llm.base_url.starts_with("http://")
                 || raw.llm.base_url.starts_with("https://"))
@@ -629,6 +732,23 @@ impl Config {
         c
     }
 
+    /// The OpenAI-compatible client settings of a role's own model: `[llm]`'s, with the
+    /// role's base URL, model and key variable where it sets them.
+    pub fn role_openai(&self, role: &RawRole) -> metarag_models::OpenAiConfig {
+        let mut c = self.openai();
+        if let Some(u) = &role.base_url {
+            c.base_url = u.clone();
+        }
+        if let Some(m) = &role.model {
+            c.model = m.clone();
+        }
+        // A key variable of its own means another account: `[llm]`'s key is not sent.
+        if let Some(var) = &role.api_key_env {
+            c.api_key = std::env::var(var).ok().filter(|k| !k.is_empty());
+        }
+        c
+    }
+
     /// The default index.
     pub fn index_dir(&self) -> PathBuf {
         self.home.join("index")
@@ -708,6 +828,54 @@ mod tests {
             assert_eq!(c.home, PathBuf::from("/tmp/metarag-test-home"));
             assert_eq!(c.raw.retrieval.rrf_k, 30.0);
             assert_eq!(c.raw.retrieval.k, 7);
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn roles_are_read_from_the_file_and_env_and_bad_values_name_the_field() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("METARAG_HOME", "/tmp/metarag-test-home");
+            jail.set_env("METARAG_ROLES__EVALUATOR__TEMPERATURE", "0");
+            jail.create_file(
+                "metarag.toml",
+                "[roles.extractor]\nbackend = \"openai\"\nmodel = \"small\"\nbase_url = \"http://127.0.0.1:8081/v1\"\napi_key_env = \"EXTRACTOR_KEY\"\nconcurrency = 4\n",
+            )?;
+            jail.set_env("EXTRACTOR_KEY", "k-extractor");
+            let c = Config::load(None).map_err(|e| e.to_string())?;
+            let x = c.raw.roles.extractor.as_ref().unwrap();
+            assert!(x.own_model());
+            assert_eq!(x.concurrency, Some(4));
+            let e = c.raw.roles.evaluator.as_ref().unwrap();
+            assert_eq!(e.temperature, Some(0.0));
+            assert!(!e.own_model(), "settings only: the default model");
+            assert!(c.raw.roles.generator.is_none());
+            let api = c.role_openai(x);
+            assert_eq!(api.model, "small");
+            assert_eq!(api.base_url, "http://127.0.0.1:8081/v1");
+            assert_eq!(api.api_key.as_deref(), Some("k-extractor"));
+            for (toml, field) in [
+                (
+                    "[roles.generator]\nconcurrency = 0\n",
+                    "roles.generator.concurrency",
+                ),
+                (
+                    "[roles.extractor]\ntemperature = 5.0\n",
+                    "roles.extractor.temperature",
+                ),
+                (
+                    "[roles.evaluator]\nbase_url = \"localhost\"\n",
+                    "roles.evaluator.base_url",
+                ),
+            ] {
+                jail.create_file("metarag.toml", toml)?;
+                let e = Config::load(None).unwrap_err().to_string();
+                assert!(e.contains(field), "{e}");
+            }
+            jail.create_file("metarag.toml", "[roles.writer]\nmodel = \"x\"\n")?;
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(e.contains("writer"), "{e}");
             Ok(())
         });
     }

@@ -64,6 +64,9 @@ pub struct RunConfig {
     /// they were recorded.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub strategy_settings: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The role models' settings (`[roles.NAME]`), where any were configured.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub roles: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// Fields of the first gate (faithfulness / completeness / citation thresholds, an LLM

@@ -31,6 +31,8 @@ pub struct ScriptedLlm {
     unsure: Vec<String>,
     /// How many times [`Llm::forget_context`] was called.
     forgotten: std::sync::atomic::AtomicUsize,
+    /// The model id it answers as (default `scripted-fake`).
+    name: Option<String>,
 }
 
 impl ScriptedLlm {
@@ -58,6 +60,12 @@ impl ScriptedLlm {
             next: 0,
             hits: 0,
         });
+        self
+    }
+
+    /// Answers as model `id`, so a test with several fakes (role models) tells them apart.
+    pub fn named(mut self, id: impl Into<String>) -> Self {
+        self.name = Some(id.into());
         self
     }
 
@@ -122,7 +130,7 @@ impl ScriptedLlm {
 
 impl Llm for ScriptedLlm {
     fn model_id(&self) -> &str {
-        "scripted-fake"
+        self.name.as_deref().unwrap_or("scripted-fake")
     }
 
     /// Log-probabilities (scripted by [`ScriptedLlm::unsure_of`]); one sample per call,

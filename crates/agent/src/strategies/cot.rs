@@ -254,51 +254,87 @@ pub async fn extract_fact<E: Send>(
     sub: &str,
     k: usize,
 ) -> Result<Fact, crate::graph::NodeError> {
+    let asked = ask_fact(s, node, sub, k).await?;
+    let c =
+        s.gw.chat(node.as_str(), "extract", asked.request.clone())
+            .await?;
+    Ok(asked.score(s, node, &c))
+}
+
+/// A sub-question searched and put to the extractor, its answer not yet in: the planner
+/// that runs several at once sends every request together, then scores each reply.
+#[derive(Debug)]
+pub struct AskedFact {
+    sub: String,
+    sources: Vec<crate::Source>,
+    /// The extractor's request.
+    pub request: ChatRequest,
+}
+
+/// Searches `sub` (`k` passages) and builds the extractor's request; records the search
+/// and what it found as steps of `node`.
+pub async fn ask_fact<E: Send>(
+    s: &mut Run<E>,
+    node: NodeId,
+    sub: &str,
+    k: usize,
+) -> Result<AskedFact, crate::graph::NodeError> {
     s.step(node.as_str(), StepKind::Action, format!("search: {sub}"));
     let found = nodes::gather(s, sub, k).await?;
     let titles: Vec<&str> = found.iter().map(|p| p.title.as_str()).collect();
     s.step(node.as_str(), StepKind::Observation, titles.join("; "));
     let sources = evidence::read(&[sub.to_string()], &found, s.cfg().max_evidence_chars);
     let mut request = extract_prompt(sub, &sources);
-    if s.gw.capabilities().logprobs {
+    if s.gw.capabilities_for("extract").logprobs {
         request = request.logprobs();
     }
-    let c = s.gw.chat(node.as_str(), "extract", request).await?;
-    let logprob = c
-        .result
-        .as_ref()
-        .ok()
-        .and_then(|d| d.logprobs.as_deref())
-        .and_then(|lp| field_logprobs(lp, "answer"));
-    let reply = c.parsed::<ExtractReply>().unwrap_or(ExtractReply {
-        statement: String::new(),
-        answer: "unknown".into(),
-    });
-    let cited_numbers: Vec<usize> = crate::verify::citations(&reply.statement)
-        .into_iter()
-        .flat_map(|(_, ns)| ns)
-        .collect();
-    // A statement that cites nothing (small models often drop the number) is checked
-    // against every passage the extractor was shown.
-    let cited: Vec<&Passage> = sources
-        .iter()
-        .filter(|x| cited_numbers.is_empty() || cited_numbers.contains(&x.n))
-        .map(|x| &x.passage)
-        .collect();
-    let answer = without_citations(reply.answer.trim());
-    let confidence = fact_confidence(&answer, &cited, logprob);
-    s.step(
-        node.as_str(),
-        StepKind::Answer,
-        format!("{answer} (confidence {confidence:.2})"),
-    );
-    Ok(Fact {
-        sub_question: sub.to_string(),
-        answer,
-        statement: without_citations(reply.statement.trim()),
-        sources: cited.iter().map(|p| p.title.clone()).collect(),
-        confidence,
+    Ok(AskedFact {
+        sub: sub.to_string(),
+        sources,
+        request,
     })
+}
+
+impl AskedFact {
+    /// The fact the extractor's reply `c` states, scored in code; recorded as a step.
+    pub fn score<E: Send>(&self, s: &mut Run<E>, node: NodeId, c: &crate::gateway::Called) -> Fact {
+        let logprob = c
+            .result
+            .as_ref()
+            .ok()
+            .and_then(|d| d.logprobs.as_deref())
+            .and_then(|lp| field_logprobs(lp, "answer"));
+        let reply = c.parsed::<ExtractReply>().unwrap_or(ExtractReply {
+            statement: String::new(),
+            answer: "unknown".into(),
+        });
+        let cited_numbers: Vec<usize> = crate::verify::citations(&reply.statement)
+            .into_iter()
+            .flat_map(|(_, ns)| ns)
+            .collect();
+        // A statement that cites nothing (small models often drop the number) is checked
+        // against every passage the extractor was shown.
+        let cited: Vec<&Passage> = self
+            .sources
+            .iter()
+            .filter(|x| cited_numbers.is_empty() || cited_numbers.contains(&x.n))
+            .map(|x| &x.passage)
+            .collect();
+        let answer = without_citations(reply.answer.trim());
+        let confidence = fact_confidence(&answer, &cited, logprob);
+        s.step(
+            node.as_str(),
+            StepKind::Answer,
+            format!("{answer} (confidence {confidence:.2})"),
+        );
+        Fact {
+            sub_question: self.sub.clone(),
+            answer,
+            statement: without_citations(reply.statement.trim()),
+            sources: cited.iter().map(|p| p.title.clone()).collect(),
+            confidence,
+        }
+    }
 }
 
 /// Hands the trusted facts (and a proposed final answer) to the writer as notes, and

@@ -18,7 +18,7 @@
 //! path's facts. The tree is kept in the trace (`records.tree`), one entry per node with
 //! visits, value, reward, lineage and memory.
 
-use super::cot::{DecomposeReply, decompose_prompt, extract_fact};
+use super::cot::{DecomposeReply, ask_fact, decompose_prompt, extract_fact};
 use crate::graph::{Graph, NodeError, NodeId, NodeResult, Transition};
 use crate::nodes::{self, READ, RETRIEVE, WRITE};
 use crate::reasoning::{Candidate, ReasoningMemory};
@@ -311,6 +311,10 @@ async fn search(s: &mut S) -> NodeResult {
             memory: ReasoningMemory::default(),
         });
     }
+    let width = batch_width(s, &cfg);
+    if width > 1 {
+        return search_batch(s, &cfg, width).await;
+    }
     let leaf = select(&s.ext.tree, cfg.exploration);
     let reward = if s.ext.tree[leaf].reward.is_none() && s.ext.tree[leaf].kind == NodeKind::SubQa {
         evaluate(s, leaf).await?
@@ -353,12 +357,7 @@ fn next(s: &mut S, cfg: &MctsConfig, what: String) -> NodeResult {
     // A rollout makes an expansion (one call, or one per sample where the backend draws
     // one sample a call) and an evaluation, and the write one call more: stop while the
     // write still fits, so a tight budget ends with the best path written up.
-    let expansion = if s.gw.capabilities().samples {
-        1
-    } else {
-        u64::from(cfg.branching)
-    };
-    let short = !s.gw.room_for(expansion + 2);
+    let short = !s.gw.room_for(expansion_calls(s, cfg) + 2);
     if s.ext.rollouts >= cfg.rollouts || exhausted || short {
         s.metrics
             .insert("stopped_short_of_budget".into(), f64::from(u8::from(short)));
@@ -371,20 +370,125 @@ fn next(s: &mut S, cfg: &MctsConfig, what: String) -> NodeResult {
     Ok(Transition::Goto(SEARCH))
 }
 
+/// Calls one expansion makes: one where the generator's backend draws several samples,
+/// else one per sample.
+fn expansion_calls(s: &S, cfg: &MctsConfig) -> u64 {
+    if s.gw.capabilities_for("expand").samples {
+        1
+    } else {
+        u64::from(cfg.branching)
+    }
+}
+
+/// Rollouts to run at once: the generator role's concurrency (1 unless configured: the
+/// local model answers one call at a time), no more than are left, and no more than the
+/// budget holds with the write after them.
+fn batch_width(s: &S, cfg: &MctsConfig) -> usize {
+    let wide =
+        s.gw.concurrency_for("expand")
+            .min(cfg.rollouts.saturating_sub(s.ext.rollouts));
+    let per = expansion_calls(s, cfg) + 1;
+    (2..=wide)
+        .rev()
+        .find(|&w| s.gw.room_for(w as u64 * per + 1))
+        .unwrap_or(1)
+}
+
+/// Adds `n` visits along the path from `from` to the root (a virtual loss while a batch
+/// is chosen; `n` negative takes them back).
+fn visit_path(tree: &mut [TreeNode], from: usize, n: i64) {
+    let mut at = Some(from);
+    while let Some(i) = at {
+        tree[i].visits = (i64::from(tree[i].visits) + n).max(0) as u32;
+        at = tree[i].parent;
+    }
+}
+
+/// Up to `width` rollouts at once. The leaves are chosen by UCT with a virtual loss (each
+/// chosen path counts a visit of reward 0 while the next is chosen, so the walks spread
+/// over the tree); their expansions go to the generator together, then the extractions of
+/// the new sub-questions to the extractor together, each up to its role's concurrency;
+/// then every reward is backed up in the order the leaves were chosen. A leaf chosen twice
+/// ends the batch early (the tree is too small to spread over).
+async fn search_batch(s: &mut S, cfg: &MctsConfig, width: usize) -> NodeResult {
+    let mut leaves = Vec::new();
+    while leaves.len() < width {
+        let leaf = select(&s.ext.tree, cfg.exploration);
+        if leaves.contains(&leaf) {
+            break;
+        }
+        visit_path(&mut s.ext.tree, leaf, 1);
+        leaves.push(leaf);
+    }
+    for &leaf in &leaves {
+        visit_path(&mut s.ext.tree, leaf, -1);
+    }
+    let expands: Vec<usize> = leaves
+        .iter()
+        .copied()
+        .filter(|&l| {
+            let n = &s.ext.tree[l];
+            !(n.kind == NodeKind::FinalAnswer || (n.kind == NodeKind::SubQa && n.reward.is_none()))
+        })
+        .collect();
+    let requests = expands
+        .iter()
+        .map(|&l| {
+            let (request, seed) = expansion(s, l);
+            request.samples(cfg.branching, cfg.temperature, seed)
+        })
+        .collect();
+    let replies =
+        s.gw.sample_many(SEARCH.as_str(), "expand", requests)
+            .await?;
+    // Each leaf's node to back up from: itself, or the first child its expansion added.
+    let mut from: Vec<(usize, usize)> = Vec::new();
+    let mut replies = replies.into_iter();
+    for &leaf in &leaves {
+        let at = if expands.contains(&leaf) {
+            let texts = replies.next().unwrap_or_default();
+            add_children(s, leaf, texts).unwrap_or(leaf)
+        } else {
+            leaf
+        };
+        from.push((leaf, at));
+    }
+    // The sub-questions to answer: searched one after another, asked together.
+    let to_evaluate: Vec<usize> = from
+        .iter()
+        .map(|&(_, at)| at)
+        .filter(|&at| s.ext.tree[at].kind == NodeKind::SubQa && s.ext.tree[at].reward.is_none())
+        .collect();
+    let mut asked = Vec::new();
+    for &node in &to_evaluate {
+        let sub = s.ext.tree[node].content.clone();
+        asked.push(ask_fact(s, SEARCH, &sub, cfg.k_per_step).await?);
+    }
+    let requests = asked.iter().map(|a| a.request.clone()).collect();
+    let called = s.gw.chat_many(SEARCH.as_str(), "extract", requests).await?;
+    for ((node, a), c) in to_evaluate.iter().zip(&asked).zip(&called) {
+        let fact = a.score(s, SEARCH, c);
+        evaluated(s, *node, fact);
+    }
+    for &(_, at) in &from {
+        let reward = s.ext.tree[at].reward.unwrap_or(0.0);
+        backup(&mut s.ext.tree, at, reward);
+        s.ext.rollouts += 1;
+    }
+    *s.metrics.entry("batched_rollouts".into()).or_insert(0.0) += from.len() as f64;
+    let what = from
+        .iter()
+        .map(|&(leaf, at)| format!("{leaf}->{at}: {:.2}", s.ext.tree[at].reward.unwrap_or(0.0)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    next(s, cfg, format!("{} at once ({what})", from.len()))
+}
+
 /// Proposes the leaf's children (one sampled generator call); returns the first new
 /// child to evaluate, or `None` when the samples proposed nothing new.
 async fn expand(s: &mut S, leaf: usize) -> Result<Option<usize>, NodeError> {
     let cfg = s.ext.config.clone();
-    let memory = s.ext.tree[leaf].memory.clone();
-    let depth = s.ext.tree[leaf].depth;
-    let request = decompose_prompt(&s.question, &s.sources, &memory, cfg.min_confidence);
-    // The seed differs per node so siblings' expansions are not copies of each other, and
-    // per visit so a node whose samples proposed nothing new gets other samples next time.
-    let visits = u64::from(s.ext.tree[leaf].visits);
-    let seed = cfg
-        .seed
-        .wrapping_add(leaf as u64 * 1_000)
-        .wrapping_add(visits * 10);
+    let (request, seed) = expansion(s, leaf);
     let replies =
         s.gw.sample(
             SEARCH.as_str(),
@@ -395,6 +499,30 @@ async fn expand(s: &mut S, leaf: usize) -> Result<Option<usize>, NodeError> {
             seed,
         )
         .await?;
+    Ok(add_children(s, leaf, replies))
+}
+
+/// The generator's request to expand `leaf`, and the seed of its first sample.
+fn expansion(s: &S, leaf: usize) -> (metarag_core::ChatRequest, u64) {
+    let cfg = &s.ext.config;
+    let memory = &s.ext.tree[leaf].memory;
+    let request = decompose_prompt(&s.question, &s.sources, memory, cfg.min_confidence);
+    // The seed differs per node so siblings' expansions are not copies of each other, and
+    // per visit so a node whose samples proposed nothing new gets other samples next time.
+    let visits = u64::from(s.ext.tree[leaf].visits);
+    let seed = cfg
+        .seed
+        .wrapping_add(leaf as u64 * 1_000)
+        .wrapping_add(visits * 10);
+    (request, seed)
+}
+
+/// Adds the children the generator's samples propose under `leaf`; returns the first new
+/// one, or `None` when they proposed nothing new.
+fn add_children(s: &mut S, leaf: usize, replies: Vec<String>) -> Option<usize> {
+    let cfg = s.ext.config.clone();
+    let memory = s.ext.tree[leaf].memory.clone();
+    let depth = s.ext.tree[leaf].depth;
     let mut first = None;
     for text in replies {
         let Ok(reply) = parse_json::<DecomposeReply>(&text) else {
@@ -458,7 +586,7 @@ async fn expand(s: &mut S, leaf: usize) -> Result<Option<usize>, NodeError> {
         s.ext.tree[leaf].children.push(id);
         first.get_or_insert(id);
     }
-    Ok(first)
+    first
 }
 
 /// Answers a `sub_qa` node's sub-question and scores the fact: its reward.
@@ -466,12 +594,18 @@ async fn evaluate(s: &mut S, node: usize) -> Result<f64, NodeError> {
     let k = s.ext.config.k_per_step;
     let sub = s.ext.tree[node].content.clone();
     let fact = extract_fact(s, SEARCH, &sub, k).await?;
+    Ok(evaluated(s, node, fact))
+}
+
+/// Puts `fact` in `node`'s memory; its confidence is the node's reward.
+fn evaluated(s: &mut S, node: usize, fact: crate::reasoning::Fact) -> f64 {
+    let sub = s.ext.tree[node].content.clone();
     let reward = fact.confidence;
     let n = &mut s.ext.tree[node];
     n.memory.open.retain(|q| *q != sub);
     n.memory.facts.push(fact);
     n.reward = Some(reward);
-    Ok(reward)
+    reward
 }
 
 /// The node the search trusts most: the final answer with the best reward (then the most

@@ -3,8 +3,10 @@
 
 use crate::branches::{GOOD, JAWS, Q, SPIELBERG, WRITE, agent};
 use crate::context;
-use metarag_agent::{AgentConfig, Ask, StepKind, StopReason};
+use metarag_agent::{Agent, AgentConfig, Ask, Role, RoleModel, StepKind, StopReason};
+use metarag_core::DynLlm;
 use metarag_testkit::ScriptedLlm;
+use std::sync::Arc;
 
 const DECOMPOSE: &str = "what is the next simple question to look up";
 const EXTRACT: &str = "Write one sentence that states the answer";
@@ -462,4 +464,103 @@ fn with_sections(
         .registry(metarag_agent::Registry::builtin_with(sections).unwrap())
         .build()
         .unwrap()
+}
+
+#[tokio::test]
+async fn the_extractor_role_answers_extract_calls_with_its_own_model_and_settings() {
+    let default = Arc::new(
+        ScriptedLlm::new()
+            .on_seq(
+                &[DECOMPOSE],
+                &[
+                    r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+                    r#"{"sub_question": "", "final_answer": "United States"}"#,
+                ],
+            )
+            .on(&[WRITE], GOOD),
+    );
+    // The default model has no rule for the extract prompt: a call routed to it fails.
+    let extractor = Arc::new(ScriptedLlm::new().named("extractor-fake").on(
+        &[EXTRACT],
+        r#"{"statement": "Jaws was directed by Steven Spielberg [1].", "answer": "Steven Spielberg"}"#,
+    ));
+    let d: Arc<dyn DynLlm> = default.clone();
+    let e: Arc<dyn DynLlm> = extractor.clone();
+    let chain = Agent::builder(d)
+        .role(
+            Role::Extractor,
+            RoleModel::new().llm(e).temperature(0.0).max_tokens(77),
+        )
+        // A role with settings only keeps the default model.
+        .role(Role::Generator, RoleModel::new().max_tokens(300))
+        .build()
+        .unwrap();
+    let t = chain.ask(&gold()).await.unwrap();
+    assert_eq!(t.short_answer, "United States");
+    assert_eq!(extractor.call_count(), 1);
+    assert_eq!(default.hits(&[EXTRACT]), 0);
+    assert_eq!(extractor.calls()[0].params.max_tokens, 77);
+    assert_eq!(extractor.calls()[0].params.temperature, 0.0);
+    assert!(default.calls().iter().all(|c| c.params.max_tokens == 300));
+    let by_purpose: Vec<(&str, Option<&str>)> = t
+        .calls
+        .iter()
+        .map(|c| (c.purpose.as_str(), c.model.as_deref()))
+        .collect();
+    assert_eq!(
+        by_purpose,
+        [
+            ("decompose", None),
+            ("extract", Some("extractor-fake")),
+            ("decompose", None),
+            ("write", None)
+        ]
+    );
+    // A bad setting names the role.
+    let d: Arc<dyn DynLlm> = default.clone();
+    let e = Agent::builder(d)
+        .role(Role::Evaluator, RoleModel::new().concurrency(0))
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("roles.evaluator"), "{e}");
+}
+
+/// With the generator's concurrency at 2, rollouts run two at a time (leaves chosen with
+/// a virtual loss, expansions sent together, extractions together). Where the second
+/// rollout's choice does not depend on the first's reward, the tree is the one a search
+/// of one rollout at a time builds, in fewer search steps.
+#[tokio::test]
+async fn mcts_runs_rollouts_together_up_to_the_generators_concurrency() {
+    const REPLIES: [&str; 4] = [
+        r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+        r#"{"sub_question": "", "final_answer": "United States"}"#,
+        r#"{"sub_question": "", "final_answer": "American"}"#,
+        r#"{"sub_question": "Where is Steven Spielberg from?", "final_answer": ""}"#,
+    ];
+    let one_at_a_time = mcts_run(mcts_llm(&REPLIES), 3, None).await;
+    let sections = metarag_agent::StrategySections::from([(
+        "mcts".to_string(),
+        serde_json::json!({"rollouts": 3, "branching": 2}),
+    )]);
+    let llm = mcts_llm(&REPLIES);
+    let dynllm: Arc<dyn DynLlm> = llm.clone();
+    let agent = Agent::builder(dynllm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .role(Role::Generator, RoleModel::new().concurrency(2))
+        .role(Role::Extractor, RoleModel::new().concurrency(2))
+        .build()
+        .unwrap();
+    let t = agent
+        .ask(&Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG])))
+        .await
+        .unwrap();
+    assert_eq!(t.records["tree"], one_at_a_time.records["tree"]);
+    assert_eq!(t.short_answer, one_at_a_time.short_answer);
+    assert_eq!(t.metrics["rollouts"], 3.0);
+    // The root alone (nothing to spread over yet), then two rollouts at once.
+    assert_eq!(t.metrics["batched_rollouts"], 3.0);
+    let searches = t.graph.events.iter().filter(|e| e.node == "search").count();
+    assert_eq!(searches, 2);
+    assert_eq!(llm.hits(&[DECOMPOSE]), 4);
+    assert_eq!(llm.hits(&[EXTRACT]), 1);
 }

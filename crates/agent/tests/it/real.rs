@@ -168,6 +168,39 @@ async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
             }
         );
     }
+    // Role settings on the real model: rollouts two at a time, the extractor's replies
+    // held to its own token limit.
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let agent = Agent::builder(llm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .config(real_config())
+        .role(
+            metarag_agent::Role::Generator,
+            metarag_agent::RoleModel::new().concurrency(2),
+        )
+        .role(
+            metarag_agent::Role::Extractor,
+            metarag_agent::RoleModel::new()
+                .temperature(0.0)
+                .max_tokens(96),
+        )
+        .build()
+        .unwrap();
+    let t = agent
+        .ask(&Ask::new(question, "mcts").with_context(context.clone()))
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(matches!(t.stop, StopReason::Done(_)), "{json}");
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    assert!(t.metrics["batched_rollouts"] >= 1.0, "{json}");
+    assert!(
+        t.calls
+            .iter()
+            .filter(|c| c.purpose == "extract")
+            .all(|c| c.completion_tokens <= 96),
+        "{json}"
+    );
 }
 
 /// The evidence-gap critic (seed 001) over an index of real HotpotQA paragraphs with the

@@ -155,7 +155,8 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         None
     };
     let handle = app.llm(args.cache, args.model.as_deref()).await?;
-    let mut builder = Agent::builder(handle.llm.clone())
+    let mut builder = handle
+        .with_roles(Agent::builder(handle.llm.clone()))
         .config(config)
         .registry(registry);
     if let Some((retriever, embedder)) = retriever {

@@ -223,6 +223,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
             agent.registry().get("metarag").unwrap().config_json(),
         )]
         .into(),
+        roles: Default::default(),
     };
     let record = RunRecord {
         version: RECORD_VERSION,
@@ -347,6 +348,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
                 agent: agent.config().clone(),
                 cache: true,
                 strategy_settings: Default::default(),
+                roles: Default::default(),
             },
             command: "c".into(),
             git_commit: None,

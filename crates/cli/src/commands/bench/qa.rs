@@ -291,7 +291,8 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
     }
     let handle = app.llm(!args.no_cache, args.model.as_deref()).await?;
     let model = metarag_core::Llm::model_id(&handle.llm).to_string();
-    let mut builder = Agent::builder(handle.llm.clone())
+    let mut builder = handle
+        .with_roles(Agent::builder(handle.llm.clone()))
         .config(agent_config.clone())
         .registry(registry);
     let mut embedder_id = None;
@@ -342,6 +343,18 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
             .iter()
             .filter_map(|s| agent.registry().get(s.as_str()).ok())
             .map(|s| (s.name().to_string(), s.config_json()))
+            .collect(),
+        roles: app
+            .config
+            .raw
+            .roles
+            .iter()
+            .map(|(role, raw)| {
+                (
+                    role.to_string(),
+                    serde_json::to_value(raw).unwrap_or(serde_json::Value::Null),
+                )
+            })
             .collect(),
     };
 
