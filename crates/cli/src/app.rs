@@ -456,17 +456,32 @@ impl App {
                 Arc::new(OpenAiLlm::new(c)?)
             }
         };
-        // Role models, loaded once each: a role naming the default model shares it.
+        // Role models, each loaded once: a role naming the default model shares it, and
+        // roles naming the same model share one copy (a local model is gigabytes).
         let mut own: Vec<(
             metarag_agent::Role,
             Arc<dyn DynLlm>,
             metarag_models::Pricing,
         )> = Vec::new();
+        let mut loaded: Vec<(RoleModelKey, Arc<dyn DynLlm>)> = Vec::new();
         for (role, raw) in self.config.raw.roles.iter().filter(|(_, r)| r.own_model()) {
-            let model = self
-                .role_llm(raw, &base)
-                .await
-                .with_context(|| format!("[roles.{role}]: loading its model"))?;
+            let key = (
+                raw.backend.unwrap_or(self.config.raw.llm.backend),
+                raw.model.clone(),
+                raw.base_url.clone(),
+                raw.api_key_env.clone(),
+            );
+            let model = match loaded.iter().find(|(k, _)| *k == key) {
+                Some((_, model)) => model.clone(),
+                None => {
+                    let model = self
+                        .role_llm(raw, &base)
+                        .await
+                        .with_context(|| format!("[roles.{role}]: loading its model"))?;
+                    loaded.push((key, model.clone()));
+                    model
+                }
+            };
             let price = metarag_models::Pricing {
                 prompt_per_million: raw.price_prompt_per_million,
                 completion_per_million: raw.price_completion_per_million,
@@ -621,6 +636,9 @@ impl App {
         })
     }
 }
+
+/// What tells two roles' models apart: backend, model, endpoint and key variable.
+type RoleModelKey = (LlmBackend, Option<String>, Option<String>, Option<String>);
 
 /// The configured chat model, ready for calls, and the ledger its calls are recorded in.
 pub struct LlmHandle {
