@@ -228,10 +228,22 @@ impl Agent {
         Llm::model_id(&self.deps.llm)
     }
 
-    /// Makes the model forget what it kept from earlier calls ([`Llm::forget_context`]),
-    /// so that the next question is timed as if it were the first.
+    /// Makes the model, and every role's own model, forget what it kept from earlier calls
+    /// ([`Llm::forget_context`]), so that the next question is timed as if it were the first.
+    /// A model shared by several roles (or with the default) is told once.
     pub async fn forget_context(&self) {
         Llm::forget_context(&self.deps.llm).await;
+        // Compared by address (a `usize` keeps the future `Send`).
+        let addr = |llm: &Arc<dyn DynLlm>| Arc::as_ptr(llm).cast::<()>() as usize;
+        let mut told = vec![addr(&self.deps.llm)];
+        for role in self.deps.roles.values() {
+            if let Some(llm) = &role.llm
+                && !told.contains(&addr(llm))
+            {
+                told.push(addr(llm));
+                Llm::forget_context(llm).await;
+            }
+        }
     }
 
     /// Answers a question.

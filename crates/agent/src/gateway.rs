@@ -189,6 +189,12 @@ impl Gateway {
         Llm::capabilities(self.deps.route(purpose).0)
     }
 
+    /// The temperature a role imposes on every call of `purpose` (a sampler's own included),
+    /// if its role sets one.
+    pub fn temperature_for(&self, purpose: &str) -> Option<f32> {
+        self.deps.route(purpose).1.and_then(|r| r.temperature)
+    }
+
     /// How many calls of `purpose` may run at once (its role's concurrency, else 1).
     pub fn concurrency_for(&self, purpose: &str) -> usize {
         self.deps

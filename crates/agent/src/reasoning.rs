@@ -112,14 +112,22 @@ impl ReasoningMemory {
 }
 
 /// The text trimmed, or empty when it has no content word (a placeholder such as "..."
-/// that a small model copies from the reply's example).
+/// that a small model copies from the reply's example) or when it is the decompose prompt's
+/// own instruction echoed back ("what is the next simple question to look up about one
+/// person, ...", seen in an mcts tree): at least three content words, three in four of them
+/// the instruction's. A real sub-question names its thing, which the instruction does not.
 pub fn meaningful(text: &str) -> String {
     let t = text.trim();
-    if content_terms(t).is_empty() {
-        String::new()
-    } else {
-        t.to_string()
+    let terms = content_terms(t);
+    if terms.is_empty() {
+        return String::new();
     }
+    let instruction = content_terms(crate::strategies::cot::DECOMPOSE_INSTRUCTION);
+    let echoed = terms.iter().filter(|w| instruction.contains(*w)).count();
+    if terms.len() >= 3 && echoed * 4 >= terms.len() * 3 {
+        return String::new();
+    }
+    t.to_string()
 }
 
 /// A fact's confidence: the share of the answer's content words found in the passages it
@@ -149,6 +157,25 @@ mod tests {
 
     fn passage(title: &str, text: &str) -> Passage {
         Passage::paragraph(title, text)
+    }
+
+    #[test]
+    fn placeholders_and_the_instruction_echoed_are_no_sub_questions() {
+        assert_eq!(meaningful("  ...  "), "");
+        assert_eq!(
+            meaningful(
+                "what is the next simple question to look up about one person, place or thing"
+            ),
+            ""
+        );
+        // Questions that share a word or two with the instruction are kept.
+        for q in [
+            "Who directed the film Jaws?",
+            "What is the next album of the Velvet Fog after Blue Lake?",
+            "Which person founded the Quillmere Institute?",
+        ] {
+            assert_eq!(meaningful(q), q);
+        }
     }
 
     #[test]

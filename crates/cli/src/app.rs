@@ -62,7 +62,8 @@ impl App {
 
     /// Loads the configured embedder.
     pub fn embedder(&self) -> Result<SentenceEmbedder> {
-        Ok(self.models.load_embedder(&self.config.raw.embedder.model)?)
+        let e = &self.config.raw.embedder;
+        Ok(self.models.load_embedder_with(&e.model, e.precision)?)
     }
 
     /// Opens (or creates) the index at `dir` for this embedder.

@@ -50,3 +50,31 @@ fn embed_one_query(bencher: divan::Bencher) {
     let q = vec!["Which country is the director of Jaws from?".to_string()];
     bencher.bench(|| e.embed_blocking(&q).unwrap());
 }
+
+/// The int8 encoder (`[embedder] precision = "int8"`), where the CPU has AVX-512 VNNI.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn embed_64_passages_int8(bencher: divan::Bencher) {
+    let Some(e) = int8_embedder() else {
+        eprintln!("no AVX-512 VNNI on this CPU: int8 not measured");
+        return;
+    };
+    let (texts, tokens) = passages();
+    bencher
+        .counter(divan::counter::ItemsCount::new(*tokens))
+        .bench(|| e.embed_blocking(texts).unwrap());
+}
+
+fn int8_embedder() -> Option<metarag_models::SentenceEmbedder> {
+    let precision = metarag_models::Precision::Int8;
+    precision.supported().then(|| {
+        let _ = metarag_testkit::embedder(); // installs the model if needed
+        let dir = metarag_testkit::models_dir().join(metarag_testkit::EMBEDDER);
+        metarag_models::SentenceEmbedder::load_with(
+            &dir,
+            metarag_testkit::EMBEDDER,
+            None,
+            precision,
+        )
+        .unwrap()
+    })
+}

@@ -61,6 +61,9 @@ pub enum Error {
         /// Its stderr or the spawn error.
         detail: String,
     },
+    /// The machine cannot run what was asked (a CPU feature is missing).
+    #[error("{0}")]
+    Unsupported(String),
     /// A model config file does not parse.
     #[error("{path}: {reason}")]
     Config {
@@ -154,7 +157,8 @@ impl Error {
             | Error::Request(_)
             | Error::ContextOverflow { .. }
             | Error::MissingFile { .. }
-            | Error::Config { .. } => Fault::User,
+            | Error::Config { .. }
+            | Error::Unsupported(_) => Fault::User,
             // Bad key, unknown model, malformed request: fixable in the configuration.
             Error::Api {
                 status: 400 | 401 | 403 | 404 | 422,

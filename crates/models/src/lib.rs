@@ -23,14 +23,16 @@ mod bert;
 mod cache;
 mod embed;
 mod error;
+mod int8;
 mod llama;
 mod meter;
 mod openai;
 mod rerank;
 mod store;
+mod wide;
 
 pub use cache::{CacheStats, CachedLlm, CallCache, cache_key};
-pub use embed::{Pooling, SentenceEmbedder};
+pub use embed::{Pooling, Precision, SentenceEmbedder};
 pub use error::{Error, Result};
 pub use llama::{HiddenState, LocalLlm, LocalLlmConfig, LocalLlmInfo};
 pub use meter::{Ledger, MeteredLlm, ModelUsage, Pricing};

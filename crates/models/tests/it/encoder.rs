@@ -153,3 +153,65 @@ async fn the_cross_encoder_agrees_with_candles_bert() {
         );
     }
 }
+
+/// Passages of the HotpotQA corpus as the index embeds them (`title\ntext`), from `skip`.
+fn corpus_passages(skip: usize, n: usize) -> Vec<String> {
+    let corpus = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
+    std::fs::read_to_string(&corpus)
+        .unwrap()
+        .lines()
+        .skip(skip)
+        .take(n)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{}\n{}",
+                v["title"].as_str().unwrap(),
+                v["text"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn int8_vectors_stay_within_the_issues_cosine_of_the_f32_ones() {
+    if !metarag_models::Precision::Int8.supported() {
+        eprintln!("no AVX-512 VNNI on this CPU: int8 is refused here, nothing to compare");
+        return;
+    }
+    let dir = metarag_testkit::models_dir().join(metarag_testkit::EMBEDDER);
+    let f32s = metarag_testkit::embedder();
+    let int8 = metarag_models::SentenceEmbedder::load_with(
+        &dir,
+        metarag_testkit::EMBEDDER,
+        None,
+        metarag_models::Precision::Int8,
+    )
+    .unwrap();
+    assert_eq!(int8.precision(), metarag_models::Precision::Int8);
+    let texts = corpus_passages(1000, 200);
+    let a = f32s.embed_blocking(&texts).unwrap();
+    let b = int8.embed_blocking(&texts).unwrap();
+    let cos: Vec<f32> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| x.iter().zip(y).map(|(p, q)| p * q).sum())
+        .collect();
+    let mean = cos.iter().sum::<f32>() / cos.len() as f32;
+    let worst = cos.iter().copied().fold(1f32, f32::min);
+    eprintln!("int8 against f32 on 200 passages: mean cosine {mean:.6}, lowest {worst:.6}");
+    assert!(mean >= 0.999, "mean cosine {mean}");
+    assert!(worst >= 0.997, "lowest cosine {worst}");
+    // The quantised encoder is the same model: a query still finds its own passage first.
+    let q = int8
+        .embed_blocking(&[texts[17].split('\n').next().unwrap().to_string()])
+        .unwrap();
+    let best = a
+        .iter()
+        .map(|v| v.iter().zip(&q[0]).map(|(x, y)| x * y).sum::<f32>())
+        .enumerate()
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .unwrap()
+        .0;
+    assert_eq!(texts[best].split('\n').next(), texts[17].split('\n').next());
+}

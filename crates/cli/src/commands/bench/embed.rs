@@ -8,6 +8,7 @@ use crate::output::{print_json, write_json};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use metarag_core::Embedder;
+use metarag_models::Precision;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -125,8 +126,34 @@ pub async fn run(app: &App, args: EmbedArgs) -> Result<ExitCode> {
     let wall = t0.elapsed().as_secs_f64();
     let cpu = process_cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
     debug_assert_eq!(vectors.len(), passages.len());
+    // A precision other than f32 is checked against f32's vectors of the same passages
+    // (after the timing): the bar is a cosine of 0.999 on the corpus.
+    let cosine = if embedder.precision() == Precision::F32 {
+        None
+    } else {
+        eprintln!("embedding the passages again in f32 for the cosine check...");
+        let reference = app
+            .models
+            .load_embedder_with(embedder.model_id(), Precision::F32)?
+            .embed_blocking(&passages)?;
+        let mut cos: Vec<f64> = vectors
+            .iter()
+            .zip(&reference)
+            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| f64::from(x * y)).sum())
+            .collect();
+        cos.sort_by(f64::total_cmp);
+        let mean = cos.iter().sum::<f64>() / cos.len().max(1) as f64;
+        Some(json!({
+            "mean": mean,
+            "min": cos.first(),
+            "p01": cos.get(cos.len() / 100),
+            "below_0_999": cos.iter().filter(|&&c| c < 0.999).count(),
+        }))
+    };
     let ours = json!({
         "model": embedder.model_id(),
+        "precision": embedder.precision().to_string(),
+        "cosine_to_f32": cosine,
         "passages": passages.len(),
         "tokens": tokens,
         "passages_truncated": truncated,
@@ -182,6 +209,16 @@ pub async fn run(app: &App, args: EmbedArgs) -> Result<ExitCode> {
             tokens as f64 / c
         )),
     );
+    if let Some(c) = &cosine {
+        println!(
+            "{} against f32: mean cosine {:.6}, lowest {:.6}, {} of {} passages below 0.999",
+            embedder.precision(),
+            c["mean"].as_f64().unwrap_or(f64::NAN),
+            c["min"].as_f64().unwrap_or(f64::NAN),
+            c["below_0_999"],
+            passages.len()
+        );
+    }
     if let Some(c) = &comparison {
         println!(
             "peer:    {} tokens in {:.1} s wall, {:.1} CPU-s = {:.0} tokens/s, {:.0} tokens/CPU-s",
