@@ -849,7 +849,10 @@ mod tests {
             assert_eq!(c.raw.embedder.precision, metarag_models::Precision::Int8);
             jail.set_env("METARAG_EMBEDDER__PRECISION", "fp4");
             let e = Config::load(None).unwrap_err().to_string();
-            assert!(e.contains("precision") && e.contains("fp4"), "{e}");
+            assert!(
+                e.to_lowercase().contains("precision") && e.contains("fp4"),
+                "{e}"
+            );
             Ok(())
         });
     }
