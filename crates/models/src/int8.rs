@@ -6,17 +6,21 @@
 //! FMA's 16, and on the machines here it issues as often, so an int8 product has 4x the peak.
 //! bf16 (`vdpbf16ps`) was measured first and issues at a third of the rate: no gain.
 //!
-//! The scheme (dynamic quantisation, nothing calibrated on data):
+//! The scheme (dynamic quantisation of the activations; only the smoothing below is calibrated,
+//! on fixed sentences in the code):
 //! - **weights**: per output column, symmetric, `w ≈ sw[j] · q` with `q` in -127..=127, packed
 //!   once at load time in the order the kernel reads them (16 columns × 4 inputs per 64 bytes);
 //! - **activations**: per row (one token), asymmetric, `x ≈ sx[i] · (u - zx[i])` with `u` in
 //!   0..=255 and the row's zero exactly representable; computed for each product;
 //! - **the product**: `Σ u·q` in i32 (exact; no overflow below 2^31 / (255·127) ≈ 66k inputs),
 //!   then `y += sx[i]·sw[j]·(Σ u·q - zx[i]·Σ q)`, the zero point removed with the columns' sums
-//!   of `q` (computed at load time).
+//!   of `q` (computed at load time);
+//! - **smoothing** (SmoothQuant, `bert.rs`): per input channel, the activations are divided and
+//!   the weight's rows multiplied by a factor from the channel's activation peak over the
+//!   calibration sentences, which moves outlier channels' range into the weights.
 //!
 //! Because the integer sums are exact, the VNNI kernel and the portable reference
-//! ([`QLinear::forward_reference`]) give bit-identical results (tested); only the rounding
+//! (`QLinear::forward_reference`, in tests) give bit-identical results (tested); only the rounding
 //! to int8 differs from f32, and what that costs in the vectors is measured, not assumed
 //! (`tests/it/encoder.rs`, docs/results/performance.md).
 

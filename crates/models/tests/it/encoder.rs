@@ -62,22 +62,9 @@ fn candle_embeddings(dir: &Path, texts: &[String]) -> Vec<Vec<f32>> {
 #[test]
 fn the_embedder_agrees_with_candles_bert_on_real_passages() {
     let embedder = metarag_testkit::embedder();
-    let corpus = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
     // 48 passages of mixed length (one batch pads heavily under candle) plus edge cases: a
     // one-word text and one longer than the model's 256 tokens.
-    let mut texts: Vec<String> = std::fs::read_to_string(&corpus)
-        .unwrap()
-        .lines()
-        .take(48)
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            format!(
-                "{}\n{}",
-                v["title"].as_str().unwrap(),
-                v["text"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let mut texts = corpus_passages(0, 48);
     texts.push("Jaws".into());
     texts.push(texts[..6].join(" "));
     let ours = embedder.embed_blocking(&texts).unwrap();
