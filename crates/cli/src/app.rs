@@ -303,33 +303,53 @@ impl App {
     ) -> Result<metarag_ingest::IngestReport> {
         let chunker = self.chunker(embedder)?;
         let (files, mut missing) = metarag_ingest::discover(paths, &options)?;
-        let bar = ProgressBar::new(files.len() as u64);
+        // Progress is counted in input bytes (the `Started`, `File` and `Batch` events'
+        // bytes add up to the whole), so the ETA means something for one large JSONL file
+        // as much as for a folder of small ones.
+        let bar = ProgressBar::new(0);
         bar.set_style(
             ProgressStyle::with_template(
-                "{spinner} ingest [{bar:30}] {pos}/{len} files {msg} ({elapsed}, ETA {eta})",
+                "{spinner} ingest [{bar:30}] {bytes}/{total_bytes} {msg} ({elapsed}, ETA {eta})",
             )
             .expect("static template")
             .progress_chars("=> "),
         );
-        // Chunks and tokens written so far; tokens/s is the embedder's pace, the figure
-        // that says how long a large corpus will take.
-        let done = std::sync::Mutex::new((0usize, 0usize));
+        // Files read, chunks and tokens written so far; tokens/s is the embedder's pace,
+        // the figure that says how long a large corpus will take.
+        let done = std::sync::Mutex::new((0usize, 0usize, 0usize));
         let started = std::time::Instant::now();
+        let files_total = files.len();
+        let message = |d: &(usize, usize, usize)| {
+            let rate = d.2 as f64 / started.elapsed().as_secs_f64().max(1e-3);
+            format!(
+                "{}/{files_total} files, {} chunks indexed, {rate:.0} tokens/s",
+                d.0, d.1
+            )
+        };
         let on_event = |e: IngestEvent<'_>| match e {
-            IngestEvent::Started { .. } => {}
-            IngestEvent::File { .. } => bar.inc(1),
-            IngestEvent::Batch { chunks, tokens } => {
+            IngestEvent::Started { bytes, .. } => bar.set_length(bytes),
+            IngestEvent::File { bytes, .. } => {
                 let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
-                d.0 += chunks;
-                d.1 += tokens;
-                let rate = d.1 as f64 / started.elapsed().as_secs_f64().max(1e-3);
-                bar.set_message(format!("{} chunks indexed, {rate:.0} tokens/s", d.0));
+                d.0 += 1;
+                bar.inc(bytes);
+                bar.set_message(message(&d));
+            }
+            IngestEvent::Batch {
+                chunks,
+                tokens,
+                bytes,
+            } => {
+                let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
+                d.1 += chunks;
+                d.2 += tokens;
+                bar.inc(bytes);
+                bar.set_message(message(&d));
             }
             IngestEvent::Embedded { done: embedded, of } => {
                 let d = done.lock().unwrap_or_else(|p| p.into_inner());
                 bar.set_message(format!(
                     "{} chunks indexed; embedding a large batch: {embedded}/{of}",
-                    d.0
+                    d.1
                 ));
             }
             IngestEvent::Failed(f) => bar.suspend(|| eprintln!("warning: {}", failure_line(f))),

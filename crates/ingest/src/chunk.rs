@@ -26,7 +26,9 @@ pub struct ChunkSettings {
 /// Smallest body budget worth chunking for; below it the header is dropped to a shorter one.
 const MIN_BODY_TOKENS: usize = 16;
 
-/// Splits parsed documents into [`ChunkDraft`]s.
+/// Splits parsed documents into [`ChunkDraft`]s. Cloning copies the tokenizer (a few MB):
+/// an ingest run clones it once for its reading thread.
+#[derive(Clone)]
 pub struct Chunker {
     tokenizer: Tokenizer,
     settings: ChunkSettings,

@@ -116,6 +116,10 @@ pub enum Error {
         /// The least accepted.
         min: f32,
     },
+    /// The thread that reads and chunks the inputs ahead of the embedder could not start
+    /// or stopped without finishing (a panic); the run stops, batches already written stay.
+    #[error("the ingest's reading thread {0}")]
+    Reader(String),
     /// The embedder or the store failed; the run stops (already applied batches stay).
     #[error(transparent)]
     Backend(#[from] metarag_core::Error),
@@ -133,7 +137,7 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Backend(e) => e.fault(),
-            Error::Tokenizer(_) => Fault::Internal,
+            Error::Tokenizer(_) | Error::Reader(_) => Fault::Internal,
             _ => Fault::User,
         }
     }

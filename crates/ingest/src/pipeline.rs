@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
+use tokio::sync::mpsc::UnboundedSender;
 
 /// Most text one document may yield (256 MiB, some 60 million tokens: days of embedding on
 /// a laptop). More is a decompression or parser blow-up, and is refused.
@@ -133,18 +135,28 @@ impl Upload {
     }
 }
 
-/// One input of a run.
-enum Input<'a> {
-    File(&'a Path),
-    Upload(&'a Upload),
+/// One input of a run, owned so that the reading thread can hold it.
+enum Source {
+    /// A file on disk and its size when the run started.
+    File(PathBuf, u64),
+    /// An uploaded file.
+    Upload(Upload),
 }
 
-impl Input<'_> {
+impl Source {
     /// What errors and progress name it by.
     fn label(&self) -> &Path {
         match self {
-            Input::File(p) => p,
-            Input::Upload(u) => Path::new(&u.name),
+            Source::File(p, _) => p,
+            Source::Upload(u) => Path::new(&u.name),
+        }
+    }
+
+    /// Its size in bytes: the unit progress is counted in.
+    fn size(&self) -> u64 {
+        match self {
+            Source::File(_, size) => *size,
+            Source::Upload(u) => u.bytes.len() as u64,
         }
     }
 }
@@ -169,13 +181,21 @@ pub enum IngestEvent<'a> {
     Started {
         /// How many.
         files: usize,
+        /// Their size in bytes. The `bytes` of the `File` and `Batch` events that follow
+        /// add up to it by the end of the run, so a front end can show progress and an
+        /// ETA in bytes whether the input is one large JSONL file or many small ones.
+        bytes: u64,
     },
-    /// A file was read and parsed.
+    /// A file was read, parsed and chunked (its documents may still be waiting for the
+    /// embedder).
     File {
         /// The file.
         path: &'a Path,
         /// Its documents.
         outcome: &'a FileOutcome,
+        /// The file's bytes that no document still to be written carries: markup,
+        /// unchanged and failed documents, the whole file when nothing of it is new.
+        bytes: u64,
     },
     /// Part of a batch was embedded (sent for each slice of `batch_chunks` chunks, so a
     /// document of many thousand chunks shows progress before it is written).
@@ -191,6 +211,8 @@ pub enum IngestEvent<'a> {
         chunks: usize,
         /// Their tokens.
         tokens: usize,
+        /// The input bytes its documents came from.
+        bytes: u64,
     },
     /// An error that skips a file or record; the run goes on.
     Failed(&'a Failure),
@@ -316,6 +338,93 @@ struct Pending {
     doc: ParsedDocument,
     chunks: Vec<metarag_core::ChunkDraft>,
     content_hash: String,
+    /// The input bytes this document accounts for in progress.
+    bytes: u64,
+}
+
+/// What the reading thread hands the embedding side, in input order.
+enum Prepared {
+    /// A document to embed, holding `reserved` chunks of the read-ahead allowance.
+    Doc { pending: Pending, reserved: usize },
+    /// A file or record that failed; the run goes on.
+    Failed(Failure),
+    /// An input was read to its end.
+    Done {
+        path: PathBuf,
+        outcome: FileOutcome,
+        bytes: u64,
+    },
+    /// Every input was read. A channel that closes without it means the thread died.
+    End,
+}
+
+/// How far the reading thread may run ahead of the embedder, in chunks: one batch, so the
+/// next batch is ready when the embedder asks for it, and memory holds at most one batch
+/// more than a sequential run. A document larger than the whole allowance goes alone.
+struct ReadAhead {
+    limit: usize,
+    /// Chunks sent and not yet taken, and whether the embedding side has stopped.
+    state: Mutex<(usize, bool)>,
+    freed: Condvar,
+}
+
+impl ReadAhead {
+    fn new(limit: usize) -> Self {
+        ReadAhead {
+            limit: limit.max(1),
+            state: Mutex::new((0, false)),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Waits until `chunks` more fit, and returns the allowance taken (at most the
+    /// limit); `None` once the embedding side has stopped.
+    fn reserve(&self, chunks: usize) -> Option<usize> {
+        let n = chunks.min(self.limit);
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while !state.1 && state.0 > 0 && state.0 + n > self.limit {
+            state = self.freed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        if state.1 {
+            return None;
+        }
+        state.0 += n;
+        Some(n)
+    }
+
+    /// The embedding side took a document: its allowance is free again.
+    fn release(&self, reserved: usize) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 = state.0.saturating_sub(reserved);
+        self.freed.notify_all();
+    }
+
+    /// The embedding side stopped: the reader stops waiting, and stops.
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        self.freed.notify_all();
+    }
+}
+
+/// Closes the read-ahead when the run ends, however it ends (an error, or the run's
+/// future dropped by a caller that went away), so the reading thread does not wait on.
+struct CloseOnDrop(Arc<ReadAhead>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// Reads, parses and chunks the inputs on a thread of its own, one document at a time, so
+/// that the embedder finds its next batch ready: parsing a PDF or an HTML page can cost as
+/// much as embedding it.
+struct Reader {
+    chunker: Chunker,
+    options: IngestOptions,
+    /// Content hashes of the documents already stored: unchanged ones are skipped.
+    existing: HashMap<DocId, String>,
+    fingerprint: String,
 }
 
 /// A document of a batch, embedded: its chunks with their vectors, or the stage they were
@@ -330,191 +439,132 @@ struct Embedded {
 
 /// A batch's write to the store, running while the next batch is embedded; it yields the
 /// batch's chunks and tokens for the report.
-type Write<'s> = Pin<Box<dyn Future<Output = Result<(usize, usize)>> + Send + 's>>;
+type Write<'s> = Pin<Box<dyn Future<Output = Result<(usize, usize, u64)>> + Send + 's>>;
 
-impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
-    /// An ingester writing into `store`.
-    pub fn new(
-        chunker: &'a Chunker,
-        embedder: &'a E,
-        store: &'a S,
-        options: IngestOptions,
-    ) -> Self {
-        Ingester {
-            chunker,
-            embedder,
-            store,
-            options,
+impl Reader {
+    /// Reads every input in order and sends what it finds; stops early when the embedding
+    /// side has gone.
+    fn run(self, sources: Vec<Source>, tx: &UnboundedSender<Prepared>, ahead: &ReadAhead) {
+        for source in sources {
+            if !self.input(source, tx, ahead) {
+                return;
+            }
         }
+        let _ = tx.send(Prepared::End);
     }
 
-    /// Identifies the chunking and embedding settings: a document ingested under other
-    /// settings counts as changed and is re-chunked.
-    fn fingerprint(&self) -> String {
-        let s = self.chunker.settings();
-        format!(
-            "v1|{}|{}|{}",
-            self.embedder.model_id(),
-            s.max_tokens,
-            s.overlap
-        )
-    }
-
-    /// Ingests the files, reporting progress to `on_event`. Per-file and per-record errors
-    /// are collected in the report; an embedder or store failure stops the run (batches
-    /// already written stay).
-    pub async fn run(
-        &self,
-        files: &[PathBuf],
-        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
-    ) -> Result<IngestReport> {
-        let inputs: Vec<Input<'_>> = files.iter().map(|p| Input::File(p)).collect();
-        self.run_inputs(&inputs, on_event).await
-    }
-
-    /// Ingests uploaded files (the server's): each is parsed from its bytes under its
-    /// name, which is a label and never touches the filesystem. Its document id is
-    /// `upload:NAME`, so uploading a file of the same name again replaces it.
-    pub async fn run_uploads(
-        &self,
-        uploads: &[Upload],
-        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
-    ) -> Result<IngestReport> {
-        let inputs: Vec<Input<'_>> = uploads.iter().map(Input::Upload).collect();
-        self.run_inputs(&inputs, on_event).await
-    }
-
-    async fn run_inputs(
-        &self,
-        files: &[Input<'_>],
-        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
-    ) -> Result<IngestReport> {
-        let _span = tracing::info_span!("ingest", files = files.len()).entered();
-        let started = Instant::now();
-        let mut report = IngestReport {
-            files: files.len(),
-            ..Default::default()
+    /// Reads one input and sends its documents, its failures and its outcome; false once
+    /// the embedding side has gone.
+    fn input(&self, source: Source, tx: &UnboundedSender<Prepared>, ahead: &ReadAhead) -> bool {
+        let path = source.label().to_path_buf();
+        let size = source.size();
+        let mut outcome = FileOutcome::default();
+        // Bytes of the input carried by the documents sent: a record's own bytes, never
+        // more than the input's size in all.
+        let mut carried = 0u64;
+        let fail = |outcome: &mut FileOutcome, source: String, e: &Error| {
+            outcome.failed += 1;
+            tx.send(Prepared::Failed(Failure {
+                source,
+                error: e.to_string(),
+            }))
+            .is_ok()
         };
-        on_event(IngestEvent::Started { files: files.len() });
-        let existing: HashMap<DocId, String> = self
-            .store
-            .documents()
-            .await?
-            .into_iter()
-            .map(|d| (d.id, d.content_hash))
-            .collect();
-        let fingerprint = self.fingerprint();
-        let mut pending: Vec<Pending> = Vec::new();
-        let mut pending_chunks = 0;
-        // At most one batch is being written while the next is embedded (the two run on
-        // blocking threads, so a write no longer leaves the embedder idle).
-        let mut writing: Option<Write<'_>> = None;
-        for input in files {
-            let path = input.label();
-            let mut outcome = FileOutcome::default();
-            let fail = |report: &mut IngestReport,
-                        outcome: &mut FileOutcome,
-                        source: String,
-                        e: &Error| {
-                outcome.failed += 1;
-                let f = Failure {
-                    source,
-                    error: e.to_string(),
-                };
-                on_event(IngestEvent::Failed(&f));
-                report.failures.push(f);
-            };
-            match self.read(input) {
-                Err(e) => fail(&mut report, &mut outcome, path.display().to_string(), &e),
-                Ok((docs, errors)) => {
-                    for e in &errors {
-                        fail(&mut report, &mut outcome, path.display().to_string(), e);
+        let read = self.read(&source);
+        // An upload's bytes are not needed once parsed.
+        drop(source);
+        match read {
+            Err(e) => {
+                if !fail(&mut outcome, path.display().to_string(), &e) {
+                    return false;
+                }
+            }
+            Ok((docs, errors)) => {
+                for e in &errors {
+                    if !fail(&mut outcome, path.display().to_string(), e) {
+                        return false;
                     }
-                    for mut doc in docs {
-                        doc.title = cap_title(&doc.title, MAX_TITLE_CHARS);
-                        if let Err(e) = text_within(&doc, MAX_TEXT_BYTES) {
-                            fail(&mut report, &mut outcome, doc.source.clone(), &e);
+                }
+                for mut doc in docs {
+                    doc.title = cap_title(&doc.title, MAX_TITLE_CHARS);
+                    if let Err(e) = text_within(&doc, MAX_TEXT_BYTES) {
+                        if !fail(&mut outcome, doc.source.clone(), &e) {
+                            return false;
+                        }
+                        continue;
+                    }
+                    doc.metadata.extend(self.options.metadata.clone());
+                    // Metadata is part of what is stored: other metadata over the same
+                    // bytes is a change. (Left out when empty, so indexes written before
+                    // metadata existed stay unchanged.)
+                    let meta = if doc.metadata.is_empty() {
+                        String::new()
+                    } else {
+                        format!("|{}", serde_json::Value::Object(doc.metadata.clone()))
+                    };
+                    let content_hash = blake3::hash(
+                        format!("{}|{}{meta}", doc.raw_hash, self.fingerprint).as_bytes(),
+                    )
+                    .to_hex()
+                    .to_string();
+                    let previous = self.existing.get(&doc.id);
+                    if previous == Some(&content_hash) {
+                        outcome.unchanged += 1;
+                        continue;
+                    }
+                    let chunks = match self.chunker.chunk(&doc) {
+                        Ok(c) if c.is_empty() => {
+                            let e = Error::Empty {
+                                path: doc.source.clone(),
+                            };
+                            if !fail(&mut outcome, doc.source.clone(), &e) {
+                                return false;
+                            }
                             continue;
                         }
-                        doc.metadata.extend(self.options.metadata.clone());
-                        // Metadata is part of what is stored: other metadata over the same
-                        // bytes is a change. (Left out when empty, so indexes written before
-                        // metadata existed stay unchanged.)
-                        let meta = if doc.metadata.is_empty() {
-                            String::new()
-                        } else {
-                            format!("|{}", serde_json::Value::Object(doc.metadata.clone()))
-                        };
-                        let content_hash = blake3::hash(
-                            format!("{}|{fingerprint}{meta}", doc.raw_hash).as_bytes(),
-                        )
-                        .to_hex()
-                        .to_string();
-                        let previous = existing.get(&doc.id);
-                        if previous == Some(&content_hash) {
-                            outcome.unchanged += 1;
+                        Ok(c) => c,
+                        Err(e) => {
+                            if !fail(&mut outcome, doc.source.clone(), &e) {
+                                return false;
+                            }
                             continue;
                         }
-                        let chunks = match self.chunker.chunk(&doc) {
-                            Ok(c) if c.is_empty() => {
-                                let e = Error::Empty {
-                                    path: doc.source.clone(),
-                                };
-                                fail(&mut report, &mut outcome, doc.source.clone(), &e);
-                                continue;
-                            }
-                            Ok(c) => c,
-                            Err(e) => {
-                                fail(&mut report, &mut outcome, doc.source.clone(), &e);
-                                continue;
-                            }
-                        };
-                        if previous.is_some() {
-                            outcome.updated += 1;
-                        } else {
-                            outcome.added += 1;
-                        }
-                        pending_chunks += chunks.len();
-                        pending.push(Pending {
-                            doc,
-                            chunks,
-                            content_hash,
-                        });
-                        if pending_chunks >= self.options.batch_chunks {
-                            self.flush(
-                                std::mem::take(&mut pending),
-                                &mut writing,
-                                &mut report,
-                                on_event,
-                            )
-                            .await?;
-                            pending_chunks = 0;
-                        }
+                    };
+                    if previous.is_some() {
+                        outcome.updated += 1;
+                    } else {
+                        outcome.added += 1;
+                    }
+                    let Some(reserved) = ahead.reserve(chunks.len()) else {
+                        return false;
+                    };
+                    let bytes = doc.bytes.min(size - carried);
+                    carried += bytes;
+                    let pending = Pending {
+                        doc,
+                        chunks,
+                        content_hash,
+                        bytes,
+                    };
+                    if tx.send(Prepared::Doc { pending, reserved }).is_err() {
+                        return false;
                     }
                 }
             }
-            report.added += outcome.added;
-            report.updated += outcome.updated;
-            report.unchanged += outcome.unchanged;
-            on_event(IngestEvent::File {
-                path,
-                outcome: &outcome,
-            });
         }
-        self.flush(pending, &mut writing, &mut report, on_event)
-            .await?;
-        if let Some(write) = writing.take() {
-            Self::written(write.await?, &mut report, on_event);
-        }
-        report.seconds = started.elapsed().as_secs_f64();
-        Ok(report)
+        tx.send(Prepared::Done {
+            path,
+            outcome,
+            bytes: size - carried,
+        })
+        .is_ok()
     }
 
     /// Reads and parses one input.
-    fn read(&self, input: &Input<'_>) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+    fn read(&self, input: &Source) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
         match input {
-            Input::File(path) => self.read_file(path),
-            Input::Upload(u) => {
+            Source::File(path, _) => self.read_file(path),
+            Source::Upload(u) => {
                 let path = Path::new(&u.name);
                 let format = self.format_of(path)?;
                 self.check_size(path, u.bytes.len() as u64)?;
@@ -554,6 +604,173 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         let id = DocId::new(canonical.display().to_string())?;
         parse::parse_file(&canonical, &id, &bytes, format, self.options.corpus)
     }
+}
+
+impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
+    /// An ingester writing into `store`.
+    pub fn new(
+        chunker: &'a Chunker,
+        embedder: &'a E,
+        store: &'a S,
+        options: IngestOptions,
+    ) -> Self {
+        Ingester {
+            chunker,
+            embedder,
+            store,
+            options,
+        }
+    }
+
+    /// Identifies the chunking and embedding settings: a document ingested under other
+    /// settings counts as changed and is re-chunked.
+    fn fingerprint(&self) -> String {
+        let s = self.chunker.settings();
+        format!(
+            "v1|{}|{}|{}",
+            self.embedder.model_id(),
+            s.max_tokens,
+            s.overlap
+        )
+    }
+
+    /// Ingests the files, reporting progress to `on_event`. Per-file and per-record errors
+    /// are collected in the report; an embedder or store failure stops the run (batches
+    /// already written stay).
+    pub async fn run(
+        &self,
+        files: &[PathBuf],
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<IngestReport> {
+        // A file that cannot be read counts 0 bytes here and fails when it is read.
+        let sources = files
+            .iter()
+            .map(|p| Source::File(p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
+            .collect();
+        self.run_sources(sources, on_event).await
+    }
+
+    /// Ingests uploaded files (the server's): each is parsed from its bytes under its
+    /// name, which is a label and never touches the filesystem. Its document id is
+    /// `upload:NAME`, so uploading a file of the same name again replaces it.
+    pub async fn run_uploads(
+        &self,
+        uploads: Vec<Upload>,
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<IngestReport> {
+        self.run_sources(uploads.into_iter().map(Source::Upload).collect(), on_event)
+            .await
+    }
+
+    /// The run: a reading thread parses and chunks the inputs in order ([`Reader`]) while
+    /// this task gathers their documents into batches, embeds a batch, and writes it to
+    /// the store while the next one is embedded. Documents leave in input order, so a
+    /// run's batches are the same as a sequential run's.
+    async fn run_sources(
+        &self,
+        sources: Vec<Source>,
+        on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
+    ) -> Result<IngestReport> {
+        let _span = tracing::info_span!("ingest", files = sources.len()).entered();
+        let started = Instant::now();
+        let mut report = IngestReport {
+            files: sources.len(),
+            ..Default::default()
+        };
+        on_event(IngestEvent::Started {
+            files: sources.len(),
+            bytes: sources.iter().map(Source::size).sum(),
+        });
+        let existing: HashMap<DocId, String> = self
+            .store
+            .documents()
+            .await?
+            .into_iter()
+            .map(|d| (d.id, d.content_hash))
+            .collect();
+        let batch_chunks = self.options.batch_chunks.max(1);
+        let ahead = Arc::new(ReadAhead::new(batch_chunks));
+        let _close = CloseOnDrop(ahead.clone());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let reader = Reader {
+            chunker: self.chunker.clone(),
+            options: self.options.clone(),
+            existing,
+            fingerprint: self.fingerprint(),
+        };
+        let span = tracing::info_span!("ingest.read");
+        let allowance = ahead.clone();
+        std::thread::Builder::new()
+            .name("ingest-read".into())
+            .spawn(move || {
+                let _entered = span.enter();
+                reader.run(sources, &tx, &allowance);
+            })
+            .map_err(|e| Error::Reader(format!("could not start: {e}")))?;
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut pending_chunks = 0;
+        // At most one batch is being written while the next is embedded (the two run on
+        // blocking threads, so a write no longer leaves the embedder idle).
+        let mut writing: Option<Write<'_>> = None;
+        let mut finished = false;
+        while let Some(message) = rx.recv().await {
+            match message {
+                Prepared::Doc {
+                    pending: doc,
+                    reserved,
+                } => {
+                    ahead.release(reserved);
+                    pending_chunks += doc.chunks.len();
+                    pending.push(doc);
+                    if pending_chunks >= batch_chunks {
+                        self.flush(
+                            std::mem::take(&mut pending),
+                            &mut writing,
+                            &mut report,
+                            on_event,
+                        )
+                        .await?;
+                        pending_chunks = 0;
+                    }
+                }
+                Prepared::Failed(f) => {
+                    on_event(IngestEvent::Failed(&f));
+                    report.failures.push(f);
+                }
+                Prepared::Done {
+                    path,
+                    outcome,
+                    bytes,
+                } => {
+                    report.added += outcome.added;
+                    report.updated += outcome.updated;
+                    report.unchanged += outcome.unchanged;
+                    on_event(IngestEvent::File {
+                        path: &path,
+                        outcome: &outcome,
+                        bytes,
+                    });
+                }
+                Prepared::End => finished = true,
+            }
+        }
+        if !finished {
+            // The batch being written is finished first: what was written stays written.
+            if let Some(write) = writing.take() {
+                Self::written(write.await?, &mut report, on_event);
+            }
+            return Err(Error::Reader(
+                "stopped before reading every input (a panic, printed above)".into(),
+            ));
+        }
+        self.flush(pending, &mut writing, &mut report, on_event)
+            .await?;
+        if let Some(write) = writing.take() {
+            Self::written(write.await?, &mut report, on_event);
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
 
     /// Embeds a batch while the previous batch's write finishes, then starts the batch's
     /// own write and leaves it in `writing`. The previous write is awaited even when the
@@ -576,6 +793,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
             .flat_map(|p| &p.chunks)
             .map(|c| c.token_count as usize)
             .sum();
+        let bytes: u64 = batch.iter().map(|p| p.bytes).sum();
         let previous = writing.take();
         let (embedded, written) = tokio::join!(self.embed(batch, chunks, on_event), async {
             match previous {
@@ -617,7 +835,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         let store = self.store;
         *writing = Some(Box::pin(async move {
             store.apply(updates, Vec::new()).await?;
-            Ok((chunks, tokens))
+            Ok((chunks, tokens, bytes))
         }));
         Ok(())
     }
@@ -711,19 +929,53 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
 
     /// A batch's write finished: counted, and reported.
     fn written(
-        (chunks, tokens): (usize, usize),
+        (chunks, tokens, bytes): (usize, usize, u64),
         report: &mut IngestReport,
         on_event: &(dyn Fn(IngestEvent<'_>) + Sync),
     ) {
         report.chunks += chunks;
         report.tokens += tokens;
-        on_event(IngestEvent::Batch { chunks, tokens });
+        on_event(IngestEvent::Batch {
+            chunks,
+            tokens,
+            bytes,
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_read_ahead_waits_for_room_lets_a_large_document_alone_and_stops_when_closed() {
+        let ahead = Arc::new(ReadAhead::new(10));
+        assert_eq!(ahead.reserve(4), Some(4));
+        assert_eq!(ahead.reserve(6), Some(6));
+        // Full: the next document waits until the embedding side takes one.
+        let waiter = {
+            let a = ahead.clone();
+            std::thread::spawn(move || a.reserve(3))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "a full read-ahead let a document in");
+        ahead.release(4);
+        assert_eq!(waiter.join().unwrap(), Some(3));
+        ahead.release(6);
+        ahead.release(3);
+        // Larger than the whole allowance: it goes alone, holding the whole allowance.
+        assert_eq!(ahead.reserve(25), Some(10));
+        let waiter = {
+            let a = ahead.clone();
+            std::thread::spawn(move || a.reserve(1))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!waiter.is_finished());
+        // The embedding side stopped: the waiting reader is told to stop.
+        ahead.close();
+        assert_eq!(waiter.join().unwrap(), None);
+        assert_eq!(ahead.reserve(1), None);
+    }
 
     #[test]
     fn long_titles_are_cut_at_a_word_short_ones_kept() {

@@ -161,7 +161,7 @@ impl Service {
             let on_event = |e: IngestEvent<'_>| {
                 let mut r = results.lock().unwrap_or_else(|p| p.into_inner());
                 match e {
-                    IngestEvent::File { path, outcome } => {
+                    IngestEvent::File { path, outcome, .. } => {
                         let name = path.display().to_string();
                         let entry = r.entry(name.clone()).or_insert_with(|| empty_result(&name));
                         let FileOutcome {
@@ -196,7 +196,7 @@ impl Service {
                 &shared.engine.store,
                 options,
             );
-            let report = handle.block_on(ingester.run_uploads(&uploads, &on_event));
+            let report = handle.block_on(ingester.run_uploads(uploads, &on_event));
             (
                 report,
                 results.into_inner().unwrap_or_else(|p| p.into_inner()),

@@ -165,6 +165,72 @@ async fn every_format_goes_in_and_a_corrupt_file_is_reported() {
     );
 }
 
+/// Progress in input bytes, as a front end sees it: the `Started` total, the bytes of
+/// `File` and `Batch` events, and the batches' share.
+#[derive(Default)]
+struct Progress {
+    total: u64,
+    counted: u64,
+    batches: u64,
+    files: usize,
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_bytes_add_up_to_the_inputs_first_time_and_again() {
+    let src = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    write_fixtures(src.path());
+    let embedder = metarag_testkit::embedder();
+    let index = open_index(data.path());
+    let chunker = chunker(embedder.max_tokens(), 32);
+    // Small batches, so documents wait on the read-ahead and batches interleave with files.
+    let options = IngestOptions {
+        batch_chunks: 2,
+        ..Default::default()
+    };
+    let (files, _) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    let size: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    for run in 0..2 {
+        let progress = std::sync::Mutex::new(Progress::default());
+        let report = Ingester::new(&chunker, &embedder, &index, options.clone())
+            .run(&files, &|e| {
+                let mut p = progress.lock().unwrap();
+                match e {
+                    metarag_ingest::IngestEvent::Started { bytes, .. } => p.total = bytes,
+                    metarag_ingest::IngestEvent::File { bytes, .. } => {
+                        p.counted += bytes;
+                        p.files += 1;
+                    }
+                    metarag_ingest::IngestEvent::Batch { bytes, .. } => {
+                        p.counted += bytes;
+                        p.batches += bytes;
+                    }
+                    _ => {}
+                }
+            })
+            .await
+            .unwrap();
+        let p = progress.into_inner().unwrap();
+        assert_eq!(p.total, size, "run {run}");
+        assert_eq!(p.counted, size, "run {run}: progress must end at the total");
+        assert_eq!(p.files, files.len());
+        assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+        if run == 0 {
+            assert!(report.added >= 8, "{report:?}");
+            assert!(
+                p.batches > 0,
+                "new documents carry their bytes to the batch"
+            );
+        } else {
+            assert_eq!((report.added, report.updated, report.chunks), (0, 0, 0));
+            assert_eq!(p.batches, 0, "nothing to write the second time");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_changed_file_replaces_all_of_its_chunks() {
     let src = tempfile::tempdir().unwrap();
