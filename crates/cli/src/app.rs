@@ -449,7 +449,8 @@ impl App {
         let config = LocalLlmConfig::new(id, path)
             .threads(l.threads)
             .context_size(l.context_size)
-            .prefix_reuse(l.prefix_reuse);
+            .prefix_reuse(l.prefix_reuse)
+            .park_prompts(l.park_prompts);
         let llm = LocalLlm::load(config)?;
         tracing::info!(info = ?llm.info(), "local model loaded");
         Ok(Arc::new(llm))

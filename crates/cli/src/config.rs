@@ -213,6 +213,9 @@ pub struct RawLlm {
     pub context_size: u32,
     /// Local: keep the KV cache of the common prefix between calls.
     pub prefix_reuse: bool,
+    /// Local, with prefix reuse: keep a second prompt's KV cache, set aside by a call that
+    /// shared little with it, for a later call over the same prompt.
+    pub park_prompts: bool,
     /// OpenAI: base URL including `/v1`.
     pub base_url: String,
     /// OpenAI: API key (prefer `api_key_env`).
@@ -240,6 +243,7 @@ impl Default for RawLlm {
             threads: 0,
             context_size: 4096,
             prefix_reuse: true,
+            park_prompts: true,
             base_url: "https://api.openai.com/v1".into(),
             api_key: None,
             api_key_env: "OPENAI_API_KEY".into(),

@@ -12,6 +12,7 @@
 
 use crate::{Error, Result};
 use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::kv_cache::KvCacheConversionError;
 use llama_cpp_2::context::params::{LlamaContextParams, LlamaPoolingType};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -47,6 +48,10 @@ pub struct LocalLlmConfig {
     pub batch_size: u32,
     /// Keep the KV cache of the longest common prefix between consecutive calls.
     pub prefix_reuse: bool,
+    /// With prefix reuse: keep a second prompt in the KV cache, the one a call sharing
+    /// little with it set aside, so that a later call over the same prompt finds it again
+    /// (metarag's check over its sources after a closed-book question).
+    pub park_prompts: bool,
     /// Let [`LocalLlm::hidden_state`] read the model's last hidden layer (llama.cpp's
     /// embeddings output, no pooling). Off by default: only a monitor probe needs it.
     pub hidden_states: bool,
@@ -62,6 +67,7 @@ impl LocalLlmConfig {
             context_size: 4096,
             batch_size: 512,
             prefix_reuse: true,
+            park_prompts: true,
             hidden_states: false,
         }
     }
@@ -81,6 +87,12 @@ impl LocalLlmConfig {
     /// Turns prefix reuse on or off.
     pub fn prefix_reuse(mut self, on: bool) -> Self {
         self.prefix_reuse = on;
+        self
+    }
+
+    /// Turns the parked second prompt on or off (see [`LocalLlmConfig::park_prompts`]).
+    pub fn park_prompts(mut self, on: bool) -> Self {
+        self.park_prompts = on;
         self
     }
 
@@ -375,7 +387,8 @@ fn worker(
         .with_n_threads_batch(threads as i32)
         // Samples of one call decode side by side as sequences sharing the prompt's cells;
         // a unified cache lets each use the whole window instead of an equal share of it.
-        .with_n_seq_max(metarag_core::MAX_SAMPLES)
+        // Two ids more: the parked prompt and a scratch id to swap it with (`Engine::arrange`).
+        .with_n_seq_max(metarag_core::MAX_SAMPLES + 2)
         .with_kv_unified(true);
     // Hidden states per token: no pooling, so that a chat call's outputs stay per token.
     let params = if config.hidden_states {
@@ -406,9 +419,11 @@ fn worker(
         model: &model,
         ctx,
         kv: Vec::new(),
+        parked: Vec::new(),
         template,
         model_id: config.model_id.clone(),
         prefix_reuse: config.prefix_reuse,
+        park_prompts: config.prefix_reuse && config.park_prompts,
         batch_size: config.batch_size as usize,
         yes_no: None,
         hidden_states: config.hidden_states,
@@ -472,9 +487,16 @@ struct Engine<'m> {
     ctx: LlamaContext<'m>,
     /// Tokens whose keys and values are in the KV cache, at positions 0..len.
     kv: Vec<LlamaToken>,
+    /// A second prompt kept in the cache as sequence [`PARKED`] (empty when none): the
+    /// previous prompt, set aside when a call sharing little with it came, so that a later
+    /// call over the same sources finds it again (metarag writes over its sources, asks a
+    /// closed-book question, then checks the answer over the same sources).
+    parked: Vec<LlamaToken>,
     template: Option<LlamaChatTemplate>,
     model_id: String,
     prefix_reuse: bool,
+    /// Whether [`Engine::arrange`] may park a prompt.
+    park_prompts: bool,
     batch_size: usize,
     yes_no: Option<(Vec<LlamaToken>, Vec<LlamaToken>)>,
     hidden_states: bool,
@@ -485,6 +507,80 @@ impl Engine<'_> {
     fn reset(&mut self) {
         self.ctx.clear_kv_cache();
         self.kv.clear();
+        self.parked.clear();
+    }
+
+    /// Empties sequence 0 alone (a parked prompt stays).
+    fn clear_active(&mut self) {
+        if matches!(self.ctx.clear_kv_cache_seq(Some(0), None, None), Ok(true)) {
+            self.kv.clear();
+        } else {
+            self.reset();
+        }
+    }
+
+    /// Drops the parked prompt, freeing the cells only it holds.
+    fn drop_parked(&mut self) {
+        if self.parked.is_empty() {
+            return;
+        }
+        if matches!(
+            self.ctx.clear_kv_cache_seq(Some(PARKED as u32), None, None),
+            Ok(true)
+        ) {
+            self.parked.clear();
+        } else {
+            self.reset();
+        }
+    }
+
+    /// Gets the cache ready for a call over `tokens` that needs `extra` cells beyond them
+    /// (generated tokens, samples): when the parked prompt shares more of `tokens` than
+    /// sequence 0 does, the two swap; when sequence 0 would lose at least
+    /// [`PARK_MIN_TOKENS`] of what it holds, it is parked instead, in place of the parked
+    /// one. Swapping and parking only relabel cells (no evaluation, no copying of keys and
+    /// values). The parked prompt is dropped when it and the call could not both fit the
+    /// context (counted as if it shared no cells with sequence 0: an upper bound).
+    fn arrange(&mut self, tokens: &[LlamaToken], extra: usize) -> Result<()> {
+        if !self.park_prompts {
+            return Ok(());
+        }
+        let here = common_prefix(&self.kv, tokens);
+        let there = common_prefix(&self.parked, tokens);
+        let relabel = |e: KvCacheConversionError| llama_err("relabelling KV cells")(e.to_string());
+        if there > here {
+            // Sequence 0 to the scratch id, the parked prompt to 0, the scratch to parked.
+            self.ctx
+                .copy_kv_cache_seq(0, SWAP, None, None)
+                .map_err(relabel)?;
+            self.ctx
+                .clear_kv_cache_seq(Some(0), None, None)
+                .map_err(relabel)?;
+            self.ctx
+                .copy_kv_cache_seq(PARKED, 0, None, None)
+                .map_err(relabel)?;
+            self.ctx
+                .clear_kv_cache_seq(Some(PARKED as u32), None, None)
+                .map_err(relabel)?;
+            self.ctx
+                .copy_kv_cache_seq(SWAP, PARKED, None, None)
+                .map_err(relabel)?;
+            self.ctx
+                .clear_kv_cache_seq(Some(SWAP as u32), None, None)
+                .map_err(relabel)?;
+            std::mem::swap(&mut self.kv, &mut self.parked);
+        } else if self.kv.len().saturating_sub(here) >= PARK_MIN_TOKENS {
+            self.drop_parked();
+            self.ctx
+                .copy_kv_cache_seq(0, PARKED, None, None)
+                .map_err(relabel)?;
+            self.parked = self.kv.clone();
+        }
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.len() + extra + self.parked.len() > n_ctx {
+            self.drop_parked();
+        }
+        Ok(())
     }
 
     fn render(&self, messages: &[Message]) -> Result<String> {
@@ -520,10 +616,11 @@ impl Engine<'_> {
         self.model.vocab().tokenize(text.as_bytes(), true, true)
     }
 
-    /// Brings the KV cache to hold exactly `tokens`, evaluating only what is not already
-    /// there. Returns how many tokens were reused and the batch index of the last token's
-    /// logits.
-    fn prepare(&mut self, tokens: &[LlamaToken]) -> Result<(usize, i32)> {
+    /// Brings sequence 0 to hold exactly `tokens`, evaluating only what is not already
+    /// there (in sequence 0 or in the parked prompt, see [`Engine::arrange`]), with room
+    /// for `extra` cells more. Returns how many tokens were reused and the batch index of
+    /// the last token's logits.
+    fn prepare(&mut self, tokens: &[LlamaToken], extra: usize) -> Result<(usize, i32)> {
         let n_ctx = self.ctx.n_ctx() as usize;
         if tokens.is_empty() {
             return Err(Error::Request("the prompt is empty".into()));
@@ -535,12 +632,9 @@ impl Engine<'_> {
                 context: n_ctx,
             });
         }
+        self.arrange(tokens, extra)?;
         let mut reuse = if self.prefix_reuse {
-            self.kv
-                .iter()
-                .zip(tokens)
-                .take_while(|(a, b)| a == b)
-                .count()
+            common_prefix(&self.kv, tokens)
         } else {
             0
         };
@@ -548,14 +642,14 @@ impl Engine<'_> {
         // sampled token comes from.
         reuse = reuse.min(tokens.len() - 1);
         if reuse == 0 {
-            self.reset();
+            self.clear_active();
         } else if reuse < self.kv.len() {
             let removed = self
                 .ctx
                 .clear_kv_cache_seq(Some(0), Some(reuse as u32), None)
                 .map_err(|e| llama_err("trimming the KV cache")(e.to_string()))?;
             if !removed {
-                self.reset();
+                self.clear_active();
                 reuse = 0;
             } else {
                 self.kv.truncate(reuse);
@@ -703,7 +797,8 @@ impl Engine<'_> {
             })
             .collect::<Result<Vec<_>>>()?;
         let prompt_started = Instant::now();
-        let (reused, logits_index) = self.prepare(tokens)?;
+        let (reused, logits_index) =
+            self.prepare(tokens, seeds.len() * request.params.max_tokens as usize)?;
         for d in &mut seqs {
             d.logits_index = logits_index;
             if d.seq > 0 {
@@ -823,15 +918,8 @@ impl Engine<'_> {
         let prompt = self.render(messages)?;
         let tokens = self.tokenize(&prompt);
         let started = Instant::now();
-        let (reused, index) = self.prepare(&tokens)?;
-        let logits = self.ctx.get_logits_ith(index);
-        let lse = |ids: &[LlamaToken]| {
-            let vals: Vec<f32> = ids.iter().map(|t| logits[t.0 as usize]).collect();
-            let max = vals.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-            max + vals.iter().map(|v| (v - max).exp()).sum::<f32>().ln()
-        };
-        let (ly, ln) = (lse(&yes), lse(&no));
-        let p = 1.0 / (1.0 + (ln - ly).exp());
+        let (reused, index) = self.prepare(&tokens, 0)?;
+        let p = yes_share(self.ctx.get_logits_ith(index), &yes, &no);
         let ms = started.elapsed().as_secs_f64() * 1e3;
         Ok((
             p,
@@ -873,7 +961,7 @@ impl Engine<'_> {
         }
         // The prompt through the cache as for a chat call; the completion is evaluated
         // again with an output at every token, since a cached copy has no outputs.
-        self.prepare(&prompt)?;
+        self.prepare(&prompt, answer.len())?;
         let mut sum: Vec<f32> = Vec::new();
         let mut last: Vec<f32> = Vec::new();
         let mut batch = LlamaBatch::new(self.batch_size, 1);
@@ -1037,6 +1125,33 @@ fn log_softmax_at(logits: &[f32], token: LlamaToken) -> f32 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
     (f64::from(logits[token.0 as usize] - max) - sum.ln()) as f32
+}
+
+/// Sequence id of the parked prompt ([`Engine::arrange`]); sample sequences use
+/// `1..MAX_SAMPLES`.
+const PARKED: i32 = metarag_core::MAX_SAMPLES as i32;
+
+/// Scratch sequence id for swapping the parked prompt with sequence 0.
+const SWAP: i32 = PARKED + 1;
+
+/// Least cached tokens a call must be about to discard for them to be parked: a shorter
+/// prompt is cheap to evaluate again and not worth holding cells for.
+const PARK_MIN_TOKENS: usize = 64;
+
+/// The probability of "yes" against "no" in next-token `logits`: each side's spellings
+/// pooled (log-sum-exp), then the two compared.
+fn yes_share(logits: &[f32], yes: &[LlamaToken], no: &[LlamaToken]) -> f32 {
+    let lse = |ids: &[LlamaToken]| {
+        let vals: Vec<f32> = ids.iter().map(|t| logits[t.0 as usize]).collect();
+        let max = vals.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        max + vals.iter().map(|v| (v - max).exp()).sum::<f32>().ln()
+    };
+    1.0 / (1.0 + (lse(no) - lse(yes)).exp())
+}
+
+/// Tokens two prompts share from their start.
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The longest prefix of `bytes` that is valid UTF-8 (a token can end mid-character).

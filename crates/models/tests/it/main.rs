@@ -265,6 +265,50 @@ fn over_evidence(question: &str) -> ChatRequest {
 }
 
 #[tokio::test]
+async fn a_prompt_set_aside_for_an_unrelated_call_is_found_again() {
+    let llm = own_local_llm(2048);
+    // A call over the evidence, a short unrelated one, then another over the evidence:
+    // the third finds the first's prompt parked and evaluates only its own question.
+    let first = llm
+        .chat(&over_evidence("Who directed Jaws?"))
+        .await
+        .unwrap();
+    assert!(first.usage.prompt_tokens > 100, "{:?}", first.usage);
+    let aside = llm
+        .chat(&ChatRequest::user("Name a primary colour.").max_tokens(4))
+        .await
+        .unwrap();
+    assert!(aside.usage.cached_prompt_tokens < 10, "{:?}", aside.usage);
+    let third = over_evidence("Is the director of Jaws American? Answer yes or no.");
+    let (p_parked, again) = llm.yes_probability(third.messages.clone()).await.unwrap();
+    assert!(
+        again.cached_prompt_tokens + 20 >= first.usage.prompt_tokens,
+        "the evidence should be served from the parked prompt: {again:?} after {:?}",
+        first.usage
+    );
+    // The same distribution as with nothing cached (see the test below for the bound).
+    let (p_fresh, _) = own_local_llm(2048)
+        .yes_probability(third.messages)
+        .await
+        .unwrap();
+    assert!(
+        (p_parked - p_fresh).abs() < 0.03,
+        "parked {p_parked} vs fresh {p_fresh}"
+    );
+    // The two swapped: the unrelated prompt is parked now and is found again in turn.
+    let back = llm
+        .chat(&ChatRequest::user("Name a primary colour.").max_tokens(4))
+        .await
+        .unwrap();
+    assert!(
+        back.usage.cached_prompt_tokens + 1 >= back.usage.prompt_tokens,
+        "{:?}",
+        back.usage
+    );
+    assert_eq!(back.text, aside.text);
+}
+
+#[tokio::test]
 async fn prefix_reuse_skips_the_shared_prefix_and_keeps_the_distribution() {
     let path = test_gguf();
     let with = own_local_llm(1024);
