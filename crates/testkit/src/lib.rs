@@ -56,18 +56,21 @@ pub fn embedder() -> SentenceEmbedder {
 /// loaded once per test binary.
 pub fn local_llm() -> Arc<LocalLlm> {
     static LLM_CELL: OnceLock<Arc<LocalLlm>> = OnceLock::new();
-    LLM_CELL
-        .get_or_init(|| {
-            let store = ModelStore::new(models_dir(), "python3");
-            store
-                .pull(LLM, &[], false)
-                .unwrap_or_else(|e| panic!("fetching the test LLM failed: {e}"));
-            let path = store.gguf_path(LLM).expect("installed GGUF");
-            let llm = LocalLlm::load(LocalLlmConfig::new(LLM, path).context_size(2048))
-                .unwrap_or_else(|e| panic!("loading the test LLM failed: {e}"));
-            Arc::new(llm)
-        })
-        .clone()
+    LLM_CELL.get_or_init(fresh_local_llm).clone()
+}
+
+/// A copy of the test chat model of its own, for a test whose outcome must not depend on
+/// what the tests running beside it left in the shared model's KV cache: prefix reuse
+/// evaluates a different split of the prompt, and a 0.5B model's near-tie can flip on it.
+pub fn fresh_local_llm() -> Arc<LocalLlm> {
+    let store = ModelStore::new(models_dir(), "python3");
+    store
+        .pull(LLM, &[], false)
+        .unwrap_or_else(|e| panic!("fetching the test LLM failed: {e}"));
+    let path = store.gguf_path(LLM).expect("installed GGUF");
+    let llm = LocalLlm::load(LocalLlmConfig::new(LLM, path).context_size(2048))
+        .unwrap_or_else(|e| panic!("loading the test LLM failed: {e}"));
+    Arc::new(llm)
 }
 
 /// The repository's root (where `fuzz/` and `examples/` are), found like [`qa_dir`].

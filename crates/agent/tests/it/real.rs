@@ -438,7 +438,10 @@ async fn the_measure_node_decides_a_hotpotqa_height_comparison_with_the_local_mo
     let q = qa_record("hotpotqa-dev.jsonl", "5a8cea40554299441c6b9f76");
     let question = q["question"].as_str().unwrap();
     assert!(QuantityComparison::of(question).is_some());
-    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    // A model of its own: the run must not depend on what the tests beside it left in
+    // the shared model's KV cache (in one CI run a different prompt split flipped the
+    // 0.5B model's reading of a height to "0").
+    let llm: Arc<dyn DynLlm> = metarag_testkit::fresh_local_llm();
     let agent = Agent::builder(llm).config(real_config()).build().unwrap();
     let t = agent
         .ask(&Ask::new(question, "metarag").with_context(supporting_passages(&q)))

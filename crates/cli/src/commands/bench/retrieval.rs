@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Args;
 use metarag_core::Embedder;
 use metarag_ingest::IngestReport;
-use metarag_models::SentenceEmbedder;
+use metarag_models::{Precision, SentenceEmbedder};
 use metarag_retrieve::HybridRetriever;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -119,16 +119,32 @@ pub async fn corpus_index_to_search(
     }
 }
 
-/// Where the benchmarks keep the index of `corpus` built with `embedder`.
+/// Where the benchmarks keep the index of `corpus` built with `embedder`: one directory per
+/// corpus, model and precision. The precision is part of the name (f32, the default, keeps
+/// the plain name) because a document's content hash does not change with it: an int8 run
+/// over the f32 directory would find every document unchanged and search f32 vectors with
+/// int8 queries, which is not what its record says.
 pub fn corpus_index_dir(app: &App, corpus: &Path, embedder: &SentenceEmbedder) -> PathBuf {
+    index_dir_name(
+        &app.config.home,
+        corpus,
+        embedder.model_id(),
+        embedder.precision(),
+    )
+}
+
+/// [`corpus_index_dir`] from its parts.
+fn index_dir_name(home: &Path, corpus: &Path, model: &str, precision: Precision) -> PathBuf {
     let stem = corpus
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("corpus");
-    app.config
-        .home
-        .join("bench")
-        .join(format!("{stem}-{}", embedder.model_id()))
+    let precision = match precision {
+        Precision::F32 => String::new(),
+        other => format!("-{other}"),
+    };
+    home.join("bench")
+        .join(format!("{stem}-{model}{precision}"))
 }
 
 /// Measures retrieval quality and latency per mode.
@@ -281,4 +297,25 @@ fn table(md: &mut String, report: &metarag_eval::RetrievalReport) -> std::fmt::R
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_precision_has_its_own_corpus_index_and_f32_keeps_the_plain_name() {
+        let home = Path::new("/data");
+        let corpus = Path::new("../shared/data/qa/hotpotqa-corpus.jsonl");
+        let f32 = index_dir_name(home, corpus, "all-minilm-l6-v2", Precision::F32);
+        let int8 = index_dir_name(home, corpus, "all-minilm-l6-v2", Precision::Int8);
+        assert_eq!(
+            f32,
+            Path::new("/data/bench/hotpotqa-corpus-all-minilm-l6-v2")
+        );
+        assert_eq!(
+            int8,
+            Path::new("/data/bench/hotpotqa-corpus-all-minilm-l6-v2-int8")
+        );
+    }
 }
