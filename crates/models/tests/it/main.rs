@@ -309,6 +309,34 @@ async fn a_prompt_set_aside_for_an_unrelated_call_is_found_again() {
 }
 
 #[tokio::test]
+async fn a_parked_prompt_gives_way_when_a_call_needs_its_cells() {
+    // A 512-token window: the parked prompt and a long unrelated call with its longest
+    // completion cannot both fit, so the parked one is dropped first (kept, a completion
+    // run to its limit would find no free KV cell).
+    let llm = own_local_llm(512);
+    let first = llm
+        .chat(&over_evidence("Who directed Jaws?"))
+        .await
+        .unwrap();
+    let held = (first.usage.prompt_tokens + first.usage.completion_tokens) as u32;
+    let long: Vec<String> = (0..120).map(|i| format!("item{i}")).collect();
+    let request =
+        ChatRequest::user(format!("Which of these is last? {}", long.join(" "))).max_tokens(24);
+    let aside = llm.chat(&request).await.unwrap();
+    assert!(
+        aside.usage.prompt_tokens as u32 + 24 + held > 512,
+        "the test needs a call that cannot fit beside the parked prompt: {:?} after {held}",
+        aside.usage
+    );
+    // The evidence was dropped, not kept: it is evaluated again.
+    let again = llm
+        .chat(&over_evidence("Is the director of Jaws American?"))
+        .await
+        .unwrap();
+    assert!(again.usage.cached_prompt_tokens < 10, "{:?}", again.usage);
+}
+
+#[tokio::test]
 async fn prefix_reuse_skips_the_shared_prefix_and_keeps_the_distribution() {
     let path = test_gguf();
     let with = own_local_llm(1024);
