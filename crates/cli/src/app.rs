@@ -316,21 +316,27 @@ impl App {
         );
         // Files read, chunks and tokens written so far; tokens/s is the embedder's pace,
         // the figure that says how long a large corpus will take.
-        let done = std::sync::Mutex::new((0usize, 0usize, 0usize));
+        #[derive(Default)]
+        struct Tally {
+            files: usize,
+            chunks: usize,
+            tokens: usize,
+        }
+        let done = std::sync::Mutex::new(Tally::default());
         let started = std::time::Instant::now();
         let files_total = files.len();
-        let message = |d: &(usize, usize, usize)| {
-            let rate = d.2 as f64 / started.elapsed().as_secs_f64().max(1e-3);
+        let message = |d: &Tally| {
+            let rate = d.tokens as f64 / started.elapsed().as_secs_f64().max(1e-3);
             format!(
                 "{}/{files_total} files, {} chunks indexed, {rate:.0} tokens/s",
-                d.0, d.1
+                d.files, d.chunks
             )
         };
         let on_event = |e: IngestEvent<'_>| match e {
             IngestEvent::Started { bytes, .. } => bar.set_length(bytes),
             IngestEvent::File { bytes, .. } => {
                 let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
-                d.0 += 1;
+                d.files += 1;
                 bar.inc(bytes);
                 bar.set_message(message(&d));
             }
@@ -340,8 +346,8 @@ impl App {
                 bytes,
             } => {
                 let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
-                d.1 += chunks;
-                d.2 += tokens;
+                d.chunks += chunks;
+                d.tokens += tokens;
                 bar.inc(bytes);
                 bar.set_message(message(&d));
             }
@@ -349,7 +355,7 @@ impl App {
                 let d = done.lock().unwrap_or_else(|p| p.into_inner());
                 bar.set_message(format!(
                     "{} chunks indexed; embedding a large batch: {embedded}/{of}",
-                    d.1
+                    d.chunks
                 ));
             }
             IngestEvent::Failed(f) => bar.suspend(|| eprintln!("warning: {}", failure_line(f))),

@@ -342,6 +342,15 @@ struct Pending {
     bytes: u64,
 }
 
+/// A new or changed document after [`Reader::prepare`]: its chunks to embed.
+struct Ready {
+    doc: ParsedDocument,
+    chunks: Vec<metarag_core::ChunkDraft>,
+    content_hash: String,
+    /// Whether it replaces a stored version.
+    replaces: bool,
+}
+
 /// What the reading thread hands the embedding side, in input order.
 enum Prepared {
     /// A document to embed, holding `reserved` chunks of the read-ahead allowance.
@@ -485,65 +494,35 @@ impl Reader {
                         return false;
                     }
                 }
-                for mut doc in docs {
-                    doc.title = cap_title(&doc.title, MAX_TITLE_CHARS);
-                    if let Err(e) = text_within(&doc, MAX_TEXT_BYTES) {
-                        if !fail(&mut outcome, doc.source.clone(), &e) {
-                            return false;
-                        }
-                        continue;
-                    }
-                    doc.metadata.extend(self.options.metadata.clone());
-                    // Metadata is part of what is stored: other metadata over the same
-                    // bytes is a change. (Left out when empty, so indexes written before
-                    // metadata existed stay unchanged.)
-                    let meta = if doc.metadata.is_empty() {
-                        String::new()
-                    } else {
-                        format!("|{}", serde_json::Value::Object(doc.metadata.clone()))
-                    };
-                    let content_hash = blake3::hash(
-                        format!("{}|{}{meta}", doc.raw_hash, self.fingerprint).as_bytes(),
-                    )
-                    .to_hex()
-                    .to_string();
-                    let previous = self.existing.get(&doc.id);
-                    if previous == Some(&content_hash) {
-                        outcome.unchanged += 1;
-                        continue;
-                    }
-                    let chunks = match self.chunker.chunk(&doc) {
-                        Ok(c) if c.is_empty() => {
-                            let e = Error::Empty {
-                                path: doc.source.clone(),
-                            };
-                            if !fail(&mut outcome, doc.source.clone(), &e) {
-                                return false;
-                            }
-                            continue;
-                        }
-                        Ok(c) => c,
+                for doc in docs {
+                    let source = doc.source.clone();
+                    let ready = match self.prepare(doc) {
                         Err(e) => {
-                            if !fail(&mut outcome, doc.source.clone(), &e) {
+                            if !fail(&mut outcome, source, &e) {
                                 return false;
                             }
                             continue;
                         }
+                        Ok(None) => {
+                            outcome.unchanged += 1;
+                            continue;
+                        }
+                        Ok(Some(ready)) => ready,
                     };
-                    if previous.is_some() {
+                    if ready.replaces {
                         outcome.updated += 1;
                     } else {
                         outcome.added += 1;
                     }
-                    let Some(reserved) = ahead.reserve(chunks.len()) else {
+                    let Some(reserved) = ahead.reserve(ready.chunks.len()) else {
                         return false;
                     };
-                    let bytes = doc.bytes.min(size - carried);
+                    let bytes = ready.doc.bytes.min(size - carried);
                     carried += bytes;
                     let pending = Pending {
-                        doc,
-                        chunks,
-                        content_hash,
+                        doc: ready.doc,
+                        chunks: ready.chunks,
+                        content_hash: ready.content_hash,
                         bytes,
                     };
                     if tx.send(Prepared::Doc { pending, reserved }).is_err() {
@@ -558,6 +537,42 @@ impl Reader {
             bytes: size - carried,
         })
         .is_ok()
+    }
+
+    /// One parsed document made ready to embed: its title capped, its text size checked,
+    /// the ingest's metadata laid over its own, its content hash compared with the stored
+    /// one, and, when it is new or changed, chunked; `None` when it is stored unchanged.
+    fn prepare(&self, mut doc: ParsedDocument) -> Result<Option<Ready>> {
+        doc.title = cap_title(&doc.title, MAX_TITLE_CHARS);
+        text_within(&doc, MAX_TEXT_BYTES)?;
+        doc.metadata.extend(self.options.metadata.clone());
+        // Metadata is part of what is stored: other metadata over the same bytes is a
+        // change. (Left out when empty, so indexes written before metadata existed stay
+        // unchanged.)
+        let meta = if doc.metadata.is_empty() {
+            String::new()
+        } else {
+            format!("|{}", serde_json::Value::Object(doc.metadata.clone()))
+        };
+        let content_hash =
+            blake3::hash(format!("{}|{}{meta}", doc.raw_hash, self.fingerprint).as_bytes())
+                .to_hex()
+                .to_string();
+        let previous = self.existing.get(&doc.id);
+        if previous == Some(&content_hash) {
+            return Ok(None);
+        }
+        let replaces = previous.is_some();
+        let chunks = self.chunker.chunk(&doc)?;
+        if chunks.is_empty() {
+            return Err(Error::Empty { path: doc.source });
+        }
+        Ok(Some(Ready {
+            doc,
+            chunks,
+            content_hash,
+            replaces,
+        }))
     }
 
     /// Reads and parses one input.

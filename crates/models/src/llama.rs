@@ -919,7 +919,14 @@ impl Engine<'_> {
         let tokens = self.tokenize(&prompt);
         let started = Instant::now();
         let (reused, index) = self.prepare(&tokens, 0)?;
-        let p = yes_share(self.ctx.get_logits_ith(index), &yes, &no);
+        let logits = self.ctx.get_logits_ith(index);
+        let lse = |ids: &[LlamaToken]| {
+            let vals: Vec<f32> = ids.iter().map(|t| logits[t.0 as usize]).collect();
+            let max = vals.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            max + vals.iter().map(|v| (v - max).exp()).sum::<f32>().ln()
+        };
+        let (ly, ln) = (lse(&yes), lse(&no));
+        let p = 1.0 / (1.0 + (ln - ly).exp());
         let ms = started.elapsed().as_secs_f64() * 1e3;
         Ok((
             p,
@@ -1137,17 +1144,6 @@ const SWAP: i32 = PARKED + 1;
 /// Least cached tokens a call must be about to discard for them to be parked: a shorter
 /// prompt is cheap to evaluate again and not worth holding cells for.
 const PARK_MIN_TOKENS: usize = 64;
-
-/// The probability of "yes" against "no" in next-token `logits`: each side's spellings
-/// pooled (log-sum-exp), then the two compared.
-fn yes_share(logits: &[f32], yes: &[LlamaToken], no: &[LlamaToken]) -> f32 {
-    let lse = |ids: &[LlamaToken]| {
-        let vals: Vec<f32> = ids.iter().map(|t| logits[t.0 as usize]).collect();
-        let max = vals.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        max + vals.iter().map(|v| (v - max).exp()).sum::<f32>().ln()
-    };
-    1.0 / (1.0 + (lse(no) - lse(yes)).exp())
-}
 
 /// Tokens two prompts share from their start.
 fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
