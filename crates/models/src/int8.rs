@@ -17,7 +17,13 @@
 //!   of `q` (computed at load time);
 //! - **smoothing** (SmoothQuant, `bert.rs`): per input channel, the activations are divided and
 //!   the weight's rows multiplied by a factor from the channel's activation peak over the
-//!   calibration sentences, which moves outlier channels' range into the weights.
+//!   calibration sentences, which moves outlier channels' range into the weights;
+//! - **outlier channels** (LLM.int8()'s decomposition, `bert.rs` picks them): the few input
+//!   channels with the largest calibration peaks stay out of the int8 product and are added in
+//!   f32 (their weight rows kept as they are). BERT's activations have a handful of channels
+//!   far above the rest; even smoothed, they set each token's quantisation step for every other
+//!   channel. On 500 2WikiMultiHopQA passages, taking the top one out of each product raised the
+//!   lowest cosine to f32 from 0.9982 to 0.9991, the top four to 0.9993 (docs/results/performance.md).
 //!
 //! Because the integer sums are exact, the VNNI kernel and the portable reference
 //! (`QLinear::forward_reference`, in tests) give bit-identical results (tested); only the rounding
@@ -63,31 +69,63 @@ pub(crate) struct QLinear {
     /// Per input channel: what the activations are multiplied by before quantisation (the
     /// inverse of the smoothing folded into the weight).
     inv_smooth: Option<Vec<f32>>,
+    /// Input channels computed in f32 beside the int8 product (their weight rows are zero in
+    /// `packed` and their activations zero in the quantised rows).
+    outliers: Vec<usize>,
+    /// `[outliers.len()][output]`: those channels' f32 weight rows, unsmoothed.
+    outlier_w: Vec<f32>,
 }
 
 impl QLinear {
     /// Quantises a weight stored `input × output` row-major (as the f32 layer keeps it), or
     /// `None` where the shape does not fit the kernel (inputs not a multiple of 4, outputs not
-    /// a multiple of 16): such a layer stays f32.
-    pub fn new(w: &[f32], input: usize, output: usize, smooth: Option<Vec<f32>>) -> Option<Self> {
+    /// a multiple of 16): such a layer stays f32. The `outliers` input channels are left out
+    /// of the int8 product and added in f32.
+    pub fn new(
+        w: &[f32],
+        input: usize,
+        output: usize,
+        smooth: Option<Vec<f32>>,
+        outliers: &[usize],
+    ) -> Option<Self> {
         assert_eq!(w.len(), input * output);
         if input == 0 || !input.is_multiple_of(4) || !output.is_multiple_of(16) {
             return None;
         }
+        let mut outliers = outliers.to_vec();
+        outliers.sort_unstable();
+        outliers.dedup();
+        assert!(
+            outliers.iter().all(|&c| c < input),
+            "outlier channel out of range"
+        );
+        let outlier_w: Vec<f32> = outliers
+            .iter()
+            .flat_map(|&c| w[c * output..(c + 1) * output].iter().copied())
+            .collect();
+        // Per input channel: the factor on the weight's row (0 for an outlier, whose row
+        // leaves the int8 weight) and on the activation (0 for an outlier, so that it leaves
+        // the row's range too; the zero point then cancels exactly).
+        let mut on_w = smooth.unwrap_or_else(|| vec![1.0; input]);
+        assert_eq!(on_w.len(), input);
+        let mut on_x: Vec<f32> = on_w.iter().map(|v| 1.0 / v).collect();
+        for &c in &outliers {
+            on_w[c] = 0.0;
+            on_x[c] = 0.0;
+        }
+        let identity = outliers.is_empty() && on_w.iter().all(|&v| v == 1.0);
         let smoothed;
-        let w = match &smooth {
-            Some(sm) => {
-                assert_eq!(sm.len(), input);
-                smoothed = w
-                    .chunks_exact(output)
-                    .zip(sm)
-                    .flat_map(|(row, s)| row.iter().map(move |v| v * s))
-                    .collect::<Vec<f32>>();
-                &smoothed[..]
-            }
-            None => w,
+        let w = if identity {
+            w
+        } else {
+            smoothed = w
+                .chunks_exact(output)
+                .zip(&on_w)
+                .flat_map(|(row, s)| row.iter().map(move |v| v * s))
+                .collect::<Vec<f32>>();
+            &smoothed[..]
         };
-        let inv_smooth = smooth.map(|s| s.iter().map(|v| 1.0 / v).collect());
+        let inv_smooth = (!identity).then_some(on_x);
         let mut scale = vec![0f32; output];
         for row in w.chunks_exact(output) {
             for (s, v) in scale.iter_mut().zip(row) {
@@ -125,6 +163,8 @@ impl QLinear {
             input,
             output,
             inv_smooth,
+            outliers,
+            outlier_w,
         })
     }
 
@@ -151,7 +191,27 @@ impl QLinear {
                 } else {
                     self.chunk_reference(&q, y);
                 }
+                self.add_outliers(x, y);
             });
+    }
+
+    /// `y += x[:, outliers] · W[outliers, :]` in f32.
+    fn add_outliers(&self, x: &[f32], y: &mut [f32]) {
+        if self.outliers.is_empty() {
+            return;
+        }
+        for (x, y) in x
+            .chunks_exact(self.input)
+            .zip(y.chunks_exact_mut(self.output))
+        {
+            for (&c, w) in self
+                .outliers
+                .iter()
+                .zip(self.outlier_w.chunks_exact(self.output))
+            {
+                axpy(x[c], w, y);
+            }
+        }
     }
 
     /// The same product with plain integer loops: the kernel's reference in tests.
@@ -161,6 +221,7 @@ impl QLinear {
         assert_eq!(y.len(), rows * self.output);
         let q = Quantised::of(x, rows, self.input, self.inv_smooth.as_deref());
         self.chunk_reference(&q, y);
+        self.add_outliers(x, y);
     }
 
     fn chunk_reference(&self, q: &Quantised, y: &mut [f32]) {
@@ -334,6 +395,15 @@ impl Quantised {
 }
 
 crate::wide::wide! {
+    /// `y += a · x`.
+    fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+        for (y, x) in y.iter_mut().zip(x) {
+            *y += a * x;
+        }
+    }
+}
+
+crate::wide::wide! {
     /// One row of [`Quantised::of`]: its scale and zero point (0, 0 for a row of zeros, or one
     /// that is not finite: it stays zero rather than spreading NaN).
     fn quantise_row(row: &[f32], inv_smooth: &[f32], out: &mut [u8]) -> (f32, i32) {
@@ -411,13 +481,23 @@ mod tests {
         }
         // 13 rows: two full tiles and a tail of one; 80 columns: a 64-wide block and one group.
         for (rows, input, output) in [(13, 36, 80), (1, 4, 16), (100, 384, 1152), (7, 8, 48)] {
-            let w = QLinear::new(&matrix(input, output, 1), input, output, None).unwrap();
-            let x = matrix(rows, input, 2);
-            let base = matrix(rows, output, 3);
-            let (mut fast, mut slow) = (base.clone(), base.clone());
-            w.forward(&x, rows, &mut fast);
-            w.forward_reference(&x, rows, &mut slow);
-            assert_eq!(fast, slow, "{rows}x{input}x{output}");
+            for outliers in [&[][..], &[0, input - 1][..]] {
+                let smooth = (0..input).map(|c| 0.5 + (c % 5) as f32 * 0.25).collect();
+                let w = QLinear::new(
+                    &matrix(input, output, 1),
+                    input,
+                    output,
+                    Some(smooth),
+                    outliers,
+                )
+                .unwrap();
+                let x = matrix(rows, input, 2);
+                let base = matrix(rows, output, 3);
+                let (mut fast, mut slow) = (base.clone(), base.clone());
+                w.forward(&x, rows, &mut fast);
+                w.forward_reference(&x, rows, &mut slow);
+                assert_eq!(fast, slow, "{rows}x{input}x{output}, outliers {outliers:?}");
+            }
         }
     }
 
@@ -428,7 +508,7 @@ mod tests {
         let x = matrix(rows, input, 5);
         let exact = naive(&x, &w, rows, input, output);
         let mut y = vec![0f32; rows * output];
-        QLinear::new(&w, input, output, None)
+        QLinear::new(&w, input, output, None, &[])
             .unwrap()
             .forward(&x, rows, &mut y);
         let norm = exact.iter().map(|v| v * v).sum::<f32>().sqrt();
@@ -441,11 +521,53 @@ mod tests {
         assert!(err / norm < 0.02, "relative error {}", err / norm);
     }
 
+    /// Relative error of `QLinear` with `outliers` against the exact product.
+    fn relative_error(
+        x: &[f32],
+        w: &[f32],
+        shape: (usize, usize, usize),
+        outliers: &[usize],
+    ) -> f32 {
+        let (rows, input, output) = shape;
+        let exact = naive(x, w, rows, input, output);
+        let mut y = vec![0f32; rows * output];
+        QLinear::new(w, input, output, None, outliers)
+            .unwrap()
+            .forward(x, rows, &mut y);
+        let norm = exact.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let err = exact
+            .iter()
+            .zip(&y)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f32>();
+        err.sqrt() / norm
+    }
+
+    #[test]
+    fn a_channel_far_above_the_rest_is_taken_out_of_the_int8_product() {
+        // One input channel 200x the others, as BERT's residual stream has: quantised with the
+        // row, it leaves the other channels a handful of levels; added in f32, the rest of the
+        // row gets all 256.
+        let (rows, input, output) = (16, 64, 32);
+        let w = matrix(input, output, 7);
+        let mut x = matrix(rows, input, 8);
+        for row in x.chunks_exact_mut(input) {
+            row[9] *= 200.0;
+        }
+        let with = relative_error(&x, &w, (rows, input, output), &[9]);
+        let without = relative_error(&x, &w, (rows, input, output), &[]);
+        assert!(with < without / 10.0, "with {with}, without {without}");
+        // The channel alone is exact: a row that is zero elsewhere gives its f32 product.
+        let mut x = vec![0f32; rows * input];
+        x[9] = 1234.5;
+        assert_eq!(relative_error(&x, &w, (rows, input, output), &[9]), 0.0);
+    }
+
     #[test]
     fn shapes_the_kernel_cannot_take_stay_f32_and_zero_rows_add_nothing() {
-        assert!(QLinear::new(&[0.0; 30], 3, 10, None).is_none());
-        assert!(QLinear::new(&[0.0; 40], 4, 10, None).is_none());
-        let w = QLinear::new(&matrix(8, 16, 6), 8, 16, None).unwrap();
+        assert!(QLinear::new(&[0.0; 30], 3, 10, None, &[]).is_none());
+        assert!(QLinear::new(&[0.0; 40], 4, 10, None, &[]).is_none());
+        let w = QLinear::new(&matrix(8, 16, 6), 8, 16, None, &[]).unwrap();
         let mut y = vec![1.5f32; 2 * 16];
         w.forward(&[0.0; 16], 2, &mut y);
         assert!(y.iter().all(|&v| v == 1.5));

@@ -187,8 +187,10 @@ fn int8_vectors_stay_within_the_issues_cosine_of_the_f32_ones() {
     let mean = cos.iter().sum::<f32>() / cos.len() as f32;
     let worst = cos.iter().copied().fold(1f32, f32::min);
     eprintln!("int8 against f32 on 200 passages: mean cosine {mean:.6}, lowest {worst:.6}");
-    assert!(mean >= 0.999, "mean cosine {mean}");
-    assert!(worst >= 0.997, "lowest cosine {worst}");
+    // The issue's bar for every passage, not only on average (before the outlier channels
+    // the lowest here was 0.9982).
+    assert!(mean >= 0.9995, "mean cosine {mean}");
+    assert!(worst >= 0.999, "lowest cosine {worst}");
     // The quantised encoder is the same model: a query still finds its own passage first.
     let q = int8
         .embed_blocking(&[texts[17].split('\n').next().unwrap().to_string()])
