@@ -141,22 +141,29 @@ pub const DECOMPOSE_INSTRUCTION: &str = "To answer the question, what is the nex
      and leave sub_question empty.\nReply in JSON: {\"sub_question\": \"...\", \"final_answer\": \"...\"}";
 
 /// The generator's prompt: the question's sources (the same prefix on every step, so a
-/// local model reuses its cache), then the memory.
+/// local model reuses its cache), then the memory. Without sources (`mcts` below its root)
+/// the prompt is the memory alone, with no empty "Sources:" heading.
 pub fn decompose_prompt(
     question: &str,
     sources: &[crate::Source],
     memory: &ReasoningMemory,
     min_confidence: f64,
 ) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Question: {question}\n\nFacts found so far:\n{}\n{DECOMPOSE_INSTRUCTION}",
-            memory.render(min_confidence)
-        ),
-    ))
-    .json_schema::<DecomposeReply>()
-    .max_tokens(64)
+    let task = format!(
+        "Question: {question}\n\nFacts found so far:\n{}\n{DECOMPOSE_INSTRUCTION}",
+        memory.render(min_confidence)
+    );
+    let messages = if sources.is_empty() {
+        vec![
+            metarag_core::Message::system(crate::prompts::SYSTEM),
+            metarag_core::Message::user(task),
+        ]
+    } else {
+        over_sources(sources, task)
+    };
+    ChatRequest::new(messages)
+        .json_schema::<DecomposeReply>()
+        .max_tokens(64)
 }
 
 /// The extractor's prompt: one sub-question over the passages found for it.

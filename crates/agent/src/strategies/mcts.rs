@@ -7,9 +7,9 @@
 //!
 //! Node kinds, after the seed: the user question (the root), a sub-question with its
 //! extracted answer (`sub_qa`), and a final answer (`final_answer`, a leaf). Expanding a
-//! node asks the generator (the `cot` prompt: the question's sources and the node's
-//! memory) for `branching` samples at `temperature` in one call, each a next sub-question
-//! or a final answer: the branches are the model's own alternatives. A `sub_qa` child is
+//! node asks the generator (the `cot` prompt: the node's memory, and at the root the
+//! question's sources) for `branching` samples at `temperature` in one call, each a next
+//! sub-question or a final answer: the branches are the model's own alternatives. A `sub_qa` child is
 //! evaluated when first visited: its sub-question is searched and the extractor answers
 //! it (`cot::extract_fact`). Rewards come from what the code can check, not from the model
 //! grading itself: a fact's reward is its confidence (its words in the passages it cites,
@@ -52,6 +52,12 @@ pub struct MctsConfig {
     /// Seed of the generator's samples (the search is deterministic for a seed with the
     /// call cache on).
     pub seed: u64,
+    /// Show the question's sources to every expansion, not only the root's. Off: below the
+    /// root the generator reads the path's facts (each with its sources' titles), which is
+    /// the state the seed's planner reasons over, and a call costs ~300 prompt tokens
+    /// instead of the sources' ~1,300 (what keeps a search at its defaults within 3x
+    /// metarag's tokens).
+    pub sources_in_every_expansion: bool,
 }
 
 impl Default for MctsConfig {
@@ -65,6 +71,7 @@ impl Default for MctsConfig {
             k_per_step: 3,
             min_confidence: 0.5,
             seed: 0,
+            sources_in_every_expansion: false,
         }
     }
 }
@@ -516,7 +523,14 @@ async fn expand(s: &mut S, leaf: usize) -> Result<Option<usize>, NodeError> {
 fn expansion(s: &S, leaf: usize) -> (metarag_core::ChatRequest, u64) {
     let cfg = &s.ext.config;
     let memory = &s.ext.tree[leaf].memory;
-    let request = decompose_prompt(&s.question, &s.sources, memory, cfg.min_confidence);
+    // The root proposes from the question's sources; below it the path's facts are the
+    // state (`sources_in_every_expansion`).
+    let sources = if leaf == 0 || cfg.sources_in_every_expansion {
+        &s.sources[..]
+    } else {
+        &[]
+    };
+    let request = decompose_prompt(&s.question, sources, memory, cfg.min_confidence);
     // The seed differs per node so siblings' expansions are not copies of each other, and
     // per visit so a node whose samples proposed nothing new gets other samples next time.
     let visits = u64::from(s.ext.tree[leaf].visits);

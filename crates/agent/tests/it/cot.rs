@@ -326,6 +326,55 @@ async fn mcts_expands_evaluates_and_writes_from_the_best_path() {
     let write = crate::last_prompt(&llm, WRITE);
     assert!(write.contains("- Who directed Jaws? Jaws was directed by Steven Spielberg."));
     assert!(write.contains("Proposed answer: American"), "{write}");
+    // The root proposed from the sources; the sub-question's node from its facts alone
+    // (two prompts each: the scripted model draws one sample a call).
+    let expansions = decompose_prompts(&llm);
+    assert_eq!(expansions.len(), 4);
+    assert!(
+        expansions[..2]
+            .iter()
+            .all(|p| p.contains("Sources:\n[1] Jaws (film)"))
+    );
+    assert!(!expansions[2].contains("Sources:"), "{}", expansions[2]);
+    assert!(expansions[2].contains("Jaws was directed by Steven Spielberg. (from: Jaws (film))"));
+}
+
+/// Every generator prompt of a run, in order.
+fn decompose_prompts(llm: &ScriptedLlm) -> Vec<String> {
+    llm.calls()
+        .iter()
+        .map(|r| crate::render(&r.messages))
+        .filter(|p| p.contains(DECOMPOSE))
+        .collect()
+}
+
+/// `sources_in_every_expansion` shows the question's sources below the root too, as the
+/// prompt shared with `cot` does.
+#[tokio::test]
+async fn mcts_can_show_the_sources_to_every_expansion() {
+    let sections = metarag_agent::StrategySections::from([(
+        "mcts".to_string(),
+        serde_json::json!({"rollouts": 3, "branching": 2, "sources_in_every_expansion": true}),
+    )]);
+    let llm = mcts_llm(&[
+        r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+        r#"{"sub_question": "", "final_answer": "United States"}"#,
+        r#"{"sub_question": "", "final_answer": "American"}"#,
+        r#"{"sub_question": "Where is Steven Spielberg from?", "final_answer": ""}"#,
+    ]);
+    let agent = with_sections(llm.clone(), &sections);
+    agent
+        .ask(&Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG])))
+        .await
+        .unwrap();
+    let expansions = decompose_prompts(&llm);
+    assert_eq!(expansions.len(), 4);
+    assert!(
+        expansions
+            .iter()
+            .all(|p| p.contains("Sources:\n[1] Jaws (film)"))
+    );
+    assert!(expansions[2].contains("Jaws was directed by Steven Spielberg. (from: Jaws (film))"));
 }
 
 /// Six rollouts asked for under a budget of six calls: the first rollout (two samples
