@@ -25,3 +25,14 @@ for path in sorted(glob.glob(sys.argv[1] + "/*-park-*.jsonl")):
         f"{path.rsplit('/', 1)[-1]}: n {n}, prompt/q {prompt / n:.0f}, evaluated/q {evaluated / n:.0f}, "
         f"reuse {100 * (1 - evaluated / prompt):.0f}%, llm s/q {seconds / n:.1f}, F1 {100 * f1 / n:.1f}"
     )
+
+# Per strategy and data set: how many of the questions got the same prediction both ways.
+for on in sorted(glob.glob(sys.argv[1] + "/*-park-true.jsonl")):
+    off = on.replace("-park-true", "-park-false")
+    try:
+        a = {r["id"]: r["prediction"] for r in (json.loads(l) for l in open(on)) if "id" in r}
+        b = {r["id"]: r["prediction"] for r in (json.loads(l) for l in open(off)) if "id" in r}
+    except FileNotFoundError:
+        continue
+    same = sum(a[i] == b[i] for i in a if i in b)
+    print(f"{on.rsplit('/', 1)[-1].replace('-park-true.jsonl', '')}: same prediction {same} of {len(a)}")
