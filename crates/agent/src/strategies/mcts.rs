@@ -54,7 +54,7 @@ pub struct MctsConfig {
     pub seed: u64,
     /// Show the question's sources to every expansion, not only the root's. Off: below the
     /// root the generator reads the path's facts (each with its sources' titles), which is
-    /// the state the seed's planner reasons over, and a call costs ~300 prompt tokens
+    /// the state the seed's planner reasons over, and a call costs ~200-250 prompt tokens
     /// instead of the sources' ~1,300 (what keeps a search at its defaults within 3x
     /// metarag's tokens).
     pub sources_in_every_expansion: bool,
