@@ -504,21 +504,9 @@ mod tests {
     #[test]
     fn the_product_is_close_to_the_f32_product() {
         let (rows, input, output) = (20, 384, 64);
-        let w = matrix(input, output, 4);
-        let x = matrix(rows, input, 5);
-        let exact = naive(&x, &w, rows, input, output);
-        let mut y = vec![0f32; rows * output];
-        QLinear::new(&w, input, output, None, &[])
-            .unwrap()
-            .forward(&x, rows, &mut y);
-        let norm = exact.iter().map(|v| v * v).sum::<f32>().sqrt();
-        let err = exact
-            .iter()
-            .zip(&y)
-            .map(|(a, b)| (a - b) * (a - b))
-            .sum::<f32>()
-            .sqrt();
-        assert!(err / norm < 0.02, "relative error {}", err / norm);
+        let (w, x) = (matrix(input, output, 4), matrix(rows, input, 5));
+        let err = relative_error(&x, &w, (rows, input, output), &[]);
+        assert!(err < 0.02, "relative error {err}");
     }
 
     /// Relative error of `QLinear` with `outliers` against the exact product.

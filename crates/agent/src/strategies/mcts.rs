@@ -9,9 +9,9 @@
 //! extracted answer (`sub_qa`), and a final answer (`final_answer`, a leaf). Expanding a
 //! node asks the generator (the `cot` prompt: the node's memory, and at the root the
 //! question's sources) for `branching` samples at `temperature` in one call, each a next
-//! sub-question or a final answer: the branches are the model's own alternatives. A `sub_qa` child is
-//! evaluated when first visited: its sub-question is searched and the extractor answers
-//! it (`cot::extract_fact`). Rewards come from what the code can check, not from the model
+//! sub-question or a final answer: the branches are the model's own alternatives. A
+//! `sub_qa` child is evaluated when first visited: its sub-question is searched and the
+//! extractor answers it (`cot::extract_fact`). Rewards come from what the code can check, not from the model
 //! grading itself: a fact's reward is its confidence (its words in the passages it cites,
 //! times its token probability); a final answer's is how far the trusted facts on its
 //! path and the question's sources state its words, times the mean confidence of the
