@@ -58,6 +58,14 @@ pub struct MctsConfig {
     /// instead of the sources' ~1,300 (what keeps a search at its defaults within 3x
     /// metarag's tokens).
     pub sources_in_every_expansion: bool,
+    /// The confidence of a path without facts, which a final answer's grounding is
+    /// multiplied by: how far an answer proposed without any looked-up fact is trusted.
+    /// 1.0 (the default, the reward as first built) lets such a proposal outrank an answer
+    /// backed by a fact whenever the sources state its words, and on an "A or B" question
+    /// the sources state both options (docs/results/strategies.md, the budget runs); below
+    /// a trusted fact's confidence, the search prefers answers it has checked. A value
+    /// other than 1.0 is to be chosen on the tuning half.
+    pub unverified_confidence: f64,
 }
 
 impl Default for MctsConfig {
@@ -72,6 +80,7 @@ impl Default for MctsConfig {
             min_confidence: 0.5,
             seed: 0,
             sources_in_every_expansion: false,
+            unverified_confidence: 1.0,
         }
     }
 }
@@ -155,6 +164,12 @@ impl Strategy for Mcts {
             return Err(format!(
                 "min_confidence {} is not in [0, 1]",
                 config.min_confidence
+            ));
+        }
+        if !(0.0..=1.0).contains(&config.unverified_confidence) {
+            return Err(format!(
+                "unverified_confidence {} is not in [0, 1]",
+                config.unverified_confidence
             ));
         }
         Ok(Mcts(config))
@@ -278,16 +293,17 @@ fn backup(tree: &mut [TreeNode], from: usize, reward: f64) {
 }
 
 /// A final answer's reward: how far the trusted facts on its path and the question's
-/// sources state its words, times the mean confidence of the path's facts (1 without
-/// facts).
+/// sources state its words, times the mean confidence of the path's facts
+/// (`unverified` without facts).
 fn answer_reward(
     answer: &str,
     memory: &ReasoningMemory,
     sources: &[crate::Source],
     min: f64,
+    unverified: f64,
 ) -> f64 {
     let path = if memory.facts.is_empty() {
-        1.0
+        unverified
     } else {
         memory.facts.iter().map(|f| f.confidence).sum::<f64>() / memory.facts.len() as f64
     };
@@ -577,7 +593,13 @@ fn add_children(s: &mut S, leaf: usize, replies: Vec<String>) -> Option<usize> {
                 answer: content.clone(),
                 confidence: 0.0,
             });
-            let r = answer_reward(&content, &memory, &s.sources, cfg.min_confidence);
+            let r = answer_reward(
+                &content,
+                &memory,
+                &s.sources,
+                cfg.min_confidence,
+                cfg.unverified_confidence,
+            );
             if let Some(c) = child_memory.candidates.last_mut() {
                 c.confidence = r;
             }

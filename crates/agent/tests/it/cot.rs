@@ -339,6 +339,44 @@ async fn mcts_expands_evaluates_and_writes_from_the_best_path() {
     assert!(expansions[2].contains("Jaws was directed by Steven Spielberg. (from: Jaws (film))"));
 }
 
+/// `unverified_confidence` below a fact's confidence: the root's own proposal (stated by
+/// the sources, so grounding 1.0) no longer outranks the branch that looked a fact up, the
+/// search expands that branch and chooses the answer found under the fact. At the default
+/// (1.0) the same script keeps re-visiting the root's proposal and chooses it.
+#[tokio::test]
+async fn mcts_prefers_an_answer_under_a_fact_when_unverified_ones_count_less() {
+    let run = |unverified: f64| async move {
+        let sections = metarag_agent::StrategySections::from([(
+            "mcts".to_string(),
+            serde_json::json!({"rollouts": 3, "branching": 2, "unverified_confidence": unverified}),
+        )]);
+        let llm = mcts_llm(&[
+            r#"{"sub_question": "Who directed Jaws?", "final_answer": ""}"#,
+            r#"{"sub_question": "", "final_answer": "American"}"#,
+            r#"{"sub_question": "", "final_answer": "American"}"#,
+            r#"{"sub_question": "Where is Steven Spielberg from?", "final_answer": ""}"#,
+        ]);
+        let agent = with_sections(llm, &sections);
+        let t = agent
+            .ask(&Ask::new(Q, "mcts").with_context(context(&[JAWS, SPIELBERG])))
+            .await
+            .unwrap();
+        let tree: Vec<metarag_agent::strategies::TreeNode> =
+            serde_json::from_value(t.records["tree"].clone()).unwrap();
+        (t, tree)
+    };
+    let (t, tree) = run(1.0).await;
+    assert_eq!(tree[2].reward, Some(1.0));
+    assert_eq!(tree.len(), 3, "the sub-question branch is never expanded");
+    assert_eq!(t.metrics["chosen_depth"], 0.0);
+    let (t, tree) = run(0.5).await;
+    assert_eq!(tree[2].reward, Some(0.5));
+    assert_eq!(tree.len(), 5);
+    assert!(tree[3].reward.unwrap() > 0.9 && tree[3].parent == Some(1));
+    assert_eq!(t.metrics["chosen_depth"], 1.0);
+    assert!(t.metrics["chosen_reward"] > 0.9);
+}
+
 /// Every generator prompt of a run, in order.
 fn decompose_prompts(llm: &ScriptedLlm) -> Vec<String> {
     llm.calls()
