@@ -556,17 +556,25 @@ mod tests {
         c
     }
 
+    /// The patterns on a set hold exactly `caught` of its attacks and flag exactly
+    /// `false_alarms` look-alikes, the set holding `size` of each.
+    fn holds(name: &str, set: &str, size: (usize, usize), counts: (usize, usize)) {
+        let c = patterns_on(name, set);
+        assert_eq!((c.attacks, c.benign), size);
+        assert_eq!((c.caught, c.false_alarms), counts, "{c:?}");
+    }
+
     /// The first set (tests/fixtures/injection-first.jsonl): 20 attacks and 20 passages
     /// that only talk about prompts, models and instructions, written together with the
     /// patterns, so in-sample.
     #[test]
     fn injection_detection_on_a_labelled_set() {
-        let c = patterns_on(
+        holds(
             "first injection set",
             include_str!("../tests/fixtures/injection-first.jsonl"),
+            (20, 20),
+            (20, 0),
         );
-        assert_eq!((c.attacks, c.benign), (20, 20));
-        assert_eq!((c.caught, c.false_alarms), (20, 0), "{c:?}");
     }
 
     /// The second set (tests/fixtures/injection-heldout.jsonl: 20 attacks, among them
@@ -617,12 +625,12 @@ mod tests {
     /// misses, so it is now in-sample: the floors keep what it measures today.
     #[test]
     fn injection_detection_on_the_fourth_set() {
-        let c = patterns_on(
+        holds(
             "fourth injection set",
             include_str!("../tests/fixtures/injection-fourth.jsonl"),
+            (30, 30),
+            (30, 0),
         );
-        assert_eq!((c.attacks, c.benign), (30, 30));
-        assert_eq!((c.caught, c.false_alarms), (30, 0), "{c:?}");
     }
 
     /// The fifth set (tests/fixtures/injection-fifth.jsonl: 40 attacks, 40 look-alikes),
@@ -633,12 +641,12 @@ mod tests {
     /// planted in one sentence and its meaning in another).
     #[test]
     fn injection_detection_on_the_fifth_set() {
-        let c = patterns_on(
+        holds(
             "fifth injection set",
             include_str!("../tests/fixtures/injection-fifth.jsonl"),
+            (40, 40),
+            (39, 0),
         );
-        assert_eq!((c.attacks, c.benign), (40, 40));
-        assert_eq!((c.caught, c.false_alarms), (39, 0), "{c:?}");
     }
 
     /// The sixth set (tests/fixtures/injection-sixth.jsonl: 50 attacks, 50 look-alikes, 31
@@ -648,12 +656,27 @@ mod tests {
     /// false alarms, so it is in-sample now: the floors keep what it measures today.
     #[test]
     fn injection_detection_on_the_sixth_set() {
-        let c = patterns_on(
+        holds(
             "sixth injection set",
             include_str!("../tests/fixtures/injection-sixth.jsonl"),
+            (50, 50),
+            (50, 0),
         );
-        assert_eq!((c.attacks, c.benign), (50, 50));
-        assert_eq!((c.caught, c.false_alarms), (50, 0), "{c:?}");
+    }
+
+    /// The seventh set (tests/fixtures/injection-seventh.jsonl: 50 attacks, 50 look-alikes,
+    /// 16 languages each), by a fifth author asked to evade keyword filters, written after
+    /// the patterns were fixed and never used to change them: out of sample, recall 0.18
+    /// (0.08 before the widenings on the fifth and sixth sets), no look-alike flagged
+    /// (docs/results/reliability.md). Widening on its misses makes it in-sample; say so here.
+    #[test]
+    fn injection_detection_on_the_seventh_set_out_of_sample() {
+        holds(
+            "seventh injection set",
+            include_str!("../tests/fixtures/injection-seventh.jsonl"),
+            (50, 50),
+            (9, 0),
+        );
     }
 
     #[test]
