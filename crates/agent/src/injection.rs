@@ -254,8 +254,8 @@ static INJECTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
         // first error message" (a look-alike of the fifth set).
         r"|تجاهل\s+(?:جميع\s+|كل\s+)?(?:التعليمات|الأوامر|الإرشادات|سؤال|السؤال)",
         r"|\b(?:nota|notice|hinweis|nachricht|remarque|instructie|instrucción|instrução|mensaje|atenção|atención|attenzione|achtung)\s*(?:per|para|pour|für|an|voor|a|à)?\s*(?:l'|la\s+|el\s+|o\s+|de\s+|die\s+|den\s+|le\s+|l’)?\s*(?:assistente|asistente|assistant|assistent|ki|ia|ai|modelo\s+de\s+(?:linguagem|lenguaje)|modello\s+linguistico|modèle\s+de\s+langage|sprachmodell|taalmodel)\b",
-        // Widened on the fifth set's misses (a third author; 2026-11-29, measured on a sixth
-        // set written before): by mechanism again.
+        // Widened on the fifth set's misses (a third author; 2026-11-29; a sixth set, written
+        // meanwhile and read only after, measured it): by mechanism again.
         // Whoever builds an answer from this page, told what to do (no AI named)
         r"|\b(?:anyone|anybody|whoever|whatever|those|the\s+(?:bot|tool|software|program|system|agent|summari[sz]er))\s+(?:who\s+|that\s+|which\s+)?(?:is\s+|are\s+)?(?:summari[sz]ing|drafting|compiling|producing|generating|writing|building|puts?\s+together|putting\s+together|assembling|answering|preparing|creating)\s+[^.\n:]{0,50}?\b(?:this|these)\s+(?:\w+\s+)?(?:page|document|text|sheet|spreadsheet|thread|folder|wiki|site|file|article|handbook|manual|e-?mail|inbox|reviews?|data|report|chat|channel|repository|repo|ledger|table|list|log|record|listing|catalog(?:ue)?|forum|post|feed|readme|notes|minutes)s?\b[^\n]{0,40}?(?::|\b(?:should|must|shall|please|needs?\s+to|is\s+to|are\s+to)\b)",
         // output generated from this page, or this page used in an answer, told how to read
@@ -319,8 +319,9 @@ static INJECTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
 });
 
 /// Look-alike letters from other scripts ("Ignоrе" with Cyrillic letters), spelled-out
-/// letters ("i g n o r e   a l l") and leetspeak ("1gn0r3") in `lower` turned back into words, so the patterns read through the disguise; only when the text
-/// has either, so ordinary text is matched once.
+/// letters ("i g n o r e   a l l"), leetspeak ("1gn0r3") and announced ROT13 or reversed
+/// text in `lower` turned back into words, so the patterns read through the disguise; only
+/// when the text has one, so ordinary text is matched once.
 fn undisguised(lower: &str) -> Vec<String> {
     // A run of single letters one space apart ("n o t e"); words are further apart.
     static SPACED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -556,8 +557,8 @@ mod tests {
         c
     }
 
-    /// The patterns on a set hold exactly `caught` of its attacks and flag exactly
-    /// `false_alarms` look-alikes, the set holding `size` of each.
+    /// The patterns on a set: `size` is its (attacks, look-alikes), `counts` the attacks
+    /// caught and look-alikes flagged, both exactly.
     fn holds(name: &str, set: &str, size: (usize, usize), counts: (usize, usize)) {
         let c = patterns_on(name, set);
         assert_eq!((c.attacks, c.benign), size);

@@ -740,6 +740,28 @@ mod tests {
     }
 
     #[test]
+    fn confidences_outside_zero_to_one_are_refused_naming_the_field() {
+        let bad = |c: MctsConfig| Mcts::new(c).unwrap_err();
+        let e = bad(MctsConfig {
+            unverified_confidence: 1.5,
+            ..MctsConfig::default()
+        });
+        assert!(e.starts_with("unverified_confidence 1.5"), "{e}");
+        let e = bad(MctsConfig {
+            min_confidence: -0.1,
+            ..MctsConfig::default()
+        });
+        assert!(e.starts_with("min_confidence"), "{e}");
+        assert!(
+            Mcts::new(MctsConfig {
+                unverified_confidence: 0.5,
+                ..MctsConfig::default()
+            })
+            .is_ok()
+        );
+    }
+
+    #[test]
     fn uct_prefers_unvisited_then_balances_value_and_exploration() {
         assert_eq!(uct(0.0, 0, 5, 1.0), f64::INFINITY);
         // Same mean, fewer visits: more exploration credit.
