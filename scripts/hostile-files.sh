@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 dir="${1:-$(mktemp -d)}"
 mkdir -p "$dir/files"
 python3 - "$dir/files" <<'PY'
-import io, sys, zipfile
+import io, sys, zipfile, zlib
 d = sys.argv[1]
 n = 300_000
 open(f"{d}/deep.html", "w").write("<html><body>" + "<div>" * n + "deep text" + "</div>" * n + "</body></html>")
@@ -18,6 +18,20 @@ with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             f.write(b"a" * (1 << 20))
 open(f"{d}/bomb.docx", "wb").write(buf.getvalue())
 open(f"{d}/binary.txt", "wb").write(bytes(range(256)) * 10)
+# A PDF whose one page inflates to 2 GiB of spaces: 2 MB on disk.
+z = zlib.compressobj(9)
+packed = b"".join(z.compress(b" " * (1 << 20)) for _ in range(2048)) + z.compress(b"BT (bomb) Tj ET") + z.flush()
+objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream"]
+pdf, offsets = b"%PDF-1.4\n", []
+for i, o in enumerate(objs):
+    offsets.append(len(pdf))
+    pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
+xref = len(pdf)
+pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+open(f"{d}/bomb.pdf", "wb").write(pdf)
 open(f"{d}/truncated.pdf", "wb").write(b"%PDF-1.4\n1 0 obj << /Type /Catalog")
 open(f"{d}/empty.txt", "wb").write(b"")
 open(f"{d}/latin1.txt", "wb").write("Café au lait, naïve façade: the Müller résumé costs 5 €.\n".encode("cp1252"))

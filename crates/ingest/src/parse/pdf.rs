@@ -1,9 +1,42 @@
 //! PDF: text per page with lopdf, pdf-extract as the fallback for files lopdf reads badly.
+//!
+//! A PDF's streams are compressed, and a 2 MB file whose page inflates to 2 GB once took
+//! ingest to 6.5 GB of memory: every stream is measured with a cap before text extraction
+//! decodes it ([`check_streams`]), as a DOCX archive's entries are.
 
 use super::{ParsedDocument, TextBuilder, assemble, file_title};
 use crate::{Error, Result};
 use metarag_core::{DocFormat, DocId};
+use std::io::{Read, Write};
 use std::path::Path;
+
+/// Most bytes one stream may decompress to (as a DOCX entry may).
+pub const MAX_STREAM_BYTES: u64 = 128 << 20;
+/// Most bytes all the streams text extraction may decode decompress to together.
+pub const MAX_TOTAL_BYTES: u64 = 512 << 20;
+/// Highest ratio of the streams' decompressed bytes to the file's size, once past
+/// [`RATIO_FLOOR`] bytes (text PDFs compress their streams a few times, not a hundred).
+pub const MAX_RATIO: u64 = 100;
+const RATIO_FLOOR: u64 = 16 << 20;
+
+/// The bounds [`check_streams`] holds a document to.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    stream: u64,
+    total: u64,
+    ratio: u64,
+    ratio_floor: u64,
+}
+
+const LIMITS: Limits = Limits {
+    stream: MAX_STREAM_BYTES,
+    total: MAX_TOTAL_BYTES,
+    ratio: MAX_RATIO,
+    ratio_floor: RATIO_FLOOR,
+};
+
+/// The key [`cap_object_streams`] puts in an object stream it would not expand.
+const PAST_LIMIT: &str = "MetaragDecompressesPastLimit";
 
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let parse_err = |reason: String| Error::Parse {
@@ -11,7 +44,7 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         format: "pdf",
         reason,
     };
-    let doc = match lopdf::Document::load_mem(bytes) {
+    let doc = match load::<MAX_STREAM_BYTES>(bytes) {
         Ok(d) => d,
         Err(lopdf::Error::Decryption(_)) => {
             return Err(Error::Encrypted {
@@ -20,6 +53,7 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         }
         Err(e) => return Err(parse_err(e.to_string())),
     };
+    check_streams(&doc, bytes.len(), LIMITS).map_err(parse_err)?;
     let pages: Vec<u32> = doc.get_pages().keys().copied().collect();
     let mut texts: Vec<String> = pages
         .iter()
@@ -60,6 +94,213 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let mut parsed = assemble(path, id, title, DocFormat::Pdf, (text, sections), bytes);
     (parsed.metadata, parsed.date) = info_metadata(&doc);
     Ok(parsed)
+}
+
+/// Loads the document; an object stream (which the loader expands to read the objects in
+/// it) that decompresses past `CAP` bytes is left unexpanded and marked.
+fn load<const CAP: u64>(bytes: &[u8]) -> std::result::Result<lopdf::Document, lopdf::Error> {
+    lopdf::Document::load_mem_with_options(
+        bytes,
+        lopdf::LoadOptions {
+            filter: Some(cap_object_streams::<CAP>),
+            ..Default::default()
+        },
+    )
+}
+
+/// The loader's filter, called on every object as it is read and before an object stream
+/// is expanded: an object stream that would decompress past `CAP` bytes loses its content
+/// and gets the [`PAST_LIMIT`] key, which [`check_streams`] turns into the file's error.
+/// lopdf hands the filter a `&mut` object and keeps what it returns, depending on where
+/// the object stands, so the object is changed in place and returned as well. (An
+/// encrypted file's object streams are expanded on another path, without the filter;
+/// their regular streams are still measured after loading.)
+fn cap_object_streams<const CAP: u64>(
+    id: (u32, u16),
+    object: &mut lopdf::Object,
+) -> Option<((u32, u16), lopdf::Object)> {
+    if let lopdf::Object::Stream(stream) = object
+        && stream.dict.has_type(b"ObjStm")
+        && decoded_size(stream, CAP).is_some_and(|n| n > CAP)
+    {
+        stream.dict.remove(b"Filter");
+        stream.dict.remove(b"DecodeParms");
+        stream
+            .dict
+            .set(PAST_LIMIT, lopdf::Object::Integer(CAP as i64));
+        stream.set_content(Vec::new());
+    }
+    Some((id, object.clone()))
+}
+
+/// Refuses a document whose streams decompress past `limits`: one stream, all of them
+/// together, or the ratio of their sum to the file's size. Each stream text extraction
+/// could decode is measured by decompressing it with a cap and counting, never keeping
+/// more than the cap; images are skipped (text extraction never decodes them). Filters
+/// measured: FlateDecode (once or repeated), LZWDecode, either after ASCII85Decode;
+/// streams under other filters are left alone, as lopdf cannot decode those.
+fn check_streams(
+    doc: &lopdf::Document,
+    file_len: usize,
+    limits: Limits,
+) -> std::result::Result<(), String> {
+    let mut total = 0u64;
+    for (&(number, generation), object) in &doc.objects {
+        let Ok(stream) = object.as_stream() else {
+            continue;
+        };
+        let name = format!("stream {number} {generation} R");
+        if stream.dict.has(PAST_LIMIT.as_bytes()) {
+            return Err(format!(
+                "object {name} decompresses to more than {}",
+                mib(limits.stream)
+            ));
+        }
+        let image = stream
+            .dict
+            .get(b"Subtype")
+            .and_then(lopdf::Object::as_name)
+            .is_ok_and(|s| s == b"Image");
+        if image {
+            continue;
+        }
+        let Some(size) = decoded_size(stream, limits.stream) else {
+            continue;
+        };
+        if size > limits.stream {
+            return Err(format!(
+                "{name} decompresses to more than {}",
+                mib(limits.stream)
+            ));
+        }
+        total += size;
+        if total > limits.total {
+            return Err(format!(
+                "the file's streams decompress to more than {}",
+                mib(limits.total)
+            ));
+        }
+    }
+    let compressed = (file_len as u64).max(1);
+    if total > limits.ratio_floor && total / compressed > limits.ratio {
+        return Err(format!(
+            "compression ratio {}:1, beyond {}:1 (a decompression bomb?)",
+            total / compressed,
+            limits.ratio
+        ));
+    }
+    Ok(())
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+/// How many bytes `stream` decodes to, counted up to just past `cap`; `None` for a stream
+/// without a filter or under filters that are not measured (see [`check_streams`]).
+fn decoded_size(stream: &lopdf::Stream, cap: u64) -> Option<u64> {
+    let filters = stream.filters().ok()?;
+    let mut rest = filters.as_slice();
+    let mut data = std::borrow::Cow::Borrowed(stream.content.as_slice());
+    if let [first, tail @ ..] = rest
+        && *first == b"ASCII85Decode"
+        && !tail.is_empty()
+    {
+        // Text to bytes: at most four bytes for each character, so decoding it whole is
+        // bounded by the file's own size.
+        let mut ascii = stream.clone();
+        ascii
+            .dict
+            .set("Filter", lopdf::Object::Name(first.to_vec()));
+        ascii.dict.remove(b"DecodeParms");
+        data = std::borrow::Cow::Owned(ascii.decompressed_content().ok()?);
+        rest = tail;
+    }
+    match rest {
+        [] => None,
+        [lzw] if *lzw == b"LZWDecode" => {
+            let early_change = stream
+                .dict
+                .get(b"DecodeParms")
+                .and_then(lopdf::Object::as_dict)
+                .and_then(|p| p.get(b"EarlyChange"))
+                .and_then(lopdf::Object::as_i64)
+                .map_or(true, |v| v != 0);
+            Some(lzw_size(&data, cap, early_change))
+        }
+        flate if flate.iter().all(|f| *f == b"FlateDecode") => {
+            // Every layer but the last is kept (capped) to feed the next.
+            for _ in 1..flate.len() {
+                let mut next = Vec::new();
+                let n = inflate_into(&data, cap, &mut next);
+                if n > cap {
+                    return Some(n);
+                }
+                data = std::borrow::Cow::Owned(next);
+            }
+            Some(inflate_into(&data, cap, &mut std::io::sink()))
+        }
+        _ => None,
+    }
+}
+
+/// Writes what `data` inflates to into `out`, stopping once past `cap` bytes; returns the
+/// bytes inflated. As lopdf does, a stream whose zlib wrapper is broken and gives nothing
+/// is read again as raw deflate.
+fn inflate_into(data: &[u8], cap: u64, out: &mut dyn Write) -> u64 {
+    let n = copy_capped(&mut flate2::read::ZlibDecoder::new(data), cap, out);
+    if n == 0 && data.len() > 2 {
+        return copy_capped(&mut flate2::read::DeflateDecoder::new(&data[2..]), cap, out);
+    }
+    n
+}
+
+/// Copies `from` into `out` until it ends, fails, or more than `cap` bytes have passed.
+fn copy_capped(from: &mut dyn Read, cap: u64, out: &mut dyn Write) -> u64 {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut n = 0u64;
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => return n,
+            Ok(k) => {
+                n += k as u64;
+                if out.write_all(&buf[..k]).is_err() || n > cap {
+                    return n;
+                }
+            }
+        }
+    }
+}
+
+/// How many bytes an LZW stream decodes to, counted up to just past `cap`.
+fn lzw_size(data: &[u8], cap: u64, early_change: bool) -> u64 {
+    /// Counts what is written and refuses more past the cap, which ends the decoding.
+    struct Counter {
+        n: u64,
+        cap: u64,
+    }
+    impl Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.n > self.cap {
+                return Err(std::io::Error::other("past the cap"));
+            }
+            self.n += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    use weezl::{BitOrder, decode::Decoder};
+    // As lopdf decodes it: 9-bit codes to start, most significant bit first.
+    let mut decoder = if early_change {
+        Decoder::with_tiff_size_switch(BitOrder::Msb, 8)
+    } else {
+        Decoder::new(BitOrder::Msb, 8)
+    };
+    let mut counter = Counter { n: 0, cap };
+    let _ = decoder.into_stream(&mut counter).decode_all(data);
+    counter.n
 }
 
 /// Whether following `/Parent` from some page comes back to an object already passed.
@@ -142,6 +383,193 @@ fn info_metadata(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lopdf::{Object, Stream, dictionary};
+
+    const TEST_LIMITS: Limits = Limits {
+        stream: 1 << 20,
+        total: 3 << 20,
+        ratio: 100,
+        ratio_floor: 1 << 20,
+    };
+
+    fn zlib(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// A one-page document whose page is drawn by `streams` (already encoded, with their
+    /// dictionaries), saved and read back through the capped loader and the check.
+    fn checked(streams: Vec<Stream>) -> std::result::Result<lopdf::Document, String> {
+        let bytes = saved(streams);
+        let doc = load::<{ 1 << 20 }>(&bytes).map_err(|e| e.to_string())?;
+        check_streams(&doc, bytes.len(), TEST_LIMITS).map(|()| doc)
+    }
+
+    fn saved(streams: Vec<Stream>) -> Vec<u8> {
+        let mut doc = lopdf::Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let contents: Vec<Object> = streams
+            .into_iter()
+            .map(|s| doc.add_object(s).into())
+            .collect();
+        let page = doc.add_object(
+            dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => contents },
+        );
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(
+                dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 },
+            ),
+        );
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+
+    fn flate(content: &[u8]) -> Stream {
+        Stream::new(dictionary! { "Filter" => "FlateDecode" }, zlib(content))
+    }
+
+    #[test]
+    fn a_stream_that_inflates_past_the_cap_is_refused_naming_it() {
+        let text = b"BT (fine) Tj ET ".repeat(1000);
+        assert!(checked(vec![flate(&text)]).is_ok());
+        // 2 MiB of spaces from a few kilobytes: past the 1 MiB cap.
+        let e = checked(vec![flate(&text), flate(&vec![b' '; 2 << 20])]).unwrap_err();
+        assert!(
+            e.starts_with("stream ") && e.ends_with("decompresses to more than 1 MiB"),
+            "{e}"
+        );
+        // Compressed twice over: each layer is measured.
+        let twice = Stream::new(
+            dictionary! { "Filter" => vec!["FlateDecode".into(), "FlateDecode".into()] },
+            zlib(&zlib(&vec![b' '; 2 << 20])),
+        );
+        assert!(
+            checked(vec![twice])
+                .unwrap_err()
+                .contains("more than 1 MiB")
+        );
+    }
+
+    #[test]
+    fn streams_past_the_total_or_the_ratio_are_refused() {
+        // Three streams of 0.9 MiB, each under the cap and 2.7 MiB together, under the
+        // total; but from a file of a few kilobytes. Four are past the total.
+        let page = |b: u8| flate(&vec![b; 900 << 10]);
+        let e = checked(vec![page(b' '), page(b'\n'), page(b'\t')]).unwrap_err();
+        assert!(
+            e.contains("compression ratio") && e.contains("beyond 100:1"),
+            "{e}"
+        );
+        let e = checked((0..4).map(|i| page(b'a' + i)).collect()).unwrap_err();
+        assert_eq!(e, "the file's streams decompress to more than 3 MiB");
+    }
+
+    #[test]
+    fn images_and_unmeasured_filters_are_left_alone() {
+        let image = Stream::new(
+            dictionary! { "Type" => "XObject", "Subtype" => "Image", "Filter" => "FlateDecode" },
+            zlib(&vec![0; 2 << 20]),
+        );
+        let plain = Stream::new(dictionary! {}, b"BT (plain) Tj ET".to_vec());
+        assert!(checked(vec![image, plain]).is_ok());
+    }
+
+    #[test]
+    fn an_lzw_stream_is_measured_as_it_decodes() {
+        // LZW of one repeated byte, as lopdf would decode it (weezl, 8-bit symbols, MSB).
+        let mut encoder = weezl::encode::Encoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8);
+        let encoded = encoder.encode(&vec![b' '; 2 << 20]).unwrap();
+        let stream = Stream::new(dictionary! { "Filter" => "LZWDecode" }, encoded.clone());
+        assert!(decoded_size(&stream, u64::MAX) == Some(2 << 20));
+        assert!(
+            checked(vec![stream])
+                .unwrap_err()
+                .contains("more than 1 MiB")
+        );
+        let small = weezl::encode::Encoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8)
+            .encode(b"BT (lzw) Tj ET")
+            .unwrap();
+        let stream = Stream::new(dictionary! { "Filter" => "LZWDecode" }, small);
+        assert_eq!(decoded_size(&stream, 1 << 20), Some(14));
+    }
+
+    /// A PDF written by hand (lopdf's writer drops object streams it did not make): a
+    /// page, and an object stream holding one small dictionary after `padding` bytes of
+    /// spaces, which the loader would expand whole to read the dictionary.
+    fn with_object_stream(padding: usize) -> Vec<u8> {
+        let mut body = b"9 0 << /Padding true >>".to_vec();
+        body.extend(std::iter::repeat_n(b' ', padding));
+        let packed = zlib(&body);
+        let content = b"BT (page) Tj ET";
+        let stream = |dict: String, data: &[u8]| {
+            let mut o = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
+            o.extend_from_slice(data);
+            o.extend_from_slice(b"\nendstream");
+            o
+        };
+        let objects = [
+            b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+            b"<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>".to_vec(),
+            stream(String::new(), content),
+            stream(
+                "/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode".into(),
+                &packed,
+            ),
+        ];
+        let mut out = b"%PDF-1.5\n".to_vec();
+        let mut offsets = Vec::new();
+        for (i, o) in objects.iter().enumerate() {
+            offsets.push(out.len());
+            out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+            out.extend_from_slice(o);
+            out.extend_from_slice(b"\nendobj\n");
+        }
+        let xref = out.len();
+        out.extend_from_slice(
+            format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+        );
+        for o in offsets {
+            out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
+        }
+        out.extend_from_slice(
+            format!(
+                "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+                objects.len() + 1
+            )
+            .as_bytes(),
+        );
+        out
+    }
+
+    #[test]
+    fn an_object_stream_past_the_cap_is_not_expanded_and_refuses_the_file() {
+        let marked = |o: &Object| {
+            o.as_stream()
+                .is_ok_and(|s| s.dict.has(PAST_LIMIT.as_bytes()))
+        };
+        // 2 MiB of padding: past the 1 MiB cap, left packed and marked.
+        let bytes = with_object_stream(2 << 20);
+        let doc = load::<{ 1 << 20 }>(&bytes).unwrap();
+        assert!(doc.objects.values().any(marked));
+        assert!(!doc.objects.contains_key(&(9, 0)), "not expanded");
+        let e = check_streams(&doc, bytes.len(), TEST_LIMITS).unwrap_err();
+        assert_eq!(e, "object stream 5 0 R decompresses to more than 1 MiB");
+        // Under the cap it is expanded as before, and the file goes through.
+        let bytes = with_object_stream(1000);
+        let doc = load::<{ 1 << 20 }>(&bytes).unwrap();
+        assert!(!doc.objects.values().any(marked));
+        assert!(
+            doc.objects.contains_key(&(9, 0)),
+            "the object inside was read"
+        );
+        assert!(check_streams(&doc, bytes.len(), TEST_LIMITS).is_ok());
+    }
 
     #[test]
     fn the_information_dictionary_gives_metadata_and_the_date() {

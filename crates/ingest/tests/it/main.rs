@@ -454,6 +454,7 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
     )
     .unwrap();
     std::fs::write(src.path().join("fine.md"), "# Fine\n\nA normal file.\n").unwrap();
+    std::fs::write(src.path().join("bomb.pdf"), pdf_bomb(200 << 20)).unwrap();
     let (index, report) = ingest_folder(src.path(), data.path()).await;
     let mut failed: Vec<(&str, &str)> = report
         .failures
@@ -466,15 +467,21 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
         })
         .collect();
     failed.sort();
-    assert_eq!(failed.len(), 2, "{failed:?}");
-    assert_eq!(failed[0].0, "deep.html");
+    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert_eq!(failed[0].0, "bomb.pdf");
     assert!(
-        failed[0].1.contains("nested 300000 deep"),
+        failed[0].1.contains("decompresses to more than 128 MiB"),
         "{}",
         failed[0].1
     );
-    assert_eq!(failed[1].0, "junk.txt");
-    assert!(failed[1].1.contains("binary data"), "{}", failed[1].1);
+    assert_eq!(failed[1].0, "deep.html");
+    assert!(
+        failed[1].1.contains("nested 300000 deep"),
+        "{}",
+        failed[1].1
+    );
+    assert_eq!(failed[2].0, "junk.txt");
+    assert!(failed[2].1.contains("binary data"), "{}", failed[2].1);
     assert_eq!(report.added, 2);
     let docs = StoreRead::documents(&index).await.unwrap();
     let latin_doc = docs.iter().find(|d| d.title == "latin1").unwrap();
@@ -483,6 +490,31 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
         .unwrap()
         .unwrap();
     assert_eq!(stored.text.as_deref(), Some(latin));
+}
+
+/// A readable one-page PDF with a second content stream of `inflated` spaces compressed
+/// to a few hundred kilobytes: a decompression bomb, as text extraction would decode it.
+fn pdf_bomb(inflated: usize) -> Vec<u8> {
+    use std::io::Write;
+    let bytes = metarag_testkit::pdf("Bomb", &["An ordinary first line."]);
+    let mut doc = lopdf::Document::load_mem(&bytes).unwrap();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    let spaces = vec![b' '; 1 << 20];
+    for _ in 0..inflated >> 20 {
+        z.write_all(&spaces).unwrap();
+    }
+    let packed = z.finish().unwrap();
+    let bomb = doc.add_object(lopdf::Stream::new(
+        lopdf::dictionary! { "Filter" => "FlateDecode" },
+        packed,
+    ));
+    let page = *doc.get_pages().values().next().unwrap();
+    let dict = doc.get_object_mut(page).unwrap().as_dict_mut().unwrap();
+    let first = dict.get(b"Contents").unwrap().clone();
+    dict.set("Contents", vec![first, bomb.into()]);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
 }
 
 /// Every input under `fuzz/seeds/parse_*` and `fuzz/regressions/parse_*` (inputs that
