@@ -32,6 +32,8 @@ xref = len(pdf)
 pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
 pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
 open(f"{d}/bomb.pdf", "wb").write(pdf)
+# Lists nested 3,000 deep (9 MB): the Markdown splitter's time grew faster than the text.
+open(f"{d}/deeplist.md", "w").write("".join("  " * i + "- x\n" for i in range(3000)))
 open(f"{d}/truncated.pdf", "wb").write(b"%PDF-1.4\n1 0 obj << /Type /Catalog")
 open(f"{d}/empty.txt", "wb").write(b"")
 open(f"{d}/latin1.txt", "wb").write("Café au lait, naïve façade: the Müller résumé costs 5 €.\n".encode("cp1252"))

@@ -14,7 +14,7 @@
 //! - [`import`]: a vector dump (`{id, text, embedding, metadata}` records) written as it is,
 //!   its vectors checked against the embedder instead of recomputed.
 
-mod chunk;
+pub mod chunk;
 mod error;
 pub mod import;
 pub mod parse;

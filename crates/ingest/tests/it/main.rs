@@ -428,6 +428,41 @@ proptest! {
     }
 }
 
+/// Lists nested past what the Markdown splitter is given (a hostile file's shape: its time
+/// grew faster than the text) are split as plain text, with the same guarantees, and every
+/// list item's word is in some chunk.
+#[test]
+fn markdown_nested_past_the_limit_is_chunked_as_text_within_bounds() {
+    let depth = 3 * metarag_ingest::chunk::MAX_MARKDOWN_NESTING;
+    let md: String = (0..depth)
+        .map(|i| format!("{}- item{i}\n", "  ".repeat(i)))
+        .collect();
+    assert!(metarag_ingest::chunk::nested_deeper(
+        &md,
+        metarag_ingest::chunk::MAX_MARKDOWN_NESTING
+    ));
+    let c = chunker(64, 8);
+    check_invariants(&c, "Deep", &md, DocFormat::Markdown).unwrap();
+    let id = DocId::new("deep").unwrap();
+    let (docs, _) = parse::parse_file(
+        Path::new("/t/deep.md"),
+        &id,
+        md.as_bytes(),
+        DocFormat::Markdown,
+        CorpusMode::Auto,
+    )
+    .unwrap();
+    let chunks = c.chunk(&docs[0]).unwrap();
+    for i in 0..depth {
+        let word = format!("item{i}");
+        assert!(
+            chunks
+                .iter()
+                .any(|ch| ch.text.split_whitespace().any(|w| w == word))
+        );
+    }
+}
+
 #[tokio::test]
 async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() {
     let src = tempfile::tempdir().unwrap();
