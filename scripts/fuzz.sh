@@ -52,16 +52,23 @@ for t in "${targets[@]}"; do
   log="$work/$t.log"
   echo "== $t: $secs s"
   status=0
+  started=$SECONDS
+  since=$(date +%s)
   features=()
   [ "$t" = citations ] && features=(--features citations)
   (cd fuzz && cargo +nightly fuzz run "${features[@]}" "$t" "$corpus" "seeds/$t" -- \
     -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -max_len=262144 \
     -artifact_prefix="$artifacts" -print_final_stats=1) >"$log" 2>&1 || status=$?
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  crashes=$(find "$artifacts" -type f | wc -l)
+  # The time it ran, not the time asked for: a crash ends a run early.
+  ran=$((SECONDS - started))
+  # -a: a parser's log can hold bytes of its inputs, and grep would only say "binary file
+  # matches"; || true: a run that died before its stats must still be recorded (pipefail).
+  runs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  # Only this run's: inputs left by an earlier run stay until someone moves them.
+  crashes=$(find "$artifacts" -type f -newermt "@$since" | wc -l)
   inputs=$(find "$corpus" -type f | wc -l)
   printf '{"date":"%s","commit":"%s","target":"%s","seconds":%s,"executions":%s,"corpus":%s,"crashes":%s,"exit":%s}\n' \
-    "$(date -u +%FT%TZ)" "$(git rev-parse --short HEAD)" "$t" "$secs" "${runs:-0}" "$inputs" "$crashes" "$status" >>"$out"
+    "$(date -u +%FT%TZ)" "$(git rev-parse --short HEAD)" "$t" "$ran" "${runs:-0}" "$inputs" "$crashes" "$status" >>"$out"
   tail -1 "$out"
   if [ "$status" -ne 0 ] || [ "$crashes" -gt 0 ]; then
     failed=1
