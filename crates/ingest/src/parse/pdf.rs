@@ -7,7 +7,7 @@
 use super::{ParsedDocument, TextBuilder, assemble, file_title};
 use crate::{Error, Result};
 use metarag_core::{DocFormat, DocId};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// Most bytes one stream may decompress to (as a DOCX entry may).
@@ -149,10 +149,11 @@ fn check_streams(
         let Ok(stream) = object.as_stream() else {
             continue;
         };
-        let name = format!("stream {number} {generation} R");
+        let name = || format!("stream {number} {generation} R");
         if stream.dict.has(PAST_LIMIT.as_bytes()) {
             return Err(format!(
-                "object {name} decompresses to more than {}",
+                "object {} decompresses to more than {}",
+                name(),
                 mib(limits.stream)
             ));
         }
@@ -169,7 +170,8 @@ fn check_streams(
         };
         if size > limits.stream {
             return Err(format!(
-                "{name} decompresses to more than {}",
+                "{} decompresses to more than {}",
+                name(),
                 mib(limits.stream)
             ));
         }
@@ -232,65 +234,35 @@ fn decoded_size(stream: &lopdf::Stream, cap: u64) -> Option<u64> {
             // Every layer but the last is kept (capped) to feed the next.
             for _ in 1..flate.len() {
                 let mut next = Vec::new();
-                let n = inflate_into(&data, cap, &mut next);
+                let n = inflate_into(&data, cap, Some(&mut next));
                 if n > cap {
                     return Some(n);
                 }
                 data = std::borrow::Cow::Owned(next);
             }
-            Some(inflate_into(&data, cap, &mut std::io::sink()))
+            Some(inflate_into(&data, cap, None))
         }
         _ => None,
     }
 }
 
-/// Writes what `data` inflates to into `out`, stopping once past `cap` bytes; returns the
-/// bytes inflated. As lopdf does, a stream whose zlib wrapper is broken and gives nothing
-/// is read again as raw deflate.
-fn inflate_into(data: &[u8], cap: u64, out: &mut dyn Write) -> u64 {
-    let n = copy_capped(&mut flate2::read::ZlibDecoder::new(data), cap, out);
-    if n == 0 && data.len() > 2 {
-        return copy_capped(&mut flate2::read::DeflateDecoder::new(&data[2..]), cap, out);
+/// What `data` inflates to, counted (and kept in `kept`, if given) up to just past `cap`.
+/// As lopdf does, a stream whose zlib wrapper is broken and gives nothing is read again as
+/// raw deflate.
+fn inflate_into(data: &[u8], cap: u64, kept: Option<&mut Vec<u8>>) -> u64 {
+    let mut sink = Capped { n: 0, cap, kept };
+    let _ = std::io::copy(&mut flate2::read::ZlibDecoder::new(data), &mut sink);
+    if sink.n == 0 && data.len() > 2 {
+        let _ = std::io::copy(
+            &mut flate2::read::DeflateDecoder::new(&data[2..]),
+            &mut sink,
+        );
     }
-    n
-}
-
-/// Copies `from` into `out` until it ends, fails, or more than `cap` bytes have passed.
-fn copy_capped(from: &mut dyn Read, cap: u64, out: &mut dyn Write) -> u64 {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut n = 0u64;
-    loop {
-        match from.read(&mut buf) {
-            Ok(0) | Err(_) => return n,
-            Ok(k) => {
-                n += k as u64;
-                if out.write_all(&buf[..k]).is_err() || n > cap {
-                    return n;
-                }
-            }
-        }
-    }
+    sink.n
 }
 
 /// How many bytes an LZW stream decodes to, counted up to just past `cap`.
 fn lzw_size(data: &[u8], cap: u64, early_change: bool) -> u64 {
-    /// Counts what is written and refuses more past the cap, which ends the decoding.
-    struct Counter {
-        n: u64,
-        cap: u64,
-    }
-    impl Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if self.n > self.cap {
-                return Err(std::io::Error::other("past the cap"));
-            }
-            self.n += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     use weezl::{BitOrder, decode::Decoder};
     // As lopdf decodes it: 9-bit codes to start, most significant bit first.
     let mut decoder = if early_change {
@@ -298,9 +270,38 @@ fn lzw_size(data: &[u8], cap: u64, early_change: bool) -> u64 {
     } else {
         Decoder::new(BitOrder::Msb, 8)
     };
-    let mut counter = Counter { n: 0, cap };
-    let _ = decoder.into_stream(&mut counter).decode_all(data);
-    counter.n
+    let mut sink = Capped {
+        n: 0,
+        cap,
+        kept: None,
+    };
+    let _ = decoder.into_stream(&mut sink).decode_all(data);
+    sink.n
+}
+
+/// Where a decoder writes while it is measured: counts the bytes, keeps them if asked, and
+/// refuses more once past the cap, which ends the decoding (a write past it still counts,
+/// so the count says the cap was passed).
+struct Capped<'a> {
+    n: u64,
+    cap: u64,
+    kept: Option<&'a mut Vec<u8>>,
+}
+
+impl Write for Capped<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.n > self.cap {
+            return Err(std::io::Error::other("past the cap"));
+        }
+        self.n += buf.len() as u64;
+        if let Some(kept) = self.kept.as_mut() {
+            kept.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Whether following `/Parent` from some page comes back to an object already passed.
