@@ -39,6 +39,34 @@ open(f"{d}/empty.txt", "wb").write(b"")
 open(f"{d}/latin1.txt", "wb").write("Café au lait, naïve façade: the Müller résumé costs 5 €.\n".encode("cp1252"))
 open(f"{d}/utf16.txt", "wb").write("\ufeffUTF-16 text with a byte-order mark: Zürich.\n".encode("utf-16-le"))
 open(f"{d}/ok.md", "w").write("# Fine\n\nA normal file.\n")
+# Added 2026-12-01. Valid UTF-8 that is no text, and text in the wide encodings.
+open(f"{d}/zeros.txt", "wb").write(b"\0" * 100_000)
+open(f"{d}/utf16-nobom.txt", "wb").write("UTF-16 without a byte-order mark: Zürich.\n".encode("utf-16-le"))
+open(f"{d}/utf32.txt", "wb").write("\ufeffUTF-32 with a byte-order mark: Zürich.\n".encode("utf-32-le"))
+# 40 MB without a space: one [UNK] to the tokenizer, so one "five-token" chunk before.
+open(f"{d}/oneword.txt", "wb").write(b"a" * (40 << 20))
+# 100,000 script elements: the nesting pre-scan copied the rest of the page for each.
+open(f"{d}/scripts.html", "wb").write(b"<html><body>" + b"<script>x</script><p>t</p>" * 100_000 + b"</body></html>")
+# A DOCX without word/_rels/document.xml.rels: docx-rs said only "Failed to read from zip."
+W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>')
+    z.writestr("_rels/.rels", '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>')
+    z.writestr("word/document.xml", f'<?xml version="1.0"?><w:document {W}><w:body><w:p><w:r><w:t>No rels.</w:t></w:r></w:p></w:body></w:document>')
+open(f"{d}/norels.docx", "wb").write(buf.getvalue())
+# A PDF whose xref /Prev points at itself: pdf-extract panics on it (caught).
+objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length 24 >>\nstream\nBT (loop text) Tj ET    \nendstream"]
+pdf, offsets = b"%PDF-1.4\n", []
+for i, o in enumerate(objs):
+    offsets.append(len(pdf))
+    pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
+xref = len(pdf)
+pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+pdf += b"trailer\n<< /Size %d /Root 1 0 R /Prev %d >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref, xref)
+open(f"{d}/xrefloop.pdf", "wb").write(pdf)
 PY
 mkdir -p "$dir/home"
 [ -e "$dir/home/models" ] || ln -s "$METARAG_HOME/models" "$dir/home/models"

@@ -10,7 +10,7 @@
 use crate::parse::{ParsedDocument, Section};
 use crate::{Error, Result};
 use metarag_core::{ChunkDraft, DocFormat, embedding_input};
-use text_splitter::{ChunkConfig, MarkdownSplitter, TextSplitter};
+use text_splitter::{ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
 use tokenizers::Tokenizer;
 
 /// Chunk size settings.
@@ -32,6 +32,34 @@ const MIN_BODY_TOKENS: usize = 16;
 /// real document nests lists this deep). Deeper text is split as plain text, by
 /// paragraphs, sentences and words, which took 1-4 s for the same files.
 pub const MAX_MARKDOWN_NESTING: usize = 16;
+
+/// Most bytes a chunk may hold per token of its budget. The tokenizer makes any
+/// whitespace-free run longer than 100 characters one `[UNK]`, so by tokens alone a
+/// 40 MB run without a space (base64, a minified file, an unspaced script) fits one
+/// chunk of five tokens: it was stored, indexed and shown to the model whole, and
+/// counting it took 62 s and 3.5 GB. Prose runs 3-6 bytes a token and no text the
+/// tokenizer reads comes near 16, so this bound cuts only such runs, into chunks of at
+/// most `16 x budget` bytes.
+pub const MAX_BYTES_PER_TOKEN: usize = 16;
+
+/// The splitter's measure: tokens, but never less than the bytes over
+/// [`MAX_BYTES_PER_TOKEN`]. A piece already too long by bytes is not tokenized at all:
+/// the splitter first measures the whole section, and tokenizing tens of megabytes costs
+/// gigabytes of offsets.
+struct Bounded<'a> {
+    tokenizer: &'a Tokenizer,
+    budget: usize,
+}
+
+impl ChunkSizer for Bounded<'_> {
+    fn size(&self, chunk: &str) -> usize {
+        let floor = chunk.len().div_ceil(MAX_BYTES_PER_TOKEN);
+        if floor > self.budget {
+            return floor;
+        }
+        floor.max(self.tokenizer.size(chunk))
+    }
+}
 
 /// Splits parsed documents into [`ChunkDraft`]s. Cloning copies the tokenizer (a few MB):
 /// an ingest run clones it once for its reading thread.
@@ -137,25 +165,66 @@ impl Chunker {
         Ok(())
     }
 
-    /// Splits `body` into pieces of at most `budget` tokens (specials excluded).
+    /// Splits `body` into pieces of at most `budget` tokens (specials excluded) and
+    /// `MAX_BYTES_PER_TOKEN x budget` bytes. A whitespace-free run longer than that is
+    /// cut into pieces of that many bytes first, each split on its own: the splitter
+    /// falls back to graphemes inside a run and scans the rest of its text for every
+    /// chunk it makes, so a 40 MB run given to it whole never finished.
     fn split<'a>(
         &self,
         format: DocFormat,
         body: &'a str,
         budget: usize,
     ) -> Result<Vec<(usize, &'a str)>> {
+        let limit = MAX_BYTES_PER_TOKEN * budget;
+        let mut out = Vec::new();
+        let mut from = 0;
+        for run in long_runs(body, limit) {
+            self.split_text(format, body, from..run.start, budget, &mut out)?;
+            let mut at = run.start;
+            while at < run.end {
+                let mut end = (at + limit).min(run.end);
+                while !body.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.split_text(DocFormat::Text, body, at..end, budget, &mut out)?;
+                at = end;
+            }
+            from = run.end;
+        }
+        self.split_text(format, body, from..body.len(), budget, &mut out)?;
+        Ok(out)
+    }
+
+    /// The splitter over `body[range]`, its pieces' offsets into `body` added to `out`.
+    fn split_text<'a>(
+        &self,
+        format: DocFormat,
+        body: &'a str,
+        range: std::ops::Range<usize>,
+        budget: usize,
+        out: &mut Vec<(usize, &'a str)>,
+    ) -> Result<()> {
+        let text = &body[range.clone()];
+        if text.trim().is_empty() {
+            return Ok(());
+        }
         let overlap = self.settings.overlap.min(budget / 2);
         let config = ChunkConfig::new(budget)
-            .with_sizer(&self.tokenizer)
+            .with_sizer(Bounded {
+                tokenizer: &self.tokenizer,
+                budget,
+            })
             .with_overlap(overlap)
             .map_err(|e| Error::Chunking(e.to_string()))?;
-        Ok(
-            if format == DocFormat::Markdown && !nested_deeper(body, MAX_MARKDOWN_NESTING) {
-                MarkdownSplitter::new(config).chunk_indices(body).collect()
+        let pieces: Vec<(usize, &'a str)> =
+            if format == DocFormat::Markdown && !nested_deeper(text, MAX_MARKDOWN_NESTING) {
+                MarkdownSplitter::new(config).chunk_indices(text).collect()
             } else {
-                TextSplitter::new(config).chunk_indices(body).collect()
-            },
-        )
+                TextSplitter::new(config).chunk_indices(text).collect()
+            };
+        out.extend(pieces.into_iter().map(|(o, t)| (range.start + o, t)));
+        Ok(())
     }
 
     /// Re-counts the real embedder input and splits again in the rare case that joining
@@ -196,6 +265,30 @@ impl Chunker {
         });
         Ok(())
     }
+}
+
+/// The byte ranges of `text`'s whitespace-free runs longer than `limit` bytes.
+fn long_runs(text: &str, limit: usize) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                if i - s > limit {
+                    runs.push(s..i);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start
+        && text.len() - s > limit
+    {
+        runs.push(s..text.len());
+    }
+    runs
 }
 
 /// Whether lists and block quotes in the Markdown `text` nest more than `limit` deep

@@ -28,8 +28,8 @@ const MAX_CORE_BYTES: u64 = 1 << 20;
 /// file that inflates to gigabytes, or millions of entries) is one refused file instead of
 /// an exhausted machine. The sizes are measured, not taken from the headers, which can lie.
 /// Returns the core properties part, if the archive has one of sane size (docx-rs reads
-/// but does not expose it).
-fn check_archive(path: &Path, bytes: &[u8]) -> Result<Option<String>> {
+/// but does not expose it), and the names of the archive's entries.
+fn check_archive(path: &Path, bytes: &[u8]) -> Result<(Option<String>, Vec<String>)> {
     use std::io::Read;
     let refuse = |reason: String| Error::Parse {
         path: path.to_path_buf(),
@@ -46,6 +46,7 @@ fn check_archive(path: &Path, bytes: &[u8]) -> Result<Option<String>> {
     }
     let mut total = 0u64;
     let mut core = None;
+    let mut names = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
         let mut entry = archive
             .by_index(i)
@@ -74,6 +75,7 @@ fn check_archive(path: &Path, bytes: &[u8]) -> Result<Option<String>> {
                 MAX_ENTRY_BYTES >> 20
             )));
         }
+        names.push(name);
         total += size;
         if total > MAX_TOTAL_BYTES {
             return Err(refuse(format!(
@@ -89,8 +91,17 @@ fn check_archive(path: &Path, bytes: &[u8]) -> Result<Option<String>> {
             total / compressed
         )));
     }
-    Ok(core)
+    Ok((core, names))
 }
+
+/// The parts docx-rs cannot read a document without, at the places every word processor
+/// writes them.
+const REQUIRED_PARTS: [&str; 4] = [
+    "[Content_Types].xml",
+    "_rels/.rels",
+    "word/document.xml",
+    "word/_rels/document.xml.rels",
+];
 
 /// The core properties a user filters by: `dc:title` (returned apart: a fallback title),
 /// `dc:creator` as `author`, `dc:subject`, `dc:description`, `cp:category`,
@@ -160,12 +171,25 @@ fn core_properties(
 }
 
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
-    let core = check_archive(path, bytes)?;
+    let (core, names) = check_archive(path, bytes)?;
     let (core_title, metadata, date) = core.as_deref().map(core_properties).unwrap_or_default();
-    let docx = docx_rs::read_docx(bytes).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        format: "docx",
-        reason: e.to_string(),
+    let docx = docx_rs::read_docx(bytes).map_err(|e| {
+        // docx-rs says only "Failed to read from zip." when a part is missing: name it.
+        let missing: Vec<&str> = REQUIRED_PARTS
+            .into_iter()
+            .filter(|p| !names.iter().any(|n| n == p))
+            .collect();
+        let reason = match (&e, missing.as_slice()) {
+            (docx_rs::ReaderError::ZipError(_), [_, ..]) => {
+                format!("the archive has no {}", missing.join(", no "))
+            }
+            _ => e.to_string(),
+        };
+        Error::Parse {
+            path: path.to_path_buf(),
+            format: "docx",
+            reason,
+        }
     })?;
     let mut b = TextBuilder::new();
     let mut title = None;
@@ -308,6 +332,30 @@ mod tests {
         let ratio = zip_of(&[("word/document.xml", vec![b'a'; 20 << 20])]);
         assert!(error_of("r.docx", &ratio).contains("compression ratio"));
         assert!(error_of("n.docx", b"not a zip").contains("not a zip archive"));
+    }
+
+    #[test]
+    fn a_missing_part_is_named() {
+        let body = br#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>No rels.</w:t></w:r></w:p></w:body></w:document>"#;
+        let types = br#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>"#;
+        let rels = br#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#;
+        let no_rels = zip_of(&[
+            ("[Content_Types].xml", types.to_vec()),
+            ("_rels/.rels", rels.to_vec()),
+            ("word/document.xml", body.to_vec()),
+        ]);
+        let err = error_of("norels.docx", &no_rels);
+        assert!(
+            err.contains("norels.docx")
+                && err.contains("the archive has no word/_rels/document.xml.rels"),
+            "{err}"
+        );
+        let bare = zip_of(&[("word/document.xml", body.to_vec())]);
+        let err = error_of("bare.docx", &bare);
+        assert!(
+            err.contains("no [Content_Types].xml, no _rels/.rels, no word/_rels/document.xml.rels"),
+            "{err}"
+        );
     }
 
     const CORE: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>

@@ -41,17 +41,30 @@ const BLOCK: &[&str] = &[
 /// so a file nested hundreds of thousands deep would take minutes: it is refused instead.
 pub const MAX_DEPTH: usize = 4096;
 
+/// Most attributes one tag may carry. The HTML parser checks each new attribute against
+/// the tag's others, so its time grows with their square: one tag of 200,000 attributes
+/// (2.3 MB) took 25 s, and a 64 MB file of them would take hours. Real tags carry tens.
+pub const MAX_ATTRIBUTES: usize = 1024;
+
 pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let source = super::decode(path, bytes, "html")?;
-    let depth = nesting_depth(&source);
-    if depth > MAX_DEPTH {
-        return Err(crate::Error::Parse {
-            path: path.to_path_buf(),
-            format: "html",
-            reason: format!(
-                "elements nested {depth} deep, beyond the limit of {MAX_DEPTH} (a broken or hostile file)"
-            ),
-        });
+    let refuse = |reason: String| crate::Error::Parse {
+        path: path.to_path_buf(),
+        format: "html",
+        reason,
+    };
+    let shape = shape(&source);
+    if shape.depth > MAX_DEPTH {
+        return Err(refuse(format!(
+            "elements nested {} deep, beyond the limit of {MAX_DEPTH} (a broken or hostile file)",
+            shape.depth
+        )));
+    }
+    if shape.attributes > MAX_ATTRIBUTES {
+        return Err(refuse(format!(
+            "a tag with {} attributes, beyond the limit of {MAX_ATTRIBUTES} (a broken or hostile file)",
+            shape.attributes
+        )));
     }
     let html = Html::parse_document(&source);
     let title = Selector::parse("title")
@@ -232,8 +245,22 @@ const RAW_TEXT: &[&str] = &[
 /// estimate that errs high only for end tags left out of elements not in
 /// [`OPTIONAL_END`]), without building the tree.
 pub fn nesting_depth(html: &str) -> usize {
+    shape(html).depth
+}
+
+/// What the pre-scan measures of a page before the parser builds its tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// The deepest nesting of elements ([`nesting_depth`]).
+    pub depth: usize,
+    /// The most attributes on one tag.
+    pub attributes: usize,
+}
+
+/// Nesting depth and the most attributes on a tag, in one pass over the tags.
+pub fn shape(html: &str) -> Shape {
     let b = html.as_bytes();
-    let (mut i, mut depth, mut max) = (0, 0usize, 0usize);
+    let (mut i, mut depth, mut max, mut attributes) = (0, 0usize, 0usize, 0usize);
     while let Some(off) = b[i..].iter().position(|&c| c == b'<') {
         i += off + 1;
         if b[i..].starts_with(b"!--") {
@@ -256,6 +283,7 @@ pub fn nesting_depth(html: &str) -> usize {
             .position(|&c| c == b'>')
             .map_or(b.len(), |e| end + e);
         let self_closing = tag_end > end && b[tag_end - 1] == b'/';
+        attributes = attributes.max(attribute_count(&b[end..tag_end]));
         i = tag_end.min(b.len());
         if VOID.contains(&name.as_str()) || OPTIONAL_END.contains(&name.as_str()) {
             continue;
@@ -264,18 +292,75 @@ pub fn nesting_depth(html: &str) -> usize {
             depth = depth.saturating_sub(1);
         } else if !self_closing {
             if RAW_TEXT.contains(&name.as_str()) {
-                let close = format!("</{name}");
-                i = html[i..]
-                    .to_ascii_lowercase()
-                    .find(&close)
-                    .map_or(b.len(), |e| i + e);
+                i = raw_text_end(b, i, name.as_bytes());
                 continue;
             }
             depth += 1;
             max = max.max(depth);
         }
     }
-    max
+    Shape {
+        depth: max,
+        attributes,
+    }
+}
+
+/// The attributes in a tag's text after its name: names that start after whitespace,
+/// outside quoted values, and are not a value after `=`.
+fn attribute_count(tag: &[u8]) -> usize {
+    let (mut n, mut quote, mut spaced, mut after_eq) = (0, None, true, false);
+    for &c in tag {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            b'"' | b'\'' => {
+                quote = Some(c);
+                spaced = false;
+                after_eq = false;
+            }
+            b'=' => {
+                after_eq = true;
+                spaced = false;
+            }
+            b'/' => spaced = true,
+            c if c.is_ascii_whitespace() => spaced = true,
+            _ => {
+                if spaced && !after_eq {
+                    n += 1;
+                }
+                spaced = false;
+                after_eq = false;
+            }
+        }
+    }
+    n
+}
+
+/// Where the raw-text element `name` (script, style...) that opened before `from` ends:
+/// just past its end tag `</name ...>`, in any case, or the end of the text. The end tag
+/// is skipped with the element: counted as a closing tag, it took a level off that its
+/// start never added, so scripts between nested elements hid their depth. Compared in
+/// place: a lowercased copy of the rest of the page for every such element made a page
+/// of many scripts quadratic.
+fn raw_text_end(b: &[u8], from: usize, name: &[u8]) -> usize {
+    let mut i = from;
+    while let Some(off) = b[i..].windows(2).position(|w| w == b"</") {
+        let at = i + off;
+        let tag = &b[at + 2..];
+        if tag.len() >= name.len() && tag[..name.len()].eq_ignore_ascii_case(name) {
+            let close = at + 2 + name.len();
+            return b[close..]
+                .iter()
+                .position(|&c| c == b'>')
+                .map_or(b.len(), |e| close + e + 1);
+        }
+        i = at + 2;
+    }
+    b.len()
 }
 
 fn heading_level(name: &str) -> Option<u8> {
@@ -306,6 +391,41 @@ mod tests {
         );
         let deep = format!("{}x{}", "<div>".repeat(10_000), "</div>".repeat(10_000));
         assert_eq!(nesting_depth(&deep), 10_000);
+        // A raw-text element closes in any case, and never on another tag's end.
+        assert_eq!(
+            nesting_depth("<div><SCRIPT>'</div><div>'</Script><div>x</div></div>"),
+            2
+        );
+        assert_eq!(nesting_depth("<div><style>a</div>"), 1);
+        // Scripts between nested elements do not hide the nesting.
+        let hidden = format!("{}x", "<div><script></script>".repeat(5_000));
+        assert_eq!(nesting_depth(&hidden), 5_000);
+    }
+
+    #[test]
+    fn attributes_are_counted_per_tag_and_too_many_refuse_the_file() {
+        let count = |t: &str| shape(t).attributes;
+        assert_eq!(
+            count(r#"<p class="a b" id=x hidden data-v = 'q r'>t</p>"#),
+            4
+        );
+        assert_eq!(count(r#"<img src="a.png" alt="x=y z"/><br/>"#), 2);
+        assert_eq!(count("<p>no attributes</p>"), 0);
+        let many: String = (0..MAX_ATTRIBUTES + 1)
+            .map(|i| format!(" a{i}=\"1\""))
+            .collect();
+        let page = format!("<html><body><p{many}>text</p></body></html>");
+        let err = parse(
+            Path::new("attrs.html"),
+            &DocId::new("a").unwrap(),
+            page.as_bytes(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("attrs.html") && err.contains("a tag with 1025 attributes"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub fn parse_file_within(
     let (tx, rx) = std::sync::mpsc::channel();
     let (p, i, b) = (path.to_path_buf(), id.clone(), bytes.to_vec());
     let spawned = std::thread::Builder::new()
-        .name("parse".into())
+        .name(PARSE_THREAD.into())
         .stack_size(PARSE_STACK)
         .spawn(move || {
             let _ = tx.send(parse_now(&p, &i, &b, format, corpus));
@@ -187,13 +187,39 @@ fn parse_now(
 ) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
     // Third-party parsers can panic on hostile input; one bad file must not stop a run.
     let result = std::panic::catch_unwind(|| parse_formats(path, id, bytes, format, corpus));
-    result.unwrap_or_else(|_| {
+    result.unwrap_or_else(|panic| {
+        let said = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned());
         Err(Error::Parse {
             path: path.to_path_buf(),
             format: format.as_str(),
-            reason: "the parser crashed on this file".into(),
+            reason: match said {
+                Some(m) => format!("the parser crashed on this file ({m})"),
+                None => "the parser crashed on this file".into(),
+            },
         })
     })
+}
+
+/// Name of the thread every file is parsed on ([`parse_file`]).
+pub const PARSE_THREAD: &str = "parse";
+
+/// Keeps panics on the parsing thread off standard error: each is caught and becomes that
+/// file's error (or, for the PDF fallback, a file without text), and the default hook's
+/// "thread 'parse' panicked at ..." in the middle of an ingest reads as a crash of the
+/// whole run. They are logged at debug level instead (`-vv`); panics elsewhere go to the
+/// hook installed before. Binaries call this once at start; a library never does.
+pub fn quiet_parser_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() == Some(PARSE_THREAD) {
+            tracing::debug!(panic = %info, "a parser panicked; the file gets an error");
+        } else {
+            previous(info);
+        }
+    }));
 }
 
 /// Blake3 of raw bytes, hex.
@@ -210,9 +236,12 @@ pub(crate) fn file_title(path: &Path) -> String {
 }
 
 /// The text of a file in whatever common encoding it is in: UTF-8 (with or without a
-/// byte-order mark), UTF-16 with a byte-order mark, or a legacy single-byte encoding
-/// (Latin-1, Windows-1252 and the like) recognised by chardetng. Binary data is refused
-/// with the reason, rather than decoded into noise.
+/// byte-order mark), UTF-16 (with a byte-order mark, or without one when its zero bytes
+/// say which half of each unit they are), UTF-32 with a byte-order mark, or a legacy
+/// single-byte encoding (Latin-1, Windows-1252 and the like) recognised by chardetng.
+/// Binary data is refused with the reason, rather than decoded into noise: that includes
+/// valid UTF-8 made mostly of NUL or other control characters (a file of zeros is valid
+/// UTF-8, and so is UTF-16 without a byte-order mark read as bytes).
 pub(crate) fn decode<'a>(
     path: &Path,
     bytes: &'a [u8],
@@ -224,7 +253,15 @@ pub(crate) fn decode<'a>(
         format,
         reason,
     };
-    if let Some((encoding, bom)) = encoding_rs::Encoding::for_bom(bytes) {
+    const BINARY: &str = "binary data, not text (neither UTF-8, UTF-16, UTF-32 with a byte-order mark, nor a legacy text encoding)";
+    let text = if let Some((big_endian, bom)) = utf32_bom(bytes) {
+        let name = if big_endian { "UTF-32BE" } else { "UTF-32LE" };
+        Cow::Owned(utf32(&bytes[bom..], big_endian).ok_or_else(|| {
+            refuse(format!(
+                "it starts with a {name} byte-order mark but is not valid {name}"
+            ))
+        })?)
+    } else if let Some((encoding, bom)) = encoding_rs::Encoding::for_bom(bytes) {
         let (text, had_errors) = encoding.decode_without_bom_handling(&bytes[bom..]);
         if had_errors {
             return Err(refuse(format!(
@@ -233,35 +270,120 @@ pub(crate) fn decode<'a>(
                 encoding.name()
             )));
         }
-        return Ok(text);
+        text
+    } else if let Some(encoding) = utf16_without_bom(bytes) {
+        let (text, had_errors) = encoding.decode_without_bom_handling(bytes);
+        if had_errors {
+            return Err(refuse(BINARY.into()));
+        }
+        tracing::debug!(path = %path.display(), encoding = encoding.name(), "decoded UTF-16 without a byte-order mark");
+        text
+    } else if let Ok(s) = std::str::from_utf8(bytes) {
+        Cow::Borrowed(s)
+    } else {
+        // Not UTF-8. Text in a legacy encoding has no NUL bytes and few control
+        // characters; anything else is binary.
+        // (Bytes from 0x80 are letters and signs in those encodings, not C1 controls.)
+        let controls = bytes
+            .iter()
+            .map(|&b| if b < 0x80 { char::from(b) } else { 'a' });
+        if bytes.contains(&0) || mostly_controls(controls) {
+            return Err(refuse(BINARY.into()));
+        }
+        let mut detector = chardetng::EncodingDetector::new();
+        detector.feed(bytes, true);
+        let encoding = detector.guess(None, true);
+        let (text, _, had_errors) = encoding.decode(bytes);
+        if had_errors {
+            return Err(refuse(format!(
+                "not UTF-8, and not valid {} either",
+                encoding.name()
+            )));
+        }
+        tracing::debug!(path = %path.display(), encoding = encoding.name(), "decoded non-UTF-8 text");
+        Cow::Owned(text.into_owned())
+    };
+    if mostly_controls(text.chars()) {
+        return Err(refuse(BINARY.into()));
     }
-    if let Ok(s) = std::str::from_utf8(bytes) {
-        return Ok(Cow::Borrowed(s));
+    Ok(text)
+}
+
+/// Whether more than 1% of the characters are NUL or other control characters than
+/// those text uses: line breaks, tabs, form and line feeds, and the escape and backspace
+/// of terminal colours and overstruck man pages.
+fn mostly_controls(chars: impl Iterator<Item = char>) -> bool {
+    let (mut n, mut controls) = (0usize, 0usize);
+    for c in chars {
+        n += 1;
+        if c.is_control()
+            && !matches!(
+                c,
+                '\n' | '\r' | '\t' | '\u{0b}' | '\u{0c}' | '\u{1b}' | '\u{08}'
+            )
+        {
+            controls += 1;
+        }
     }
-    // Not UTF-8. Text in a legacy encoding has no NUL bytes and few control characters;
-    // anything else is binary.
-    let controls = bytes
-        .iter()
-        .filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x0c))
-        .count();
-    if bytes.contains(&0) || controls * 100 > bytes.len() {
-        return Err(refuse(
-            "binary data, not text (neither UTF-8, UTF-16 with a byte-order mark, nor a legacy text encoding)"
-                .into(),
-        ));
+    controls * 100 > n
+}
+
+/// A UTF-32 byte-order mark: whether it is big-endian, and its length. Checked before
+/// UTF-16's, whose little-endian mark is the first half of UTF-32's.
+fn utf32_bom(bytes: &[u8]) -> Option<(bool, usize)> {
+    match bytes {
+        [0, 0, 0xFE, 0xFF, ..] => Some((true, 4)),
+        [0xFF, 0xFE, 0, 0, ..] => Some((false, 4)),
+        _ => None,
     }
-    let mut detector = chardetng::EncodingDetector::new();
-    detector.feed(bytes, true);
-    let encoding = detector.guess(None, true);
-    let (text, _, had_errors) = encoding.decode(bytes);
-    if had_errors {
-        return Err(refuse(format!(
-            "not UTF-8, and not valid {} either",
-            encoding.name()
-        )));
+}
+
+/// UTF-32 code units as text; `None` when the length or a unit is not valid UTF-32.
+fn utf32(bytes: &[u8], big_endian: bool) -> Option<String> {
+    if !bytes.len().is_multiple_of(4) {
+        return None;
     }
-    tracing::debug!(path = %path.display(), encoding = encoding.name(), "decoded non-UTF-8 text");
-    Ok(Cow::Owned(text.into_owned()))
+    bytes
+        .chunks_exact(4)
+        .map(|u| {
+            let u = [u[0], u[1], u[2], u[3]];
+            char::from_u32(if big_endian {
+                u32::from_be_bytes(u)
+            } else {
+                u32::from_le_bytes(u)
+            })
+        })
+        .collect()
+}
+
+/// UTF-16 without a byte-order mark, told by its zero bytes: text in a Latin script
+/// written as UTF-16 has a zero in the high byte of most units, so at least a third of
+/// the units hold a zero byte and nearly all of those zeros sit at odd offsets
+/// (little-endian) or at even ones (big-endian). Binary data has zeros on both.
+fn utf16_without_bom(bytes: &[u8]) -> Option<&'static encoding_rs::Encoding> {
+    if bytes.len() < 4 || !bytes.len().is_multiple_of(2) {
+        return None;
+    }
+    let (mut even, mut odd) = (0usize, 0usize);
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == 0 {
+            if i % 2 == 0 {
+                even += 1;
+            } else {
+                odd += 1;
+            }
+        }
+    }
+    let units = bytes.len() / 2;
+    let (zeros, stray) = (even.max(odd), even.min(odd));
+    if zeros * 3 < units || stray * 20 > zeros {
+        return None;
+    }
+    Some(if odd > even {
+        encoding_rs::UTF_16LE
+    } else {
+        encoding_rs::UTF_16BE
+    })
 }
 
 /// The day of a date or timestamp a source gives its document (`2024-03-05`,
@@ -471,5 +593,44 @@ mod tests {
             err.contains("f.txt") && err.contains("binary data"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn utf32_and_utf16_without_a_mark_are_decoded() {
+        let s = "Plain text from Zürich, 5 €, naïve.\n";
+        let le: Vec<u8> = [0xff, 0xfe, 0, 0]
+            .into_iter()
+            .chain(s.chars().flat_map(|c| (c as u32).to_le_bytes()))
+            .collect();
+        assert_eq!(read(&le).unwrap(), s);
+        let be: Vec<u8> = [0, 0, 0xfe, 0xff]
+            .into_iter()
+            .chain(s.chars().flat_map(|c| (c as u32).to_be_bytes()))
+            .collect();
+        assert_eq!(read(&be).unwrap(), s);
+        // A unit past U+10FFFF, or a length that is not whole units, is not UTF-32.
+        let mut bad = le.clone();
+        bad.extend([0, 0, 0x11, 0]);
+        let err = read(&bad).unwrap_err().to_string();
+        assert!(err.contains("not valid UTF-32LE"), "{err}");
+        assert!(read(&le[..le.len() - 1]).is_err());
+        // UTF-16 with no byte-order mark, as some Windows tools write it: it is valid
+        // UTF-8 byte for byte (ASCII with NULs between), and was stored that way.
+        let u16le: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        assert_eq!(read(&u16le).unwrap(), s);
+        let u16be: Vec<u8> = s.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        assert_eq!(read(&u16be).unwrap(), s);
+    }
+
+    #[test]
+    fn valid_utf8_made_of_control_characters_is_binary() {
+        for junk in [vec![0u8; 4096], b"\x01\x02\x03\x04 text".repeat(100)] {
+            let err = read(&junk).unwrap_err().to_string();
+            assert!(err.contains("binary data"), "{err}");
+        }
+        // Terminal colours, overstruck man pages and a stray NUL are still text.
+        let coloured = "\x1b[1mbold\x1b[0m and N\x08NA\x08AM\x08ME, and one\0 stray NUL in a long enough line of text: a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y, z.\n";
+        let coloured = coloured.repeat(3);
+        assert_eq!(read(coloured.as_bytes()).unwrap(), coloured);
     }
 }

@@ -428,6 +428,77 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// The byte bound on chunks moves no cut in ordinary text: the chunks are the ones
+    /// tokens alone give (the splitter over the bare tokenizer, same budget and overlap).
+    #[test]
+    fn ordinary_text_is_cut_where_tokens_alone_cut_it(text in words(), max in 40usize..300) {
+        let overlap = (max / 8).min(32);
+        let c = chunker(max, overlap);
+        let id = DocId::new("t").unwrap();
+        let (mut docs, _) = parse::parse_file(Path::new("/t/doc.txt"), &id, text.as_bytes(), DocFormat::Text, CorpusMode::Auto).unwrap();
+        let mut doc = docs.remove(0);
+        // No title, so no header: the whole budget goes to the body, as in the bare splitter.
+        doc.title = String::new();
+        let budget = max - c.count(&metarag_core::embedding_input("", &[], "")).unwrap();
+        let mut tokenizer = metarag_testkit::embedder().tokenizer().clone();
+        tokenizer.with_truncation(None).unwrap();
+        let config = text_splitter::ChunkConfig::new(budget)
+            .with_sizer(&tokenizer)
+            .with_overlap(overlap.min(budget / 2))
+            .unwrap();
+        let bare: Vec<_> = text_splitter::TextSplitter::new(config)
+            .chunk_indices(&doc.text)
+            .map(|(o, t)| o..o + t.len())
+            .collect();
+        let ours: Vec<_> = c.chunk(&doc).unwrap().into_iter().map(|ch| ch.bytes).collect();
+        prop_assert_eq!(ours, bare);
+    }
+}
+
+/// A run without whitespace is one `[UNK]` to the tokenizer however long it is: it is cut
+/// by bytes (at most `MAX_BYTES_PER_TOKEN` a token of budget), not kept as one chunk of
+/// five tokens, and the prose around it is chunked as before.
+#[test]
+fn a_run_without_spaces_is_cut_by_bytes() {
+    let run = "q".repeat(300_000);
+    let text = format!("Prose before the run, in words.\n\n{run}\n\nAnd prose after it.\n");
+    let c = chunker(256, 32);
+    let id = DocId::new("run").unwrap();
+    let (docs, _) = parse::parse_file(
+        Path::new("/t/run.txt"),
+        &id,
+        text.as_bytes(),
+        DocFormat::Text,
+        CorpusMode::Auto,
+    )
+    .unwrap();
+    let chunks = c.chunk(&docs[0]).unwrap();
+    let limit = metarag_ingest::chunk::MAX_BYTES_PER_TOKEN * 256;
+    assert!(chunks.len() >= run.len() / limit, "{} chunks", chunks.len());
+    let mut covered = vec![false; text.len()];
+    for ch in &chunks {
+        assert!(ch.text.len() <= limit, "a chunk of {} bytes", ch.text.len());
+        assert!(ch.token_count <= 256);
+        assert_eq!(&docs[0].text[ch.bytes.clone()], ch.text);
+        covered[ch.bytes.clone()].iter_mut().for_each(|b| *b = true);
+    }
+    // Every byte of the run is in some chunk, and the prose's words are whole in one.
+    let start = text.find('q').unwrap();
+    assert!(covered[start..start + run.len()].iter().all(|&b| b));
+    for w in ["before", "words", "after"] {
+        assert!(
+            chunks.iter().any(|ch| ch
+                .text
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|x| x == w)),
+            "{w}"
+        );
+    }
+}
+
 /// Lists nested past what the Markdown splitter is given (a hostile file's shape: its time
 /// grew faster than the text) are split as plain text, with the same guarantees, and every
 /// list item's word is in some chunk.
@@ -490,6 +561,20 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
     .unwrap();
     std::fs::write(src.path().join("fine.md"), "# Fine\n\nA normal file.\n").unwrap();
     std::fs::write(src.path().join("bomb.pdf"), pdf_bomb(200 << 20)).unwrap();
+    // Valid UTF-8 that is no text: a file of zeros (a sparse or preallocated file).
+    std::fs::write(src.path().join("zeros.txt"), vec![0u8; 1 << 16]).unwrap();
+    // UTF-16 without a byte-order mark and UTF-32 with one: decoded, not stored as noise.
+    let wide = "Wide text from Zürich.";
+    let utf16: Vec<u8> = wide.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    std::fs::write(src.path().join("utf16.txt"), utf16).unwrap();
+    let utf32: Vec<u8> = [0xff, 0xfe, 0, 0]
+        .into_iter()
+        .chain(wide.chars().flat_map(|c| (c as u32).to_le_bytes()))
+        .collect();
+    std::fs::write(src.path().join("utf32.txt"), utf32).unwrap();
+    // 2 MB without a space: cut by bytes, not kept as one chunk of five tokens.
+    let run = format!("A line first.\n\n{}\n", "z".repeat(2 << 20));
+    std::fs::write(src.path().join("run.txt"), &run).unwrap();
     let (index, report) = ingest_folder(src.path(), data.path()).await;
     let mut failed: Vec<(&str, &str)> = report
         .failures
@@ -502,7 +587,7 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
         })
         .collect();
     failed.sort();
-    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert_eq!(failed.len(), 4, "{failed:?}");
     assert_eq!(failed[0].0, "bomb.pdf");
     assert!(
         failed[0].1.contains("decompresses to more than 128 MiB"),
@@ -517,14 +602,22 @@ async fn hostile_and_legacy_files_each_get_their_outcome_and_the_rest_goes_in() 
     );
     assert_eq!(failed[2].0, "junk.txt");
     assert!(failed[2].1.contains("binary data"), "{}", failed[2].1);
-    assert_eq!(report.added, 2);
+    assert_eq!(failed[3].0, "zeros.txt");
+    assert!(failed[3].1.contains("binary data"), "{}", failed[3].1);
+    assert_eq!(report.added, 5);
     let docs = StoreRead::documents(&index).await.unwrap();
-    let latin_doc = docs.iter().find(|d| d.title == "latin1").unwrap();
-    let stored = StoreRead::document(&index, &latin_doc.id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(stored.text.as_deref(), Some(latin));
+    for (title, text) in [("latin1", latin), ("utf16", wide), ("utf32", wide)] {
+        let doc = docs.iter().find(|d| d.title == title).unwrap();
+        let stored = StoreRead::document(&index, &doc.id).await.unwrap().unwrap();
+        assert_eq!(stored.text.as_deref(), Some(text), "{title}");
+    }
+    let run_doc = docs.iter().find(|d| d.title == "run").unwrap();
+    let limit = metarag_ingest::chunk::MAX_BYTES_PER_TOKEN * 256;
+    assert!(
+        run_doc.chunk_count as usize >= (2 << 20) / limit,
+        "{}",
+        run_doc.chunk_count
+    );
 }
 
 /// A readable one-page PDF with a second content stream of `inflated` spaces compressed
