@@ -47,6 +47,9 @@ open(f"{d}/utf32.txt", "wb").write("\ufeffUTF-32 with a byte-order mark: Zürich
 open(f"{d}/oneword.txt", "wb").write(b"a" * (40 << 20))
 # 100,000 script elements: the nesting pre-scan copied the rest of the page for each.
 open(f"{d}/scripts.html", "wb").write(b"<html><body>" + b"<script>x</script><p>t</p>" * 100_000 + b"</body></html>")
+# 300,000 nested <div>s with a script in each: the pre-scan counted each script's end tag
+# as closing a level, so it saw a depth of 1 and the parser got the whole nest.
+open(f"{d}/hidden-deep.html", "w").write("<html><body>" + "<div><script></script>" * 300_000 + "x</body></html>")
 # A DOCX without word/_rels/document.xml.rels: docx-rs said only "Failed to read from zip."
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 buf = io.BytesIO()

@@ -146,7 +146,9 @@ fn main() -> ExitCode {
 
 fn init_tracing(verbose: u8) {
     let default = match verbose {
-        0 => "warn,llama-cpp-2=error",
+        // lopdf warns about text it cannot decode, which pdf-extract then reads, or the
+        // file gets its own error: noise between the per-file lines.
+        0 => "warn,llama-cpp-2=error,lopdf=error",
         1 => "info",
         _ => "debug",
     };
