@@ -241,23 +241,18 @@ const RAW_TEXT: &[&str] = &[
     "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
 ];
 
-/// The deepest nesting of elements in `html`, from a single pass over its tags (an
-/// estimate that errs high only for end tags left out of elements not in
-/// [`OPTIONAL_END`]), without building the tree.
-pub fn nesting_depth(html: &str) -> usize {
-    shape(html).depth
-}
-
 /// What the pre-scan measures of a page before the parser builds its tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
-    /// The deepest nesting of elements ([`nesting_depth`]).
+    /// The deepest nesting of elements: an estimate that errs high only for end tags left
+    /// out of elements not in [`OPTIONAL_END`].
     pub depth: usize,
     /// The most attributes on one tag.
     pub attributes: usize,
 }
 
-/// Nesting depth and the most attributes on a tag, in one pass over the tags.
+/// Nesting depth and the most attributes on a tag, in one pass over the tags, without
+/// building the tree.
 pub fn shape(html: &str) -> Shape {
     let b = html.as_bytes();
     let (mut i, mut depth, mut max, mut attributes) = (0, 0usize, 0usize, 0usize);
@@ -379,27 +374,29 @@ fn heading_level(name: &str) -> Option<u8> {
 mod tests {
     use super::*;
 
+    fn depth(html: &str) -> usize {
+        shape(html).depth
+    }
+
     #[test]
     fn nesting_depth_counts_real_nesting_not_unclosed_paragraphs() {
-        assert_eq!(nesting_depth("<div><div><span>x</span></div></div>"), 3);
-        assert_eq!(nesting_depth("<p>a<p>b<p>c<li>d<br><img src=x>"), 0);
+        assert_eq!(depth("<div><div><span>x</span></div></div>"), 3);
+        assert_eq!(depth("<p>a<p>b<p>c<li>d<br><img src=x>"), 0);
         assert_eq!(
-            nesting_depth(
-                "<div><script>if (a<b) { '<div><div>' }</script><!-- <div><div> --></div>"
-            ),
+            depth("<div><script>if (a<b) { '<div><div>' }</script><!-- <div><div> --></div>"),
             1
         );
         let deep = format!("{}x{}", "<div>".repeat(10_000), "</div>".repeat(10_000));
-        assert_eq!(nesting_depth(&deep), 10_000);
+        assert_eq!(depth(&deep), 10_000);
         // A raw-text element closes in any case, and never on another tag's end.
         assert_eq!(
-            nesting_depth("<div><SCRIPT>'</div><div>'</Script><div>x</div></div>"),
+            depth("<div><SCRIPT>'</div><div>'</Script><div>x</div></div>"),
             2
         );
-        assert_eq!(nesting_depth("<div><style>a</div>"), 1);
+        assert_eq!(depth("<div><style>a</div>"), 1);
         // Scripts between nested elements do not hide the nesting.
         let hidden = format!("{}x", "<div><script></script>".repeat(5_000));
-        assert_eq!(nesting_depth(&hidden), 5_000);
+        assert_eq!(depth(&hidden), 5_000);
     }
 
     #[test]
