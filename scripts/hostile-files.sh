@@ -18,20 +18,24 @@ with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             f.write(b"a" * (1 << 20))
 open(f"{d}/bomb.docx", "wb").write(buf.getvalue())
 open(f"{d}/binary.txt", "wb").write(bytes(range(256)) * 10)
+def one_page_pdf(name, content, self_prev=False):
+    """A one-page PDF whose page's content stream is `content` (dictionary and data);
+    `self_prev` makes the cross-reference section's /Prev point at itself."""
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>", content]
+    pdf, offsets = b"%PDF-1.4\n", []
+    for i, o in enumerate(objs):
+        offsets.append(len(pdf))
+        pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
+    xref = len(pdf)
+    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    prev = b" /Prev %d" % xref if self_prev else b""
+    pdf += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, prev, xref)
+    open(f"{d}/{name}", "wb").write(pdf)
 # A PDF whose one page inflates to 2 GiB of spaces: 2 MB on disk.
 z = zlib.compressobj(9)
 packed = b"".join(z.compress(b" " * (1 << 20)) for _ in range(2048)) + z.compress(b"BT (bomb) Tj ET") + z.flush()
-objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream"]
-pdf, offsets = b"%PDF-1.4\n", []
-for i, o in enumerate(objs):
-    offsets.append(len(pdf))
-    pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
-xref = len(pdf)
-pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
-pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-open(f"{d}/bomb.pdf", "wb").write(pdf)
+one_page_pdf("bomb.pdf", b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream")
 # Lists nested 3,000 deep (9 MB): the Markdown splitter's time grew faster than the text.
 open(f"{d}/deeplist.md", "w").write("".join("  " * i + "- x\n" for i in range(3000)))
 open(f"{d}/truncated.pdf", "wb").write(b"%PDF-1.4\n1 0 obj << /Type /Catalog")
@@ -59,17 +63,7 @@ with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
     z.writestr("word/document.xml", f'<?xml version="1.0"?><w:document {W}><w:body><w:p><w:r><w:t>No rels.</w:t></w:r></w:p></w:body></w:document>')
 open(f"{d}/norels.docx", "wb").write(buf.getvalue())
 # A PDF whose xref /Prev points at itself: pdf-extract panics on it (caught).
-objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-        b"<< /Length 24 >>\nstream\nBT (loop text) Tj ET    \nendstream"]
-pdf, offsets = b"%PDF-1.4\n", []
-for i, o in enumerate(objs):
-    offsets.append(len(pdf))
-    pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
-xref = len(pdf)
-pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
-pdf += b"trailer\n<< /Size %d /Root 1 0 R /Prev %d >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref, xref)
-open(f"{d}/xrefloop.pdf", "wb").write(pdf)
+one_page_pdf("xrefloop.pdf", b"<< /Length 24 >>\nstream\nBT (loop text) Tj ET    \nendstream", self_prev=True)
 PY
 mkdir -p "$dir/home"
 [ -e "$dir/home/models" ] || ln -s "$METARAG_HOME/models" "$dir/home/models"
