@@ -1,6 +1,7 @@
-//! Markdown parsed and chunked with the default embedder's tokenizer
-//! (`METARAG_FUZZ_TOKENIZER`, a `tokenizer.json`): every chunk within the token budget, its
-//! byte range inside the text and on character boundaries, its text that slice.
+//! Markdown and plain text parsed and chunked with the default embedder's tokenizer
+//! (`METARAG_FUZZ_TOKENIZER`, a `tokenizer.json`): every chunk within the token budget and
+//! the byte bound (`MAX_BYTES_PER_TOKEN` a token), its byte range inside the text and on
+//! character boundaries, its text that slice.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -26,20 +27,25 @@ fn chunker() -> &'static Chunker {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok((docs, _)) = metarag_ingest::parse::parse_unguarded(DocFormat::Markdown, data) else {
-        return;
-    };
-    let chunker = chunker();
-    for d in &docs {
-        let Ok(chunks) = chunker.chunk(d) else {
+    for format in [DocFormat::Markdown, DocFormat::Text] {
+        let Ok((docs, _)) = metarag_ingest::parse::parse_unguarded(format, data) else {
             continue;
         };
-        for (i, c) in chunks.iter().enumerate() {
-            assert_eq!(c.ordinal as usize, i);
-            assert!(c.token_count as usize <= 64, "{} tokens", c.token_count);
-            assert!(c.bytes.start <= c.bytes.end && c.bytes.end <= d.text.len());
-            assert!(d.text.is_char_boundary(c.bytes.start));
-            assert!(d.text.is_char_boundary(c.bytes.end));
+        let chunker = chunker();
+        for d in &docs {
+            let Ok(chunks) = chunker.chunk(d) else {
+                continue;
+            };
+            for (i, c) in chunks.iter().enumerate() {
+                assert_eq!(c.ordinal as usize, i);
+                assert!(c.token_count as usize <= 64, "{} tokens", c.token_count);
+                let most = metarag_ingest::chunk::MAX_BYTES_PER_TOKEN * 64;
+                assert!(c.text.len() <= most, "{} bytes", c.text.len());
+                assert!(c.bytes.start <= c.bytes.end && c.bytes.end <= d.text.len());
+                assert!(d.text.is_char_boundary(c.bytes.start));
+                assert!(d.text.is_char_boundary(c.bytes.end));
+                assert_eq!(&d.text[c.bytes.clone()], c.text);
+            }
         }
     }
 });
