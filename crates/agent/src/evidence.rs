@@ -92,7 +92,7 @@ pub struct GuardrailReport {
     pub injection_model: usize,
     /// Near-duplicates of a chunk kept earlier (or already in the evidence pool).
     pub near_duplicate: usize,
-    /// Too short, mostly non-text, or one token repeated.
+    /// Too short, mostly non-text, mostly one run without spaces, or one token repeated.
     pub junk: usize,
 }
 
@@ -119,6 +119,10 @@ fn shingles(text: &str) -> HashSet<String> {
     t.windows(3).map(|w| w.join(" ")).collect()
 }
 
+/// Longest whitespace-free run the embedder's tokenizer reads as words rather than one
+/// unknown token (BERT WordPiece's `max_input_chars_per_word`).
+const MAX_WORD_CHARS: usize = 100;
+
 /// Why a passage is junk, if it is.
 fn junk_reason(text: &str) -> Option<&'static str> {
     let trimmed = text.trim();
@@ -129,6 +133,19 @@ fn junk_reason(text: &str) -> Option<&'static str> {
     let alpha = visible.iter().filter(|c| c.is_alphabetic()).count();
     if (alpha as f64) < 0.5 * visible.len() as f64 {
         return Some("mostly non-text");
+    }
+    // Ingest cuts a run without spaces (base64, a minified file) into chunks of its own; the
+    // embedder reads each as one unknown token, and a reader learns nothing from it. ASCII
+    // runs only: Chinese, Japanese or Thai prose has no spaces and is read character by
+    // character.
+    let longest = trimmed
+        .split_whitespace()
+        .filter(|w| w.is_ascii())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    if longest > MAX_WORD_CHARS && longest * 2 > visible.len() {
+        return Some("mostly one run without spaces");
     }
     let toks = tokens(trimmed);
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -712,17 +729,32 @@ mod tests {
             p("d", "12 34 56 78 90 12 34 56 78 90 11 22"),
             p("e", "short"),
             p("f", "Spielberg was born in Cincinnati, Ohio, in 1946."),
+            p("g", &format!("data {}", "QmFzZTY0".repeat(500))),
+            // A long link inside prose, and prose without spaces, are text.
+            p(
+                "h",
+                &format!(
+                    "The studio's page on the film, {}, lists the cast and crew in full. {}",
+                    format!("https://example.org/{}", "x".repeat(120)),
+                    "It gives the dates of shooting, the locations and the budget of the film."
+                        .repeat(2)
+                ),
+            ),
+            p(
+                "i",
+                &"大白鲨是一部一九七五年的美国惊悚电影由史蒂文斯皮尔伯格执导".repeat(6),
+            ),
         ];
         let (kept, report) = guard(passages, &[], 0.9);
         let titles: Vec<_> = kept.iter().map(|p| p.title.as_str()).collect();
-        assert_eq!(titles, ["a", "f"]);
+        assert_eq!(titles, ["a", "f", "h", "i"]);
         assert_eq!(
             report,
             GuardrailReport {
                 injection: 1,
                 injection_model: 0,
                 near_duplicate: 1,
-                junk: 2
+                junk: 3
             }
         );
         // A passage already in the pool counts as a duplicate too.
