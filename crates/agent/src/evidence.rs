@@ -734,8 +734,8 @@ mod tests {
             p(
                 "h",
                 &format!(
-                    "The studio's page on the film, {}, lists the cast and crew in full. {}",
-                    format!("https://example.org/{}", "x".repeat(120)),
+                    "The studio's page on the film, https://example.org/{}, lists the cast and crew in full. {}",
+                    "x".repeat(120),
                     "It gives the dates of shooting, the locations and the budget of the film."
                         .repeat(2)
                 ),
