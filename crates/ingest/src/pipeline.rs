@@ -273,6 +273,16 @@ pub fn discover(
             });
             continue;
         }
+        if !root.is_dir() {
+            // A FIFO, socket or device named on the command line: reading one could block
+            // for ever or never end (/dev/zero). Inside a folder they are passed over, as
+            // the walk takes regular files only.
+            failures.push(Failure {
+                source: root.display().to_string(),
+                error: "not a regular file or a directory".into(),
+            });
+            continue;
+        }
         let walker = walkdir::WalkDir::new(root)
             .sort_by_file_name()
             .into_iter()

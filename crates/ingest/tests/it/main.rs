@@ -329,6 +329,35 @@ fn include_and_exclude_globs() {
     );
 }
 
+/// A device or FIFO named on the command line is one clear failure, not a read that never
+/// ends; inside a folder, FIFOs and symlinks are passed over (the walk takes regular files).
+#[cfg(unix)]
+#[test]
+fn special_files_are_refused_by_name_and_passed_over_in_a_folder() {
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("a.md"), "x").unwrap();
+    let fifo = src.path().join("pipe.txt");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::os::unix::fs::symlink("/dev/zero", src.path().join("zero.txt")).unwrap();
+    let options = IngestOptions::default();
+    let (files, failures) = discover(&[src.path().to_path_buf()], &options).unwrap();
+    assert_eq!(files, [src.path().join("a.md")]);
+    assert!(failures.is_empty(), "{failures:?}");
+    for special in [fifo.clone(), "/dev/zero".into()] {
+        let (files, failures) = discover(&[special.clone()], &options).unwrap();
+        assert!(files.is_empty());
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].source, special.display().to_string());
+        assert_eq!(failures[0].error, "not a regular file or a directory");
+    }
+}
+
 fn is_word(c: char) -> bool {
     c.is_alphanumeric()
 }
