@@ -349,8 +349,8 @@ fn special_files_are_refused_by_name_and_passed_over_in_a_folder() {
     let (files, failures) = discover(&[src.path().to_path_buf()], &options).unwrap();
     assert_eq!(files, [src.path().join("a.md")]);
     assert!(failures.is_empty(), "{failures:?}");
-    for special in [fifo.clone(), "/dev/zero".into()] {
-        let (files, failures) = discover(&[special.clone()], &options).unwrap();
+    for special in [fifo, "/dev/zero".into()] {
+        let (files, failures) = discover(std::slice::from_ref(&special), &options).unwrap();
         assert!(files.is_empty());
         assert_eq!(failures.len(), 1);
         assert_eq!(failures[0].source, special.display().to_string());
