@@ -87,8 +87,21 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     }
     let (text, sections) = b.finish();
     if text.trim().is_empty() {
+        // Only a file whose pages hold images is likely a scan; a broken or font-less one
+        // is not helped by OCR, and the hint misled there.
+        let scanned = doc.get_pages().values().any(|&p| {
+            doc.get_page_images(p)
+                .is_ok_and(|images| !images.is_empty())
+        });
         return Err(Error::Empty {
-            path: format!("{} (a scanned PDF needs OCR first)", path.display()),
+            path: if scanned {
+                format!(
+                    "{} (its pages are images: a scanned PDF needs OCR first)",
+                    path.display()
+                )
+            } else {
+                path.display().to_string()
+            },
         });
     }
     let mut parsed = assemble(path, id, title, DocFormat::Pdf, (text, sections), bytes);
@@ -468,6 +481,57 @@ mod tests {
         );
         let e = checked((0..4).map(|i| page(b'a' + i)).collect()).unwrap_err();
         assert_eq!(e, "the file's streams decompress to more than 3 MiB");
+    }
+
+    /// A one-page document drawing `content`, with an image XObject in its resources
+    /// when `image` is set.
+    fn one_page(content: &[u8], image: bool) -> Vec<u8> {
+        let mut doc = lopdf::Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let contents = doc.add_object(Stream::new(dictionary! {}, content.to_vec()));
+        let mut resources = lopdf::Dictionary::new();
+        if image {
+            let im = doc.add_object(Stream::new(
+                dictionary! { "Type" => "XObject", "Subtype" => "Image", "Width" => 1, "Height" => 1,
+                    "ColorSpace" => "DeviceGray", "BitsPerComponent" => 8 },
+                vec![0],
+            ));
+            resources.set("XObject", dictionary! { "Im1" => im });
+        }
+        let page = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id,
+        "Contents" => contents, "Resources" => resources });
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(
+                dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 },
+            ),
+        );
+        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn only_a_file_of_images_is_called_a_scan() {
+        let id = DocId::new("s").unwrap();
+        let scan = one_page(b"q 100 0 0 100 0 0 cm /Im1 Do Q", true);
+        let err = parse(Path::new("scan.pdf"), &id, &scan)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("scan.pdf") && err.contains("OCR") && err.contains("no text"),
+            "{err}"
+        );
+        let blank = one_page(b"0 0 m 10 10 l S", false);
+        let err = parse(Path::new("blank.pdf"), &id, &blank)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("blank.pdf") && err.contains("no text") && !err.contains("OCR"),
+            "{err}"
+        );
     }
 
     #[test]
