@@ -281,13 +281,9 @@ pub(crate) fn decode<'a>(
     } else if let Ok(s) = std::str::from_utf8(bytes) {
         Cow::Borrowed(s)
     } else {
-        // Not UTF-8. Text in a legacy encoding has no NUL bytes and few control
-        // characters; anything else is binary.
-        // (Bytes from 0x80 are letters and signs in those encodings, not C1 controls.)
-        let controls = bytes
-            .iter()
-            .map(|&b| if b < 0x80 { char::from(b) } else { 'a' });
-        if bytes.contains(&0) || mostly_controls(controls) {
+        // Not UTF-8. Text in a legacy encoding has no NUL bytes (and few control
+        // characters, checked below on the decoded text as for every encoding).
+        if bytes.contains(&0) {
             return Err(refuse(BINARY.into()));
         }
         let mut detector = chardetng::EncodingDetector::new();
@@ -361,7 +357,8 @@ fn utf32(bytes: &[u8], big_endian: bool) -> Option<String> {
 /// the units hold a zero byte and nearly all of those zeros sit at odd offsets
 /// (little-endian) or at even ones (big-endian). Binary data has zeros on both.
 fn utf16_without_bom(bytes: &[u8]) -> Option<&'static encoding_rs::Encoding> {
-    if bytes.len() < 4 || !bytes.len().is_multiple_of(2) {
+    // Every text file passes here: most have no zero byte, found at memchr speed.
+    if bytes.len() < 4 || !bytes.len().is_multiple_of(2) || !bytes.contains(&0) {
         return None;
     }
     let (mut even, mut odd) = (0usize, 0usize);

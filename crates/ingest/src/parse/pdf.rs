@@ -421,15 +421,27 @@ mod tests {
     }
 
     fn saved(streams: Vec<Stream>) -> Vec<u8> {
+        saved_page(streams, None)
+    }
+
+    /// One page drawn by `streams`, with `image` as its XObject `Im1` when given.
+    fn saved_page(streams: Vec<Stream>, image: Option<Stream>) -> Vec<u8> {
         let mut doc = lopdf::Document::with_version("1.5");
         let pages_id = doc.new_object_id();
         let contents: Vec<Object> = streams
             .into_iter()
             .map(|s| doc.add_object(s).into())
             .collect();
-        let page = doc.add_object(
-            dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => contents },
-        );
+        let mut page =
+            dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => contents };
+        if let Some(image) = image {
+            let im = doc.add_object(image);
+            page.set(
+                "Resources",
+                dictionary! { "XObject" => dictionary! { "Im1" => im } },
+            );
+        }
+        let page = doc.add_object(page);
         doc.objects.insert(
             pages_id,
             Object::Dictionary(
@@ -483,34 +495,16 @@ mod tests {
         assert_eq!(e, "the file's streams decompress to more than 3 MiB");
     }
 
-    /// A one-page document drawing `content`, with an image XObject in its resources
-    /// when `image` is set.
+    /// A one-page document drawing `content`, with a one-pixel image when `image` is set.
     fn one_page(content: &[u8], image: bool) -> Vec<u8> {
-        let mut doc = lopdf::Document::with_version("1.5");
-        let pages_id = doc.new_object_id();
-        let contents = doc.add_object(Stream::new(dictionary! {}, content.to_vec()));
-        let mut resources = lopdf::Dictionary::new();
-        if image {
-            let im = doc.add_object(Stream::new(
+        let image = image.then(|| {
+            Stream::new(
                 dictionary! { "Type" => "XObject", "Subtype" => "Image", "Width" => 1, "Height" => 1,
                     "ColorSpace" => "DeviceGray", "BitsPerComponent" => 8 },
                 vec![0],
-            ));
-            resources.set("XObject", dictionary! { "Im1" => im });
-        }
-        let page = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id,
-        "Contents" => contents, "Resources" => resources });
-        doc.objects.insert(
-            pages_id,
-            Object::Dictionary(
-                dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 },
-            ),
-        );
-        let catalog = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
-        doc.trailer.set("Root", catalog);
-        let mut out = Vec::new();
-        doc.save_to(&mut out).unwrap();
-        out
+            )
+        });
+        saved_page(vec![Stream::new(dictionary! {}, content.to_vec())], image)
     }
 
     #[test]
