@@ -277,6 +277,7 @@ impl App {
             corpus,
             batch_chunks: raw.batch_chunks,
             metadata: serde_json::Map::new(),
+            isolation: parser_isolation(raw),
         }
     }
 
@@ -697,4 +698,23 @@ fn link_names_with(index: &EmbeddedIndex, embedder: &SentenceEmbedder) {
     index.set_name_embedder(Arc::new(move |names: &[String]| {
         embedder.embed_blocking(names).map_err(Into::into)
     }));
+}
+
+/// PDF and DOCX parsed by this very binary's `parse-worker` command, unless the config turns
+/// it off or the binary cannot name its own path (then on a thread, said in the log).
+fn parser_isolation(raw: &crate::config::RawIngest) -> metarag_ingest::parse::Isolation {
+    use metarag_ingest::parse::{Isolation, Worker};
+    if !raw.isolate_parsers {
+        return Isolation::Thread;
+    }
+    match std::env::current_exe() {
+        Ok(exe) => Isolation::Process(
+            Worker::new(exe, ["parse-worker"])
+                .memory_limit((raw.parser_memory_mb > 0).then_some(raw.parser_memory_mb << 20)),
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot find this program's path: PDF and DOCX are parsed in-process");
+            Isolation::Thread
+        }
+    }
 }

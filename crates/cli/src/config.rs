@@ -357,6 +357,11 @@ pub struct RawIngest {
     /// Merge the BM25 index into one segment at the end of an ingest that leaves more than
     /// this many (0: never; `metarag compact` does it by hand).
     pub compact_above_segments: usize,
+    /// Parse PDF and DOCX files in a child process (`metarag parse-worker`) under a memory
+    /// limit, killed at the time limit: a hostile file then fails alone. Off: on a thread.
+    pub isolate_parsers: bool,
+    /// Address-space limit of that child, MiB (0: none).
+    pub parser_memory_mb: u64,
 }
 
 /// `[index]`
@@ -407,6 +412,8 @@ impl Default for RawIngest {
             // batch, which tantivy's merge policy merges only eight at a time) doubled
             // BM25's p95 at a million chunks, and the merge took 5 s.
             compact_above_segments: 8,
+            isolate_parsers: true,
+            parser_memory_mb: metarag_ingest::parse::worker::DEFAULT_WORKER_MEMORY >> 20,
         }
     }
 }
@@ -519,6 +526,16 @@ impl Config {
         }
         if raw.ingest.max_file_bytes == 0 {
             return Err(invalid("ingest.max_file_bytes", "must be positive"));
+        }
+        if raw.ingest.isolate_parsers
+            && raw.ingest.parser_memory_mb > 0
+            && raw.ingest.parser_memory_mb < 256
+        {
+            // Below this the child cannot hold its own stack and binary, and every PDF fails.
+            return Err(invalid(
+                "ingest.parser_memory_mb",
+                "must be 0 (no limit) or at least 256",
+            ));
         }
         if raw.ingest.batch_chunks == 0 {
             return Err(invalid("ingest.batch_chunks", "must be positive"));

@@ -111,6 +111,10 @@ enum Command {
     Bench(Box<bench::Args>),
     /// Print the effective configuration.
     Config,
+    /// Parse one file sent on standard input and answer on standard output: the child
+    /// process `ingest` runs PDF and DOCX parsers in (`ingest.isolate_parsers`).
+    #[command(hide = true)]
+    ParseWorker,
 }
 
 // mimalloc keeps freed pages for reuse where glibc's malloc returns large blocks to the
@@ -120,6 +124,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::ParseWorker = cli.command {
+        // Before any runtime or logging: the child should hold as little as possible
+        // under its memory limit, and its standard streams are the protocol.
+        metarag_ingest::parse::quiet_parser_panics();
+        return metarag_ingest::parse::worker::serve_stdio();
+    }
     init_tracing(cli.verbose);
     metarag_ingest::parse::quiet_parser_panics();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -226,5 +236,6 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Models { command } => models::run(&app, command).await,
         Command::Bench(args) => bench::run(&app, *args).await,
         Command::Config => commands::config::run(&app),
+        Command::ParseWorker => unreachable!("dispatched before the runtime starts"),
     }
 }

@@ -120,6 +120,15 @@ pub enum Error {
     /// or stopped without finishing (a panic); the run stops, batches already written stay.
     #[error("the ingest's reading thread {0}")]
     Reader(String),
+    /// The child process that parses untrusted formats could not be started or answered
+    /// nothing readable: a broken installation, not a bad file.
+    #[error("the parser process `{program}` {reason}")]
+    Worker {
+        /// The program started.
+        program: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// The embedder or the store failed; the run stops (already applied batches stay).
     #[error(transparent)]
     Backend(#[from] metarag_core::Error),
@@ -137,7 +146,7 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Backend(e) => e.fault(),
-            Error::Tokenizer(_) | Error::Reader(_) => Fault::Internal,
+            Error::Tokenizer(_) | Error::Reader(_) | Error::Worker { .. } => Fault::Internal,
             _ => Fault::User,
         }
     }

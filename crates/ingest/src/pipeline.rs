@@ -74,6 +74,9 @@ pub struct IngestOptions {
     /// Metadata set on every document of this ingest, over the keys the source gives
     /// (`metarag ingest --meta team=ops`).
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Where the untrusted parsers run: a binary sets [`parse::Isolation::Process`] with
+    /// its own parse worker; the default is a thread of this process.
+    pub isolation: parse::Isolation,
 }
 
 impl Default for IngestOptions {
@@ -86,6 +89,7 @@ impl Default for IngestOptions {
             corpus: CorpusMode::Auto,
             batch_chunks: 1024,
             metadata: serde_json::Map::new(),
+            isolation: parse::Isolation::Thread,
         }
     }
 }
@@ -594,7 +598,14 @@ impl Reader {
                 let format = self.format_of(path)?;
                 self.check_size(path, u.bytes.len() as u64)?;
                 let id = DocId::new(format!("upload:{}", u.name))?;
-                parse::parse_file(path, &id, &u.bytes, format, self.options.corpus)
+                parse::parse_file_isolated(
+                    path,
+                    &id,
+                    &u.bytes,
+                    format,
+                    self.options.corpus,
+                    &self.options.isolation,
+                )
             }
         }
     }
@@ -627,7 +638,14 @@ impl Reader {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let canonical = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
         let id = DocId::new(canonical.display().to_string())?;
-        parse::parse_file(&canonical, &id, &bytes, format, self.options.corpus)
+        parse::parse_file_isolated(
+            &canonical,
+            &id,
+            &bytes,
+            format,
+            self.options.corpus,
+            &self.options.isolation,
+        )
     }
 }
 

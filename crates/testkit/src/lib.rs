@@ -150,6 +150,100 @@ pub fn pdf(title: &str, pages: &[&str]) -> Vec<u8> {
     out
 }
 
+/// An RC4-encrypted PDF of one page showing `page_text` (no parentheses or backslashes) with an empty user password (as permission-restricted PDFs
+/// are) whose one object stream holds a dictionary after `padding` bytes of spaces, and
+/// whose cross-reference stream points into it: lopdf expands such a stream while
+/// loading, on a path that never calls the load filter.
+pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
+    use lopdf::encryption::{EncryptionState, EncryptionVersion, Permissions, encrypt_object};
+    use lopdf::{Object, Stream, dictionary};
+    use std::io::Write;
+    let id = b"metarag-enc-test".to_vec();
+    let mut doc = lopdf::Document::new();
+    let ids = Object::Array(vec![
+        Object::String(id.clone(), lopdf::StringFormat::Hexadecimal),
+        Object::String(id.clone(), lopdf::StringFormat::Hexadecimal),
+    ]);
+    doc.trailer.set("ID", ids.clone());
+    let state = EncryptionState::try_from(EncryptionVersion::V1 {
+        document: &doc,
+        owner_password: "",
+        user_password: "",
+        permissions: Permissions::all(),
+    })
+    .unwrap();
+    let sealed = |n: u32, data: Vec<u8>| {
+        let mut o = Object::Stream(Stream::new(dictionary! {}, data));
+        encrypt_object(&state, (n, 0), &mut o).unwrap();
+        o.as_stream().unwrap().content.clone()
+    };
+    // Compressed as it is made, a MiB at a time: the padding may be gigabytes.
+    let mut packed = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    packed.write_all(b"7 0 << /Padding true >>").unwrap();
+    let spaces = vec![b' '; 1 << 20];
+    let mut left = padding;
+    while left > 0 {
+        let n = left.min(spaces.len() as u64) as usize;
+        packed.write_all(&spaces[..n]).unwrap();
+        left -= n as u64;
+    }
+    let packed = packed.finish().unwrap();
+    let stream = |dict: &str, data: &[u8]| {
+        let mut o = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
+        o.extend_from_slice(data);
+        o.extend_from_slice(b"\nendstream");
+        o
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let objects: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
+          /Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>"
+            .to_vec(),
+        stream(
+            "",
+            &sealed(4, format!("BT /F1 12 Tf 72 712 Td ({page_text}) Tj ET").into_bytes()),
+        ),
+        format!(
+            "<< /Filter /Standard /V 1 /R 2 /O <{}> /U <{}> /P {} >>",
+            hex(state.owner_value()),
+            hex(state.user_value()),
+            state.permissions().bits() as u32 as i32
+        )
+        .into_bytes(),
+        stream(
+            "/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode",
+            &sealed(6, packed),
+        ),
+    ];
+    let mut out = b"%PDF-1.5\n".to_vec();
+    let mut rows = vec![0u8, 0, 0, 0, 0, 0xff, 0xff];
+    let mut row = |kind: u8, field: u32| {
+        rows.push(kind);
+        rows.extend_from_slice(&field.to_be_bytes());
+        rows.extend_from_slice(&[0, 0]);
+    };
+    for (i, o) in objects.iter().enumerate() {
+        row(1, out.len() as u32);
+        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+        out.extend_from_slice(o);
+        out.extend_from_slice(b"\nendobj\n");
+    }
+    // Object 7 lives in the object stream (6 0 R), at index 0.
+    row(2, 6);
+    let xref = out.len();
+    row(1, xref as u32);
+    let dict = format!(
+        "/Type /XRef /Size 9 /W [1 4 2] /Root 1 0 R /Encrypt 5 0 R /ID [<{0}> <{0}>]",
+        hex(&id)
+    );
+    out.extend_from_slice(b"8 0 obj\n");
+    out.extend_from_slice(&stream(&dict, &rows));
+    out.extend_from_slice(format!("\nendobj\nstartxref\n{xref}\n%%EOF\n").as_bytes());
+    out
+}
+
 /// A DOCX of (style, text) paragraphs; style is e.g. `Heading1` or `""` for body text.
 pub fn docx(paragraphs: &[(&str, &str)]) -> Vec<u8> {
     use docx_rs::{Docx, Paragraph, Run};

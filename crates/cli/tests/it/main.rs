@@ -1207,3 +1207,67 @@ fn ingest_compacts_a_bulk_load_and_compact_merges_by_hand() {
     assert!(text.contains("1906"), "{text}");
     assert_eq!(env.json(&["docs", "list"]).as_array().unwrap().len(), 8);
 }
+
+#[test]
+fn pdf_and_docx_are_parsed_in_a_child_process_that_fails_alone() {
+    let env = Env::new();
+    let docs = tempfile::tempdir().unwrap();
+    let put = |name: &str, bytes: &[u8]| std::fs::write(docs.path().join(name), bytes).unwrap();
+    // Read through the worker: an encrypted PDF (empty user password) and a DOCX.
+    put(
+        "sealed.pdf",
+        &metarag_testkit::encrypted_pdf("Orvalle lighthouse keeper logbook", 1000),
+    );
+    put(
+        "report.docx",
+        &metarag_testkit::docx(&[("", "The Quennel viaduct opened in 1911.")]),
+    );
+    // lopdf expands an encrypted file's object streams without the load filter: 256 MiB
+    // from 256 KB, past the 128 MiB cap, in the child, which names it.
+    put(
+        "sealed-bomb.pdf",
+        &metarag_testkit::encrypted_pdf("never read", 256 << 20),
+    );
+    let dir = docs.path().to_str().unwrap();
+    let out = env.run(&["ingest", dir, "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"], 2, "{report:#}");
+    let failures = report["failures"].to_string();
+    assert!(
+        failures.contains("sealed-bomb.pdf")
+            && failures.contains("stream 6 0 R decompresses to more than 128 MiB"),
+        "{failures}"
+    );
+    let hits = env.json(&["search", "Orvalle lighthouse logbook", "--mode", "bm25"]);
+    assert!(
+        hits["hits"][0]["chunk"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Orvalle lighthouse keeper logbook")
+    );
+    let hits = env.json(&["search", "Quennel viaduct", "--mode", "bm25"]);
+    assert!(hits.to_string().contains("1911"), "{hits}");
+
+    // The worker itself: a request it cannot read is its own exit code and a message,
+    // never a reply that could be taken for a parse.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_metarag"))
+        .arg("parse-worker")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"not json\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(70));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("parse-worker: "));
+}

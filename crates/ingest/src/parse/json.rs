@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// How JSON records are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum CorpusMode {
     /// A record with a string `text` field is a corpus document; anything else is an
     /// arbitrary JSON document.

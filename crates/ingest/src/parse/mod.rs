@@ -5,6 +5,7 @@ mod html;
 mod json;
 mod markdown;
 mod pdf;
+pub mod worker;
 
 use crate::{Error, Result};
 use metarag_core::{DocFormat, DocId};
@@ -12,9 +13,10 @@ use std::ops::Range;
 use std::path::Path;
 
 pub use json::CorpusMode;
+pub use worker::{Isolation, Worker};
 
 /// A contiguous part of a document's text under one heading path (or on one page).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Section {
     /// Heading path from the root.
     pub path: Vec<String>,
@@ -25,7 +27,7 @@ pub struct Section {
 }
 
 /// A document after parsing, before chunking.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ParsedDocument {
     /// Stable id.
     pub id: DocId,
@@ -83,6 +85,24 @@ pub fn parse_file(
     corpus: CorpusMode,
 ) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
     parse_file_within(path, id, bytes, format, corpus, PARSE_TIME_LIMIT)
+}
+
+/// [`parse_file`] where `isolation` says: PDF and DOCX files in a child process under a
+/// memory limit, killed at the time limit, when it is [`Isolation::Process`].
+pub fn parse_file_isolated(
+    path: &Path,
+    id: &DocId,
+    bytes: &[u8],
+    format: DocFormat,
+    corpus: CorpusMode,
+    isolation: &Isolation,
+) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
+    match isolation {
+        Isolation::Process(w) if isolation.isolates(format) => {
+            worker::parse_in_child(w, path, id, bytes, format, corpus, PARSE_TIME_LIMIT)
+        }
+        _ => parse_file(path, id, bytes, format, corpus),
+    }
 }
 
 /// [`parse_file`] with another time limit.

@@ -178,8 +178,15 @@ fn check_streams(
         if image {
             continue;
         }
-        let Some(size) = decoded_size(stream, limits.stream) else {
-            continue;
+        let size = match decoded_size(stream, limits.stream) {
+            Some(n) => n,
+            // Unfiltered content longer than the whole file was inflated while loading:
+            // an encrypted file's object streams are expanded without the load filter
+            // (the parse worker's memory limit bounds that expansion; this names it).
+            None if stream.filters().is_err() && stream.content.len() > file_len => {
+                stream.content.len() as u64
+            }
+            None => continue,
         };
         if size > limits.stream {
             return Err(format!(
@@ -628,6 +635,25 @@ mod tests {
             "the object inside was read"
         );
         assert!(check_streams(&doc, bytes.len(), TEST_LIMITS).is_ok());
+    }
+
+    #[test]
+    fn an_encrypted_files_expanded_object_stream_is_measured_after_loading() {
+        // Under the cap the file reads, page text decrypted.
+        let bytes = metarag_testkit::encrypted_pdf("sealed page text", 1000);
+        let doc = load::<{ 1 << 20 }>(&bytes).unwrap();
+        assert!(
+            doc.objects.contains_key(&(7, 0)),
+            "the object inside was read"
+        );
+        assert!(check_streams(&doc, bytes.len(), TEST_LIMITS).is_ok());
+        assert!(doc.extract_text(&[1]).unwrap().contains("sealed page text"));
+        // Past it: lopdf expanded it anyway (the filter is not called on this path), and
+        // the check names it. The parse worker's memory limit is what bounds the expansion.
+        let bytes = metarag_testkit::encrypted_pdf("sealed page text", 2 << 20);
+        let doc = load::<{ 1 << 20 }>(&bytes).unwrap();
+        let e = check_streams(&doc, bytes.len(), TEST_LIMITS).unwrap_err();
+        assert_eq!(e, "stream 6 0 R decompresses to more than 1 MiB");
     }
 
     #[test]
