@@ -64,6 +64,57 @@ with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
 open(f"{d}/norels.docx", "wb").write(buf.getvalue())
 # A PDF whose xref /Prev points at itself: pdf-extract panics on it (caught).
 one_page_pdf("xrefloop.pdf", b"<< /Length 24 >>\nstream\nBT (loop text) Tj ET    \nendstream", self_prev=True)
+# Added 2026-12-02. Encrypted PDFs (RC4, empty user password, as permission-restricted
+# files are): lopdf loads them on a path of its own, without the load filter's caps.
+import hashlib
+PAD = bytes.fromhex("28BF4E5E4E758A4164004E56FFFA01082E2E00B6D0683E802F0CA9FE6453697A")
+def rc4(key, data):
+    S = list(range(256)); j = 0
+    for i in range(256):
+        j = (j + S[i] + key[i % len(key)]) & 255; S[i], S[j] = S[j], S[i]
+    out = bytearray(len(data)); i = j = 0
+    for n, b in enumerate(data):
+        i = (i + 1) & 255; j = (j + S[i]) & 255; S[i], S[j] = S[j], S[i]
+        out[n] = b ^ S[(S[i] + S[j]) & 255]
+    return bytes(out)
+ident, P = hashlib.md5(b"metarag").digest(), -4
+O = rc4(hashlib.md5(PAD).digest()[:5], PAD)
+key = hashlib.md5(PAD + O + (P & 0xFFFFFFFF).to_bytes(4, "little") + ident).digest()[:5]
+U = rc4(key, PAD)
+def sealed(num, data):
+    return rc4(hashlib.md5(key + num.to_bytes(3, "little") + b"\0\0").digest()[:10], data)
+encrypt = b"<< /Filter /Standard /V 1 /R 2 /O <%s> /U <%s> /P %d >>" % (O.hex().encode(), U.hex().encode(), P)
+ids = b"/ID [<%s> <%s>]" % (ident.hex().encode(), ident.hex().encode())
+def stream(d, data):
+    return b"<< %s /Length %d >>\nstream\n" % (d, len(data)) + data + b"\nendstream"
+# One object stream that inflates to 2 GiB (2 MB on disk), reached through a
+# cross-reference stream; lopdf expands it whole while loading.
+z = zlib.compressobj(9)
+packed = z.compress(b"7 0 << /Padding true >>") + b"".join(z.compress(b" " * (1 << 20)) for _ in range(2048)) + z.flush()
+objs = {1: b"<< /Type /Catalog /Pages 2 0 R >>", 2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        3: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        4: stream(b"", sealed(4, b"BT (sealed) Tj ET")), 5: encrypt,
+        6: stream(b"/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode", sealed(6, packed))}
+pdf, offs = b"%PDF-1.5\n", {}
+for k, o in objs.items():
+    offs[k] = len(pdf); pdf += b"%d 0 obj\n" % k + o + b"\nendobj\n"
+offs[8] = len(pdf)
+row = lambda t, f: bytes([t]) + f.to_bytes(4, "big") + b"\0\0"
+rows = b"\0\0\0\0\0\xff\xff" + b"".join(row(1, offs[k]) for k in range(1, 7)) + row(2, 6) + row(1, offs[8])
+pdf += b"8 0 obj\n" + stream(b"/Type /XRef /Size 9 /W [1 4 2] /Root 1 0 R /Encrypt 5 0 R " + ids, rows)
+pdf += b"\nendobj\nstartxref\n%d\n%%%%EOF\n" % offs[8]
+open(f"{d}/encrypted-bomb.pdf", "wb").write(pdf)
+# 50,000 objects without `endobj` (2 MB): lopdf copies each from its header to the end of
+# the file and keeps the copies, some 40 GB.
+pdf, offs = bytearray(b"%PDF-1.4\n"), []
+for k, o in [(1, encrypt), (2, b"<< /Type /Catalog /Pages 3 0 R >>")]:
+    offs.append(len(pdf)); pdf += b"%d 0 obj\n" % k + o + b"\nendobj\n"
+for k in range(3, 50_003):
+    offs.append(len(pdf)); pdf += b"%d 0 obj\n(%010d)\n" % (k, k)
+x = len(pdf)
+pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(offs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offs)
+pdf += b"trailer\n<< /Size %d /Root 2 0 R /Encrypt 1 0 R %s >>\nstartxref\n%d\n%%%%EOF\n" % (len(offs) + 1, ids, x)
+open(f"{d}/noendobj.pdf", "wb").write(pdf)
 PY
 mkdir -p "$dir/home"
 [ -e "$dir/home/models" ] || ln -s "$METARAG_HOME/models" "$dir/home/models"
