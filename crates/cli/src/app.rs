@@ -707,9 +707,21 @@ fn parser_isolation(raw: &crate::config::RawIngest) -> metarag_ingest::parse::Is
     if !raw.isolate_parsers {
         return Isolation::Thread;
     }
-    match std::env::current_exe() {
+    // On Linux the running image itself: it can still be started after an upgrade has
+    // replaced or removed the file it was started from (a long-lived `serve`).
+    let this = Path::new("/proc/self/exe");
+    let exe = if this.exists() {
+        Ok(this.to_path_buf())
+    } else {
+        std::env::current_exe()
+    };
+    match exe {
         Ok(exe) => Isolation::Process(
             Worker::new(exe, ["parse-worker"])
+                // mimalloc reserves address space 1 GiB at a time, which an address-space
+                // limit counts as used: the idle child measured 1.1 GB, and rayon could not
+                // start its threads under a 1 GiB limit. 32 MiB at a time: 0.15 GB idle.
+                .env("MIMALLOC_ARENA_RESERVE", "32MiB")
                 .memory_limit((raw.parser_memory_mb > 0).then_some(raw.parser_memory_mb << 20)),
         ),
         Err(e) => {

@@ -448,6 +448,8 @@ struct Reader {
     /// Content hashes of the documents already stored: unchanged ones are skipped.
     existing: HashMap<DocId, String>,
     fingerprint: String,
+    /// The run's parsers: its worker process, when PDF and DOCX are isolated.
+    parsers: parse::Parsers,
 }
 
 /// A document of a batch, embedded: its chunks with their vectors, or the stage they were
@@ -598,14 +600,8 @@ impl Reader {
                 let format = self.format_of(path)?;
                 self.check_size(path, u.bytes.len() as u64)?;
                 let id = DocId::new(format!("upload:{}", u.name))?;
-                parse::parse_file_isolated(
-                    path,
-                    &id,
-                    &u.bytes,
-                    format,
-                    self.options.corpus,
-                    &self.options.isolation,
-                )
+                self.parsers
+                    .parse(path, &id, &u.bytes, format, self.options.corpus)
             }
         }
     }
@@ -638,14 +634,8 @@ impl Reader {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let canonical = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
         let id = DocId::new(canonical.display().to_string())?;
-        parse::parse_file_isolated(
-            &canonical,
-            &id,
-            &bytes,
-            format,
-            self.options.corpus,
-            &self.options.isolation,
-        )
+        self.parsers
+            .parse(&canonical, &id, &bytes, format, self.options.corpus)
     }
 }
 
@@ -740,6 +730,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
             options: self.options.clone(),
             existing,
             fingerprint: self.fingerprint(),
+            parsers: parse::Parsers::new(self.options.isolation.clone()),
         };
         let span = tracing::info_span!("ingest.read");
         let allowance = ahead.clone();

@@ -150,8 +150,8 @@ pub fn pdf(title: &str, pages: &[&str]) -> Vec<u8> {
     out
 }
 
-/// An RC4-encrypted PDF of one page showing `page_text` (no parentheses or backslashes) with an empty user password (as permission-restricted PDFs
-/// are) whose one object stream holds a dictionary after `padding` bytes of spaces, and
+/// An RC4-encrypted PDF of one page showing `page_text` (no parentheses or backslashes),
+/// with an empty user password (as permission-restricted PDFs are), whose one object stream holds a dictionary after `padding` bytes of spaces, and
 /// whose cross-reference stream points into it: lopdf expands such a stream while
 /// loading, on a path that never calls the load filter.
 pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
@@ -241,6 +241,64 @@ pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
     out.extend_from_slice(b"8 0 obj\n");
     out.extend_from_slice(&stream(&dict, &rows));
     out.extend_from_slice(format!("\nendobj\nstartxref\n{xref}\n%%EOF\n").as_bytes());
+    out
+}
+
+/// An encrypted PDF (as [`encrypted_pdf`]) of `objects` objects none of which ends with
+/// `endobj`: lopdf's loader for encrypted files copies each object from its header to the
+/// next `endobj`, here the end of the file, and keeps every copy (50,000 objects, 2 MB on
+/// disk, ask for some 40 GB).
+pub fn encrypted_pdf_without_endobj(objects: u32) -> Vec<u8> {
+    use lopdf::encryption::{EncryptionState, EncryptionVersion, Permissions};
+    use lopdf::{Object, StringFormat};
+    let id = b"metarag-enc-test".to_vec();
+    let mut doc = lopdf::Document::new();
+    let ids = Object::Array(vec![
+        Object::String(id.clone(), StringFormat::Hexadecimal),
+        Object::String(id.clone(), StringFormat::Hexadecimal),
+    ]);
+    doc.trailer.set("ID", ids);
+    let state = EncryptionState::try_from(EncryptionVersion::V1 {
+        document: &doc,
+        owner_password: "",
+        user_password: "",
+        permissions: Permissions::all(),
+    })
+    .unwrap();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for o in [
+        format!(
+            "1 0 obj\n<< /Filter /Standard /V 1 /R 2 /O <{}> /U <{}> /P {} >>\nendobj\n",
+            hex(state.owner_value()),
+            hex(state.user_value()),
+            state.permissions().bits() as u32 as i32
+        ),
+        "2 0 obj\n<< /Type /Catalog /Pages 3 0 R >>\nendobj\n".to_string(),
+    ] {
+        offsets.push(out.len());
+        out.extend_from_slice(o.as_bytes());
+    }
+    for k in 3..objects + 3 {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{k} 0 obj\n({k:010})\n").as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", offsets.len() + 1).as_bytes(),
+    );
+    for o in &offsets {
+        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 2 0 R /Encrypt 1 0 R /ID [<{1}> <{1}>] >>\nstartxref\n{xref}\n%%EOF\n",
+            offsets.len() + 1,
+            hex(&id)
+        )
+        .as_bytes(),
+    );
     out
 }
 

@@ -1250,6 +1250,35 @@ fn pdf_and_docx_are_parsed_in_a_child_process_that_fails_alone() {
     let hits = env.json(&["search", "Quennel viaduct", "--mode", "bm25"]);
     assert!(hits.to_string().contains("1911"), "{hits}");
 
+    // A file that takes the worker past its memory limit fails alone, and the next PDF
+    // gets a new worker. (512 MiB to keep it short; the default is 3 GiB.)
+    std::fs::write(
+        env.home.path().join("metarag.toml"),
+        "[ingest]\nparser_memory_mb = 512\n",
+    )
+    .unwrap();
+    let more = tempfile::tempdir().unwrap();
+    std::fs::write(
+        more.path().join("a-noendobj.pdf"),
+        metarag_testkit::encrypted_pdf_without_endobj(20_000),
+    )
+    .unwrap();
+    std::fs::write(
+        more.path().join("b-plain.pdf"),
+        metarag_testkit::pdf("Plain", &["The Orvalle ferry sails at dawn."]),
+    )
+    .unwrap();
+    let out = env.run(&["ingest", more.path().to_str().unwrap(), "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["added"], 1, "{report:#}");
+    let failures = report["failures"].to_string();
+    assert!(
+        failures.contains("a-noendobj.pdf") && failures.contains("memory limit of 512 MiB"),
+        "{failures}"
+    );
+
     // The worker itself: a request it cannot read is its own exit code and a message,
     // never a reply that could be taken for a parse.
     let mut child = Command::new(env!("CARGO_BIN_EXE_metarag"))

@@ -13,7 +13,7 @@ use std::ops::Range;
 use std::path::Path;
 
 pub use json::CorpusMode;
-pub use worker::{Isolation, Worker};
+pub use worker::{Isolation, Parsers, Worker};
 
 /// A contiguous part of a document's text under one heading path (or on one page).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -85,24 +85,6 @@ pub fn parse_file(
     corpus: CorpusMode,
 ) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
     parse_file_within(path, id, bytes, format, corpus, PARSE_TIME_LIMIT)
-}
-
-/// [`parse_file`] where `isolation` says: PDF and DOCX files in a child process under a
-/// memory limit, killed at the time limit, when it is [`Isolation::Process`].
-pub fn parse_file_isolated(
-    path: &Path,
-    id: &DocId,
-    bytes: &[u8],
-    format: DocFormat,
-    corpus: CorpusMode,
-    isolation: &Isolation,
-) -> Result<(Vec<ParsedDocument>, Vec<Error>)> {
-    match isolation {
-        Isolation::Process(w) if isolation.isolates(format) => {
-            worker::parse_in_child(w, path, id, bytes, format, corpus, PARSE_TIME_LIMIT)
-        }
-        _ => parse_file(path, id, bytes, format, corpus),
-    }
 }
 
 /// [`parse_file`] with another time limit.
