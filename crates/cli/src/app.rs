@@ -700,7 +700,7 @@ fn link_names_with(index: &EmbeddedIndex, embedder: &SentenceEmbedder) {
     }));
 }
 
-/// PDF and DOCX parsed by this very binary's `parse-worker` command, unless the config turns
+/// PDF, DOCX and HTML parsed by this very binary's `parse-worker` command, unless the config turns
 /// it off or the binary cannot name its own path (then on a thread, said in the log).
 fn parser_isolation(raw: &crate::config::RawIngest) -> metarag_ingest::parse::Isolation {
     use metarag_ingest::parse::{Isolation, Worker};
@@ -725,7 +725,7 @@ fn parser_isolation(raw: &crate::config::RawIngest) -> metarag_ingest::parse::Is
                 .memory_limit((raw.parser_memory_mb > 0).then_some(raw.parser_memory_mb << 20)),
         ),
         Err(e) => {
-            tracing::warn!(error = %e, "cannot find this program's path: PDF and DOCX are parsed in-process");
+            tracing::warn!(error = %e, "cannot find this program's path: PDF, DOCX and HTML are parsed in-process");
             Isolation::Thread
         }
     }

@@ -357,7 +357,7 @@ pub struct RawIngest {
     /// Merge the BM25 index into one segment at the end of an ingest that leaves more than
     /// this many (0: never; `metarag compact` does it by hand).
     pub compact_above_segments: usize,
-    /// Parse PDF and DOCX files in a child process (`metarag parse-worker`) under a memory
+    /// Parse PDF, DOCX and HTML files in a child process (`metarag parse-worker`) under a memory
     /// limit, killed at the time limit: a hostile file then fails alone. Off: on a thread.
     pub isolate_parsers: bool,
     /// Address-space limit of that child, MiB (0: none).

@@ -112,7 +112,7 @@ enum Command {
     /// Print the effective configuration.
     Config,
     /// Parse one file sent on standard input and answer on standard output: the child
-    /// process `ingest` runs PDF and DOCX parsers in (`ingest.isolate_parsers`).
+    /// process `ingest` runs the PDF, DOCX and HTML parsers in (`ingest.isolate_parsers`).
     #[command(hide = true)]
     ParseWorker,
 }

@@ -448,7 +448,7 @@ struct Reader {
     /// Content hashes of the documents already stored: unchanged ones are skipped.
     existing: HashMap<DocId, String>,
     fingerprint: String,
-    /// The run's parsers: its worker process, when PDF and DOCX are isolated.
+    /// The run's parsers: its worker process, when PDF, DOCX and HTML are isolated.
     parsers: parse::Parsers,
 }
 

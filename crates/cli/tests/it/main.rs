@@ -1209,11 +1209,11 @@ fn ingest_compacts_a_bulk_load_and_compact_merges_by_hand() {
 }
 
 #[test]
-fn pdf_and_docx_are_parsed_in_a_child_process_that_fails_alone() {
+fn pdf_docx_and_html_are_parsed_in_a_child_process_that_fails_alone() {
     let env = Env::new();
     let docs = tempfile::tempdir().unwrap();
     let put = |name: &str, bytes: &[u8]| std::fs::write(docs.path().join(name), bytes).unwrap();
-    // Read through the worker: an encrypted PDF (empty user password) and a DOCX.
+    // Read through the worker: an encrypted PDF (empty user password), a DOCX, a page.
     put(
         "sealed.pdf",
         &metarag_testkit::encrypted_pdf("Orvalle lighthouse keeper logbook", 1000),
@@ -1221,6 +1221,10 @@ fn pdf_and_docx_are_parsed_in_a_child_process_that_fails_alone() {
     put(
         "report.docx",
         &metarag_testkit::docx(&[("", "The Quennel viaduct opened in 1911.")]),
+    );
+    put(
+        "page.html",
+        b"<html><head><title>Marrow</title></head><body><h1>Marrow Bridge</h1><p>The Marrow bridge was painted green in 1987.</p></body></html>",
     );
     // lopdf expands an encrypted file's object streams without the load filter: 256 MiB
     // from 256 KB, past the 128 MiB cap, in the child, which names it.
@@ -1233,7 +1237,7 @@ fn pdf_and_docx_are_parsed_in_a_child_process_that_fails_alone() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["added"], 2, "{report:#}");
+    assert_eq!(report["added"], 3, "{report:#}");
     let failures = report["failures"].to_string();
     assert!(
         failures.contains("sealed-bomb.pdf")
@@ -1249,6 +1253,8 @@ fn pdf_and_docx_are_parsed_in_a_child_process_that_fails_alone() {
     );
     let hits = env.json(&["search", "Quennel viaduct", "--mode", "bm25"]);
     assert!(hits.to_string().contains("1911"), "{hits}");
+    let hits = env.json(&["search", "Marrow bridge painted", "--mode", "bm25"]);
+    assert_eq!(hits["hits"][0]["chunk"]["title"], "Marrow", "{hits}");
 
     // A file that takes the worker past its memory limit fails alone, and the next PDF
     // gets a new worker. (512 MiB to keep it short; the default is 3 GiB.)

@@ -4,7 +4,7 @@
 //! memory back, stop a loop or survive an abort: an encrypted PDF's object streams are
 //! expanded by lopdf without the load filter that caps the others, a hang leaves a core busy
 //! until the run ends, and a stack overflow kills the process. With [`Isolation::Process`]
-//! the PDF and DOCX parsers run in a child process (the `metarag parse-worker` command, or
+//! the PDF, DOCX and HTML parsers run in a child process (the `metarag parse-worker` command, or
 //! any program that calls [`serve_stdio`]) under an address-space limit, killed at the time
 //! limit; whatever happens there is that one file's error.
 //!
@@ -32,8 +32,8 @@ pub enum Isolation {
     /// they ask for more: it needs no program to run).
     #[default]
     Thread,
-    /// PDF and DOCX files in a child process ([`Worker`]); the other formats, whose
-    /// parsers are this crate's own and bounded, on a thread.
+    /// PDF, DOCX and HTML files in a child process ([`Worker`]); the other formats, whose
+    /// parsers are this crate's own or linear by design (pulldown-cmark), on a thread.
     Process(Worker),
 }
 
@@ -44,9 +44,10 @@ impl Isolation {
     }
 }
 
-/// The formats [`Isolation::Process`] parses in a child: third-party parsers over
-/// compressed containers and object graphs (lopdf, pdf-extract, zip, docx-rs).
-pub const ISOLATED: [DocFormat; 2] = [DocFormat::Pdf, DocFormat::Docx];
+/// The formats [`Isolation::Process`] parses in a child: third-party parsers that build
+/// object graphs or trees from compressed containers or markup (lopdf, pdf-extract, zip,
+/// docx-rs, html5ever; quadratic and deep-nesting cases of the last were found by hand).
+pub const ISOLATED: [DocFormat; 3] = [DocFormat::Pdf, DocFormat::Docx, DocFormat::Html];
 
 /// Default address-space limit of a parsing child: well above what a 64 MiB PDF legitimately
 /// needs (a 54 MB one of 6,000 pages took 0.4 GB; streams are capped at 512 MiB decoded),
