@@ -44,6 +44,7 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         format: "pdf",
         reason,
     };
+    check_xref_widths(bytes).map_err(parse_err)?;
     let doc = match load::<MAX_STREAM_BYTES>(bytes) {
         Ok(d) => d,
         Err(lopdf::Error::Decryption(_)) => {
@@ -107,6 +108,69 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     let mut parsed = assemble(path, id, title, DocFormat::Pdf, (text, sections), bytes);
     (parsed.metadata, parsed.date) = info_metadata(&doc);
     Ok(parsed)
+}
+
+/// Refuses a cross-reference stream whose field widths (`/W`) no file can have, before
+/// lopdf reads it: lopdf allocates each field's buffer at the width the file gives (fuzzing
+/// found `/W [14444444444444 4 2]`, a 14 TB allocation that aborts the process), and widths
+/// of all zero read nothing, so each of the `/Index` entries, as many as the file says, is
+/// added without consuming input. Offsets fit in 8 bytes. The scan is lexical: each
+/// `/Type /XRef` and the `/W` array of the same object (between its `obj` and `stream`).
+fn check_xref_widths(bytes: &[u8]) -> std::result::Result<(), String> {
+    const WINDOW: usize = 4096;
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let rfind = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).rposition(|w| w == needle);
+    let mut from = 0;
+    while let Some(i) = find(&bytes[from..], b"/XRef") {
+        let at = from + i;
+        from = at + 5;
+        // `/XRefStm` (a hybrid file's trailer key) is not the type.
+        if bytes.get(at + 5).is_some_and(u8::is_ascii_alphanumeric) {
+            continue;
+        }
+        let lo = at.saturating_sub(WINDOW);
+        let start = rfind(&bytes[lo..at], b"obj").map_or(lo, |j| lo + j + 3);
+        let hi = (at + WINDOW).min(bytes.len());
+        let end = find(&bytes[at..hi], b"stream").map_or(hi, |j| at + j);
+        let dict = &bytes[start..end];
+        let Some(w) = (0..dict.len().saturating_sub(2)).find(|&k| {
+            dict[k..].starts_with(b"/W")
+                && dict
+                    .get(k + 2)
+                    .is_some_and(|c| c.is_ascii_whitespace() || *c == b'[')
+        }) else {
+            continue;
+        };
+        let rest = &dict[w + 2..];
+        let Some(open) = rest.iter().position(|c| !c.is_ascii_whitespace()) else {
+            continue;
+        };
+        if rest[open] != b'[' {
+            continue;
+        }
+        let close = rest[open..]
+            .iter()
+            .position(|&c| c == b']')
+            .map_or(rest.len(), |j| open + j);
+        let widths: Vec<&str> = std::str::from_utf8(&rest[open + 1..close])
+            .unwrap_or("")
+            .split_ascii_whitespace()
+            .collect();
+        let sane = widths
+            .iter()
+            .map(|t| t.parse::<u8>().ok().filter(|&n| n <= 8))
+            .collect::<Option<Vec<u8>>>();
+        match sane {
+            Some(ws) if ws.iter().any(|&n| n > 0) => {}
+            _ => {
+                return Err(format!(
+                    "a cross-reference stream's field widths /W [{}] are not 0-8 bytes with one above 0",
+                    widths.join(" ").chars().take(80).collect::<String>()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Loads the document; an object stream (which the loader expands to read the objects in
@@ -635,6 +699,42 @@ mod tests {
             "the object inside was read"
         );
         assert!(check_streams(&doc, bytes.len(), TEST_LIMITS).is_ok());
+    }
+
+    #[test]
+    fn impossible_cross_reference_stream_widths_refuse_the_file_before_lopdf_reads_it() {
+        let xref = |w: &str| {
+            format!(
+                "%PDF-1.5\n1 0 obj\n<< /Type /Catalog >>\nendobj\n2 0 obj\n<< /Root 1 0 R /Type /XRef /Size 3 {w} /Index [0 3] /Length 0 >>stream\n\nendstream\nendobj\n"
+            )
+            .into_bytes()
+        };
+        let e = check_xref_widths(&xref("/W[14444444444444 4 2]")).unwrap_err();
+        assert!(e.contains("/W [14444444444444 4 2]"), "{e}");
+        assert!(
+            check_xref_widths(&xref("/W [0 0 0]")).is_err(),
+            "reads nothing"
+        );
+        assert!(check_xref_widths(&xref("/W [1 -4 2]")).is_err());
+        for fine in ["/W [1 4 2]", "/W[0 3 1]", "/W [ 1 8 2 ]"] {
+            assert!(check_xref_widths(&xref(fine)).is_ok(), "{fine}");
+        }
+        // A CID font's widths (/W with large numbers and nested arrays) in another object,
+        // and a hybrid file's /XRefStm, are not a cross-reference stream's.
+        let mut font =
+            b"%PDF-1.5\n1 0 obj\n<< /Type /Font /W [1 [500 600] 3 10 1000] >>\nendobj\n".to_vec();
+        font.extend_from_slice(
+            b"2 0 obj\n<< /Type /XRef /Size 2 /W [1 2 1] /Length 0 >>stream\n\nendstream\nendobj\n",
+        );
+        font.extend_from_slice(b"trailer << /XRefStm 123 /W [99] >>\n");
+        assert!(check_xref_widths(&font).is_ok());
+        // And the file the fuzzer found is refused by name rather than aborting.
+        let found = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/regressions/parse_pdf/xref-width-14tb.pdf"
+        ))
+        .unwrap();
+        assert!(check_xref_widths(&found).is_err());
     }
 
     #[test]

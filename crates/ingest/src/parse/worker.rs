@@ -534,6 +534,10 @@ fn signal_of(_: ExitStatus) -> Option<i32> {
 /// `parse-worker` command calls this and nothing else; it exits 0 when its input ends, 70
 /// on a request it cannot read.
 pub fn serve_stdio() -> ExitCode {
+    // Killed with the thread that started it: a parent that dies mid-parse (SIGKILL, a
+    // crash) would otherwise leave this child parsing, unseen, up to its own time limit.
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     match serve(std::io::stdin().lock(), std::io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
