@@ -67,8 +67,9 @@ for t in "${targets[@]}"; do
   # -a: a parser's log can hold bytes of its inputs, and grep would only say "binary file
   # matches"; || true: a run that died before its stats must still be recorded (pipefail).
   runs=$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
-  # Only this run's: inputs left by an earlier run stay until someone moves them.
-  crashes=$(find "$artifacts" -type f -newermt "@$since" | wc -l)
+  # Only this run's: inputs left by an earlier run stay until someone moves them. A
+  # `slow-unit-*` is an input that took long, not a failure (-timeout makes those).
+  crashes=$(find "$artifacts" -type f -newermt "@$since" ! -name 'slow-unit-*' | wc -l)
   inputs=$(find "$corpus" -type f | wc -l)
   printf '{"date":"%s","commit":"%s","target":"%s","seconds":%s,"executions":%s,"corpus":%s,"crashes":%s,"exit":%s}\n' \
     "$(date -u +%FT%TZ)" "$(git rev-parse --short HEAD)" "$t" "$ran" "${runs:-0}" "$inputs" "$crashes" "$status" >>"$out"

@@ -150,21 +150,18 @@ pub fn pdf(title: &str, pages: &[&str]) -> Vec<u8> {
     out
 }
 
-/// An RC4-encrypted PDF of one page showing `page_text` (no parentheses or backslashes),
-/// with an empty user password (as permission-restricted PDFs are), whose one object stream holds a dictionary after `padding` bytes of spaces, and
-/// whose cross-reference stream points into it: lopdf expands such a stream while
-/// loading, on a path that never calls the load filter.
-pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
-    use lopdf::encryption::{EncryptionState, EncryptionVersion, Permissions, encrypt_object};
-    use lopdf::{Object, Stream, dictionary};
-    use std::io::Write;
+/// The file identifier and RC4 (V1, 40-bit) encryption state of the encrypted fixtures:
+/// empty owner and user passwords, every permission.
+fn rc4_state() -> (Vec<u8>, lopdf::encryption::EncryptionState) {
+    use lopdf::encryption::{EncryptionState, EncryptionVersion, Permissions};
+    use lopdf::{Object, StringFormat};
     let id = b"metarag-enc-test".to_vec();
     let mut doc = lopdf::Document::new();
     let ids = Object::Array(vec![
-        Object::String(id.clone(), lopdf::StringFormat::Hexadecimal),
-        Object::String(id.clone(), lopdf::StringFormat::Hexadecimal),
+        Object::String(id.clone(), StringFormat::Hexadecimal),
+        Object::String(id.clone(), StringFormat::Hexadecimal),
     ]);
-    doc.trailer.set("ID", ids.clone());
+    doc.trailer.set("ID", ids);
     let state = EncryptionState::try_from(EncryptionVersion::V1 {
         document: &doc,
         owner_password: "",
@@ -172,6 +169,33 @@ pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
         permissions: Permissions::all(),
     })
     .unwrap();
+    (id, state)
+}
+
+/// Lower-case hex, as a PDF hex string holds it.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The standard security handler's dictionary for `state`.
+fn encrypt_dictionary(state: &lopdf::encryption::EncryptionState) -> String {
+    format!(
+        "<< /Filter /Standard /V 1 /R 2 /O <{}> /U <{}> /P {} >>",
+        hex(state.owner_value()),
+        hex(state.user_value()),
+        state.permissions().bits() as u32 as i32
+    )
+}
+
+/// An RC4-encrypted PDF of one page showing `page_text` (no parentheses or backslashes),
+/// with an empty user password (as permission-restricted PDFs are), whose one object stream holds a dictionary after `padding` bytes of spaces, and
+/// whose cross-reference stream points into it: lopdf expands such a stream while
+/// loading, on a path that never calls the load filter.
+pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
+    use lopdf::encryption::encrypt_object;
+    use lopdf::{Object, Stream, dictionary};
+    use std::io::Write;
+    let (id, state) = rc4_state();
     let sealed = |n: u32, data: Vec<u8>| {
         let mut o = Object::Stream(Stream::new(dictionary! {}, data));
         encrypt_object(&state, (n, 0), &mut o).unwrap();
@@ -194,7 +218,6 @@ pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
         o.extend_from_slice(b"\nendstream");
         o
     };
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     let objects: Vec<Vec<u8>> = vec![
         b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
@@ -205,13 +228,7 @@ pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
             "",
             &sealed(4, format!("BT /F1 12 Tf 72 712 Td ({page_text}) Tj ET").into_bytes()),
         ),
-        format!(
-            "<< /Filter /Standard /V 1 /R 2 /O <{}> /U <{}> /P {} >>",
-            hex(state.owner_value()),
-            hex(state.user_value()),
-            state.permissions().bits() as u32 as i32
-        )
-        .into_bytes(),
+        encrypt_dictionary(&state).into_bytes(),
         stream(
             "/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode",
             &sealed(6, packed),
@@ -249,32 +266,11 @@ pub fn encrypted_pdf(page_text: &str, padding: u64) -> Vec<u8> {
 /// next `endobj`, here the end of the file, and keeps every copy (50,000 objects, 2 MB on
 /// disk, ask for some 40 GB).
 pub fn encrypted_pdf_without_endobj(objects: u32) -> Vec<u8> {
-    use lopdf::encryption::{EncryptionState, EncryptionVersion, Permissions};
-    use lopdf::{Object, StringFormat};
-    let id = b"metarag-enc-test".to_vec();
-    let mut doc = lopdf::Document::new();
-    let ids = Object::Array(vec![
-        Object::String(id.clone(), StringFormat::Hexadecimal),
-        Object::String(id.clone(), StringFormat::Hexadecimal),
-    ]);
-    doc.trailer.set("ID", ids);
-    let state = EncryptionState::try_from(EncryptionVersion::V1 {
-        document: &doc,
-        owner_password: "",
-        user_password: "",
-        permissions: Permissions::all(),
-    })
-    .unwrap();
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let (id, state) = rc4_state();
     let mut out = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for o in [
-        format!(
-            "1 0 obj\n<< /Filter /Standard /V 1 /R 2 /O <{}> /U <{}> /P {} >>\nendobj\n",
-            hex(state.owner_value()),
-            hex(state.user_value()),
-            state.permissions().bits() as u32 as i32
-        ),
+        format!("1 0 obj\n{}\nendobj\n", encrypt_dictionary(&state)),
         "2 0 obj\n<< /Type /Catalog /Pages 3 0 R >>\nendobj\n".to_string(),
     ] {
         offsets.push(out.len());
