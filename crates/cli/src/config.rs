@@ -529,12 +529,13 @@ impl Config {
         }
         if raw.ingest.isolate_parsers
             && raw.ingest.parser_memory_mb > 0
-            && raw.ingest.parser_memory_mb < 256
+            && raw.ingest.parser_memory_mb < 512
         {
-            // Below this the child cannot hold its own stack and binary, and every PDF fails.
+            // Below this the child cannot map its own program and its parsing thread's
+            // stack (about 0.4 GB of address space), and every PDF would fail.
             return Err(invalid(
                 "ingest.parser_memory_mb",
-                "must be 0 (no limit) or at least 256",
+                "must be 0 (no limit) or at least 512",
             ));
         }
         if raw.ingest.batch_chunks == 0 {
@@ -854,6 +855,27 @@ mod tests {
             assert_eq!(c.home, PathBuf::from("/tmp/metarag-test-home"));
             assert_eq!(c.raw.retrieval.rrf_k, 30.0);
             assert_eq!(c.raw.retrieval.k, 7);
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn a_parser_memory_limit_too_small_to_start_the_worker_names_the_field() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("METARAG_HOME", "/tmp/metarag-test-home");
+            jail.set_env("METARAG_INGEST__PARSER_MEMORY_MB", "256");
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(
+                e.contains("ingest.parser_memory_mb") && e.contains("512"),
+                "{e}"
+            );
+            // No limit, or no worker at all, is fine.
+            jail.set_env("METARAG_INGEST__PARSER_MEMORY_MB", "0");
+            assert!(Config::load(None).is_ok());
+            jail.set_env("METARAG_INGEST__PARSER_MEMORY_MB", "256");
+            jail.set_env("METARAG_INGEST__ISOLATE_PARSERS", "false");
+            assert!(Config::load(None).is_ok());
             Ok(())
         });
     }

@@ -111,8 +111,8 @@ enum Command {
     Bench(Box<bench::Args>),
     /// Print the effective configuration.
     Config,
-    /// Parse one file sent on standard input and answer on standard output: the child
-    /// process `ingest` runs the PDF, DOCX and HTML parsers in (`ingest.isolate_parsers`).
+    /// Parse the files sent on standard input, one reply line each on standard output: the
+    /// child process `ingest` runs the PDF, DOCX and HTML parsers in (`ingest.isolate_parsers`).
     #[command(hide = true)]
     ParseWorker,
 }
