@@ -92,11 +92,6 @@ impl Worker {
         self.memory = bytes;
         self
     }
-
-    /// The program run.
-    pub fn program(&self) -> &Path {
-        &self.program
-    }
 }
 
 /// What the parent tells the child before the file's bytes.
