@@ -188,9 +188,12 @@ const NATIONS: &[(&str, &str)] = &[
 /// Which nation a text names first ("an American film director" -> "american"): the
 /// earliest country or demonym in it ([`DEMONYMS`], [`NATIONS`]), the longer name where
 /// two start together ("New South Wales" before "Wales"). "us" is skipped (lowercased,
-/// the pronoun is the country), and so are continents ("South America").
+/// the pronoun is the country), and so are continents ("South America"). A hyphenated
+/// compound of demonyms is its last part ("a German-American composer" -> "american"),
+/// as English writes an origin before a nationality.
 pub fn first_nation(text: &str) -> Option<&'static str> {
-    let mut spaced = format!(" {} ", words(&text.replace("U.S.", "American")));
+    let text = last_of_compound_demonyms(&text.replace("U.S.", "American"));
+    let mut spaced = format!(" {} ", words(&text));
     // A continent is no nation ("tropical South America", "a North American tour").
     for continent in [
         "south america",
@@ -216,6 +219,30 @@ pub fn first_nation(text: &str) -> Option<&'static str> {
         .filter_map(|e| named(&e))
         .min()
         .map(|(_, _, demonym)| demonym)
+}
+
+/// `text` with each hyphenated word whose parts are all demonyms ("German-American",
+/// "Irish-born" is not one) replaced by its last part.
+fn last_of_compound_demonyms(text: &str) -> String {
+    let is_demonym = |part: &str| {
+        let part = part.to_lowercase();
+        DEMONYMS
+            .iter()
+            .chain(NATIONS)
+            .any(|(_, d)| *d == part && !d.contains(' '))
+    };
+    text.split(' ')
+        .map(|word| {
+            let core = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '-');
+            let parts: Vec<&str> = core.split('-').collect();
+            if parts.len() > 1 && parts.iter().all(|p| is_demonym(p)) {
+                word.replacen(core, parts[parts.len() - 1], 1)
+            } else {
+                word.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 static STEMMER: LazyLock<frostem::Stemmer> =
@@ -501,6 +528,16 @@ mod tests {
         assert_eq!(
             first_nation("A genus from tropical South America, grown in Italy."),
             Some("italian")
+        );
+        // An origin before a nationality; a hyphenated word that is not all demonyms
+        // keeps its nation.
+        assert_eq!(
+            first_nation("Oto Vemm was a Dutch-Canadian painter."),
+            Some("canadian")
+        );
+        assert_eq!(
+            first_nation("Oto Vemm was a Dutch-born painter in Canada."),
+            Some("dutch")
         );
     }
 
