@@ -5,3 +5,17 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$METARAG_CACHE/target}"
 export METARAG_HOME="${METARAG_HOME:-$METARAG_CACHE/home}"
 export METARAG_TEST_MODELS="${METARAG_TEST_MODELS:-$METARAG_HOME/models}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Cargo reuses a build made from another checkout of this repository when the sources
+# here are older than that build, and the build keeps the other checkout's paths
+# (`env!("CARGO_MANIFEST_DIR")`: the tests' data and fixtures, insta's snapshots), so
+# tests fail on files that are not there. When the shared target directory was last used
+# from another checkout, this one's workspace sources are touched, and cargo rebuilds
+# the workspace's crates (not the dependencies).
+metarag_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+metarag_mark="$CARGO_TARGET_DIR/.metarag-checkout"
+if [ -f "$metarag_mark" ] && [ "$(cat "$metarag_mark")" != "$metarag_root" ]; then
+  echo "env: $CARGO_TARGET_DIR was last built from $(cat "$metarag_mark"); rebuilding this checkout's crates" >&2
+  find "$metarag_root/crates" "$metarag_root/fuzz" -name '*.rs' -exec touch {} +
+fi
+mkdir -p "$CARGO_TARGET_DIR" && printf '%s\n' "$metarag_root" >"$metarag_mark"
+unset metarag_root metarag_mark
