@@ -115,6 +115,25 @@ x = len(pdf)
 pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(offs) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offs)
 pdf += b"trailer\n<< /Size %d /Root 2 0 R /Encrypt 1 0 R %s >>\nstartxref\n%d\n%%%%EOF\n" % (len(offs) + 1, ids, x)
 open(f"{d}/noendobj.pdf", "wb").write(pdf)
+# Added 2026-12-02, later.
+# A cross-reference stream that inflates to 2 GiB (2 MB on disk): its rows, then zeros.
+# lopdf inflates it whole before reading any object.
+objs = {1: b"<< /Type /Catalog /Pages 2 0 R >>", 2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        3: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        4: b"<< /Length 23 >>\nstream\nBT (xref bomb) Tj ET\nendstream"}
+pdf, offs = b"%PDF-1.5\n", {}
+for k, o in objs.items():
+    offs[k] = len(pdf); pdf += b"%d 0 obj\n" % k + o + b"\nendobj\n"
+offs[5] = len(pdf)
+row = lambda t, f: bytes([t]) + f.to_bytes(4, "big") + b"\0\0"
+rows = b"\0\0\0\0\0\xff\xff" + b"".join(row(1, offs[k]) for k in range(1, 6))
+z = zlib.compressobj(9)
+packed = z.compress(rows) + b"".join(z.compress(b"\0" * (1 << 20)) for _ in range(2048)) + z.flush()
+pdf += b"5 0 obj\n<< /Type /XRef /Size 6 /W [1 4 2] /Root 1 0 R /Filter /FlateDecode /Length %d >>\nstream\n" % len(packed)
+pdf += packed + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % offs[5]
+open(f"{d}/xref-bomb.pdf", "wb").write(pdf)
+# 10 MB of "/XRef" markers: the pre-scan looked 4 KiB each way around every one.
+open(f"{d}/xref-markers.pdf", "wb").write(b"%PDF-1.5\n" + b"/XRef " * 1_700_000)
 PY
 mkdir -p "$dir/home"
 [ -e "$dir/home/models" ] || ln -s "$METARAG_HOME/models" "$dir/home/models"

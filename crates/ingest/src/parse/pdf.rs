@@ -44,7 +44,7 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
         format: "pdf",
         reason,
     };
-    check_xref_widths(bytes).map_err(parse_err)?;
+    check_xref_streams(bytes, MAX_STREAM_BYTES).map_err(parse_err)?;
     let doc = match load::<MAX_STREAM_BYTES>(bytes) {
         Ok(d) => d,
         Err(lopdf::Error::Decryption(_)) => {
@@ -110,27 +110,38 @@ pub fn parse(path: &Path, id: &DocId, bytes: &[u8]) -> Result<ParsedDocument> {
     Ok(parsed)
 }
 
-/// Refuses a cross-reference stream whose field widths (`/W`) no file can have, before
-/// lopdf reads it: lopdf allocates each field's buffer at the width the file gives (fuzzing
-/// found `/W [14444444444444 4 2]`, a 14 TB allocation that aborts the process), and widths
-/// of all zero read nothing, so each of the `/Index` entries, as many as the file says, is
-/// added without consuming input. Offsets fit in 8 bytes. The scan is lexical: each
-/// `/Type /XRef` and the `/W` array of the same object (between its `obj` and `stream`).
-fn check_xref_widths(bytes: &[u8]) -> std::result::Result<(), String> {
+/// Refuses a cross-reference stream that lopdf would read without a bound, before it reads
+/// it (lopdf decodes these first, outside the load filter that caps object streams):
+///
+/// - field widths (`/W`) no file can have: lopdf allocates each field's buffer at the width
+///   the file gives (fuzzing found `/W [14444444444444 4 2]`, a 14 TB allocation that aborts
+///   the process), and widths of all zero read nothing, so each of the `/Index` entries, as
+///   many as the file says, is added without consuming input. Offsets fit in 8 bytes.
+/// - data that decompresses past `cap` bytes: lopdf inflates the whole stream into memory
+///   (a 2 MB file can hold gigabytes of zeros), measured here as [`check_streams`]
+///   measures the others, counting without keeping.
+///
+/// The scan is lexical: each `/Type /XRef`, the `/W` array and `/Filter` of the same
+/// object (between its `obj` and `stream`), and its data (to `endstream`).
+fn check_xref_streams(bytes: &[u8], cap: u64) -> std::result::Result<(), String> {
     const WINDOW: usize = 4096;
     let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
     let rfind = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).rposition(|w| w == needle);
-    let mut from = 0;
-    while let Some(i) = find(&bytes[from..], b"/XRef") {
-        let at = from + i;
-        from = at + 5;
+    let marker = |from: usize| find(&bytes[from..], b"/XRef").map(|i| from + i);
+    // Each object's window stops at the markers before and after it, so that a file made
+    // of markers is scanned in linear time (4 KiB each way, per marker, took minutes).
+    let mut done = 0;
+    let mut next = marker(0);
+    while let Some(at) = next {
+        next = marker(at + 5);
+        let lo = at.saturating_sub(WINDOW).max(done);
+        done = at + 5;
         // `/XRefStm` (a hybrid file's trailer key) is not the type.
         if bytes.get(at + 5).is_some_and(u8::is_ascii_alphanumeric) {
             continue;
         }
-        let lo = at.saturating_sub(WINDOW);
         let start = rfind(&bytes[lo..at], b"obj").map_or(lo, |j| lo + j + 3);
-        let hi = (at + WINDOW).min(bytes.len());
+        let hi = (at + WINDOW).min(next.unwrap_or(bytes.len()));
         let end = find(&bytes[at..hi], b"stream").map_or(hi, |j| at + j);
         let dict = &bytes[start..end];
         let Some(w) = (0..dict.len().saturating_sub(2)).find(|&k| {
@@ -169,8 +180,63 @@ fn check_xref_widths(bytes: &[u8]) -> std::result::Result<(), String> {
                 ));
             }
         }
+        if end < hi {
+            let after = end + b"stream".len();
+            let (size, data_len) = xref_data_size(dict, &bytes[after..], cap);
+            if size > cap {
+                return Err(format!(
+                    "a cross-reference stream decompresses to more than {}",
+                    mib(cap)
+                ));
+            }
+            // The next object starts after this one's data (markers in it are data).
+            if after + data_len > done {
+                done = after + data_len;
+                next = marker(done);
+            }
+        }
     }
     Ok(())
+}
+
+/// How many bytes a cross-reference stream's data decodes to, up to just past `cap` (0
+/// when it has no filter or none that is measured, [`decoded_size`]), and how many bytes
+/// of `after` its data spans, from its dictionary's text (`dict`, for `/Filter`) and what
+/// follows its `stream` keyword (`after`: the data runs to `endstream`).
+fn xref_data_size(dict: &[u8], after: &[u8], cap: u64) -> (u64, usize) {
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    // The data starts after the keyword's end of line (CR LF or LF).
+    let start = match after {
+        [b'\r', b'\n', ..] => 2,
+        [b'\n' | b'\r', ..] => 1,
+        _ => 0,
+    };
+    let data = &after[start.min(after.len())..];
+    let data = &data[..find(data, b"endstream").unwrap_or(data.len())];
+    let spans = start.min(after.len()) + data.len();
+    let Some(at) = find(dict, b"/Filter") else {
+        return (0, spans);
+    };
+    let delimiter = |c: &u8| c.is_ascii_whitespace() || b"/[]<>()%".contains(c);
+    let rest = &dict[at + b"/Filter".len()..];
+    let rest = &rest[rest.iter().take_while(|c| c.is_ascii_whitespace()).count()..];
+    // One name, or an array of them; the names end at a delimiter.
+    let list = match rest.first() {
+        Some(b'[') => &rest[1..rest.iter().position(|&c| c == b']').unwrap_or(rest.len())],
+        _ => {
+            let one = 1 + rest.iter().skip(1).take_while(|c| !delimiter(c)).count();
+            &rest[..one.min(rest.len())]
+        }
+    };
+    let names: Vec<lopdf::Object> = list
+        .split(|&c| c == b'/')
+        .skip(1)
+        .map(|n| lopdf::Object::Name(n.iter().take_while(|c| !delimiter(c)).copied().collect()))
+        .collect();
+    let mut dict = lopdf::Dictionary::new();
+    dict.set("Filter", lopdf::Object::Array(names));
+    let size = decoded_size(&lopdf::Stream::new(dict, data.to_vec()), cap).unwrap_or(0);
+    (size, spans)
 }
 
 /// Loads the document; an object stream (which the loader expands to read the objects in
@@ -702,22 +768,85 @@ mod tests {
     }
 
     #[test]
+    fn a_cross_reference_stream_that_inflates_past_the_cap_is_refused_before_lopdf_reads_it() {
+        const CAP: u64 = 1 << 20;
+        // lopdf inflates a cross-reference stream whole, before any object is read: 1 KiB
+        // of zlib holding 2 MiB of zeros, under a 1 MiB cap here (128 MiB in use).
+        let xref = |filter: &str, data: &[u8], eol: &str| {
+            let mut f = format!(
+                "%PDF-1.5\n1 0 obj\n<< /Type /Catalog >>\nendobj\n2 0 obj\n<< /Root 1 0 R /Type /XRef /Size 3 /W [1 2 1] {filter} /Length {} >>stream{eol}",
+                data.len()
+            )
+            .into_bytes();
+            f.extend_from_slice(data);
+            f.extend_from_slice(b"\nendstream\nendobj\n");
+            f
+        };
+        let bomb = zlib(&vec![0; 2 << 20]);
+        assert!(bomb.len() < 4096);
+        for filter in [
+            "/Filter /FlateDecode",
+            "/Filter/FlateDecode",
+            "/Filter [/FlateDecode]",
+            "/DecodeParms << /Columns 4 >> /Filter [ /FlateDecode ]",
+        ] {
+            for eol in ["\n", "\r\n"] {
+                let e = check_xref_streams(&xref(filter, &bomb, eol), CAP).unwrap_err();
+                assert_eq!(
+                    e, "a cross-reference stream decompresses to more than 1 MiB",
+                    "{filter}"
+                );
+            }
+        }
+        // Twice deflated counts the inner layer too.
+        let twice = zlib(&bomb);
+        assert!(
+            check_xref_streams(
+                &xref("/Filter [/FlateDecode /FlateDecode]", &twice, "\n"),
+                CAP
+            )
+            .is_err()
+        );
+        // An ordinary one (three entries) and unfiltered data pass; so does an unmeasured
+        // filter, which lopdf cannot decode either.
+        let fine = zlib(&[1, 0, 0, 0, 1, 0, 9, 0, 1, 0, 40, 0]);
+        assert!(check_xref_streams(&xref("/Filter /FlateDecode", &fine, "\n"), CAP).is_ok());
+        assert!(check_xref_streams(&xref("", &[1, 0, 9, 0], "\n"), CAP).is_ok());
+        assert!(check_xref_streams(&xref("/Filter /RunLengthDecode", &bomb, "\n"), CAP).is_ok());
+        // And parse names it as the file's error, in place of lopdf's allocation.
+        let path = Path::new("xref-bomb.pdf");
+        let doc_id = DocId::new("xref-bomb").unwrap();
+        let mut past = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        for _ in 0..130 {
+            past.write_all(&[0; 1 << 20]).unwrap();
+        }
+        let file = xref("/Filter /FlateDecode", &past.finish().unwrap(), "\n");
+        let e = parse(path, &doc_id, &file).unwrap_err().to_string();
+        assert!(
+            e.contains("xref-bomb.pdf")
+                && e.contains("a cross-reference stream decompresses to more than 128 MiB"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn impossible_cross_reference_stream_widths_refuse_the_file_before_lopdf_reads_it() {
+        const CAP: u64 = 1 << 20;
         let xref = |w: &str| {
             format!(
                 "%PDF-1.5\n1 0 obj\n<< /Type /Catalog >>\nendobj\n2 0 obj\n<< /Root 1 0 R /Type /XRef /Size 3 {w} /Index [0 3] /Length 0 >>stream\n\nendstream\nendobj\n"
             )
             .into_bytes()
         };
-        let e = check_xref_widths(&xref("/W[14444444444444 4 2]")).unwrap_err();
+        let e = check_xref_streams(&xref("/W[14444444444444 4 2]"), CAP).unwrap_err();
         assert!(e.contains("/W [14444444444444 4 2]"), "{e}");
         assert!(
-            check_xref_widths(&xref("/W [0 0 0]")).is_err(),
+            check_xref_streams(&xref("/W [0 0 0]"), CAP).is_err(),
             "reads nothing"
         );
-        assert!(check_xref_widths(&xref("/W [1 -4 2]")).is_err());
+        assert!(check_xref_streams(&xref("/W [1 -4 2]"), CAP).is_err());
         for fine in ["/W [1 4 2]", "/W[0 3 1]", "/W [ 1 8 2 ]"] {
-            assert!(check_xref_widths(&xref(fine)).is_ok(), "{fine}");
+            assert!(check_xref_streams(&xref(fine), CAP).is_ok(), "{fine}");
         }
         // A CID font's widths (/W with large numbers and nested arrays) in another object,
         // and a hybrid file's /XRefStm, are not a cross-reference stream's.
@@ -727,14 +856,14 @@ mod tests {
             b"2 0 obj\n<< /Type /XRef /Size 2 /W [1 2 1] /Length 0 >>stream\n\nendstream\nendobj\n",
         );
         font.extend_from_slice(b"trailer << /XRefStm 123 /W [99] >>\n");
-        assert!(check_xref_widths(&font).is_ok());
+        assert!(check_xref_streams(&font, CAP).is_ok());
         // And the file the fuzzer found is refused by name rather than aborting.
         let found = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../fuzz/regressions/parse_pdf/xref-width-14tb.pdf"
         ))
         .unwrap();
-        assert!(check_xref_widths(&found).is_err());
+        assert!(check_xref_streams(&found, CAP).is_err());
     }
 
     #[test]
