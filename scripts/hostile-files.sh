@@ -132,6 +132,8 @@ packed = z.compress(rows) + b"".join(z.compress(b"\0" * (1 << 20)) for _ in rang
 pdf += b"5 0 obj\n<< /Type /XRef /Size 6 /W [1 4 2] /Root 1 0 R /Filter /FlateDecode /Length %d >>\nstream\n" % len(packed)
 pdf += packed + b"\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n" % offs[5]
 open(f"{d}/xref-bomb.pdf", "wb").write(pdf)
+# The same without its /Type: lopdf reads any stream at a cross-reference offset as one.
+open(f"{d}/xref-bomb-untyped.pdf", "wb").write(pdf.replace(b"/Type /XRef ", b""))
 # 10 MB of "/XRef" markers: the pre-scan looked 4 KiB each way around every one.
 open(f"{d}/xref-markers.pdf", "wb").write(b"%PDF-1.5\n" + b"/XRef " * 1_700_000)
 PY
