@@ -739,7 +739,7 @@ mod tests {
         );
         let e = xref::check(&padded, CAP).unwrap_err();
         assert!(
-            e.contains("not a table, nor an object that ends within 4 KiB"),
+            e.contains("does not end its dictionary within 4 KiB"),
             "{e}"
         );
         // So is a file naming more offsets than revisions any file has.

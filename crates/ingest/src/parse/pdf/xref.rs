@@ -14,7 +14,8 @@
 //! The scan is lexical and linear in the file: names are read as lopdf reads them (`#xx`
 //! escapes decoded, so `/XR#65f` is `/XRef`), and the objects looked at are those at every
 //! offset lopdf could follow (each `startxref`, and each integer `/Prev` and `/XRefStm`,
-//! a superset of the trailer chain lopdf walks) and those typed `/XRef`.
+//! a superset of the trailer chain lopdf walks, where an object header starts) and those
+//! typed `/XRef`.
 
 use super::{decoded_len, mib};
 use std::collections::BTreeSet;
@@ -71,8 +72,10 @@ pub(super) fn check(bytes: &[u8], cap: u64) -> std::result::Result<(), String> {
         let Some(rest) = bytes.get(at..) else {
             continue;
         };
-        // A cross-reference table, not a stream.
-        if rest[skip_space(rest, 0)..].starts_with(b"xref") {
+        // A cross-reference table, or no object (lopdf fails there before allocating);
+        // a position inside other data (an uncompressed attachment's own `startxref`)
+        // is not taken for an object.
+        if !object_header(rest) {
             continue;
         }
         let hi = (at + WINDOW).min(bytes.len());
@@ -81,7 +84,7 @@ pub(super) fn check(bytes: &[u8], cap: u64) -> std::result::Result<(), String> {
         // (padding or a long value before its data) would go unmeasured.
         if !ended && hi == at + WINDOW {
             return Err(format!(
-                "the cross-reference section at offset {} is not a table, nor an object that ends within {} KiB",
+                "the object at cross-reference offset {} does not end its dictionary within {} KiB",
                 at - base,
                 WINDOW >> 10
             ));
@@ -293,6 +296,17 @@ fn hex_digit(c: &u8) -> Option<u8> {
     (*c as char).to_digit(16).map(|d| d as u8)
 }
 
+/// Whether `bytes` start with an indirect object's header (`12 0 obj`), after whitespace.
+fn object_header(bytes: &[u8]) -> bool {
+    let Some((_, end)) = integer(bytes, skip_space(bytes, 0)) else {
+        return false;
+    };
+    let Some((_, end)) = integer(bytes, skip_space(bytes, end)) else {
+        return false;
+    };
+    bytes[skip_space(bytes, end)..].starts_with(b"obj")
+}
+
 /// The non-negative integer after `at` (past whitespace and comments) when it is an
 /// offset, not the object number of a reference (`/Prev 12 0 R` in an outline item).
 fn offset_after(bytes: &[u8], at: usize) -> Option<usize> {
@@ -365,6 +379,15 @@ mod tests {
         assert_eq!(name(b"/Fl#61teDecode/X", 0), (b"FlateDecode".to_vec(), 14));
         // A `#` without two hex digits ends the name, as lopdf reads it.
         assert_eq!(name(b"/A#zz", 0), (b"A".to_vec(), 2));
+    }
+
+    #[test]
+    fn an_object_header_is_two_integers_and_obj() {
+        assert!(object_header(b"12 0 obj\n<<"));
+        assert!(object_header(b"\n 12 0 obj<<"));
+        assert!(!object_header(b"xref\n0 1"));
+        assert!(!object_header(b"0 obj"));
+        assert!(!object_header(b"\x89PNG 1 0 obj"));
     }
 
     #[test]
