@@ -701,8 +701,8 @@ mod tests {
             "\n",
         );
         assert!(xref::check(&twice, CAP).is_err());
-        // A stray `endstream` in the data (a stored deflate block holding it, then the
-        // bomb) does not end what is measured: lopdf reads by `/Length`.
+        // A stray `endstream` in the data (stored deflate blocks: the word, then 2 MiB)
+        // does not end what is measured: lopdf reads by `/Length`.
         let mut hidden = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::none());
         hidden.write_all(b"endstream").unwrap();
         hidden.write_all(&vec![0; 2 << 20]).unwrap();

@@ -120,8 +120,8 @@ fn check_object(
     budget: &mut Budget,
     measured: &mut BTreeSet<usize>,
 ) -> std::result::Result<bool, String> {
-    let (start, hi) = (window.start, window.end);
-    let window = &bytes[start..hi];
+    let start = window.start;
+    let window = &bytes[window];
     let tail = &window[from - start..];
     // The object's own dictionary: up to its `stream` keyword, or its `endobj` when it is
     // no stream (so a later object's keys are not read as its own).
