@@ -273,7 +273,7 @@ pub fn terms(text: &str) -> BTreeSet<String> {
 
 /// A title or name as compared for a page: its words, less a trailing disambiguation
 /// ("Pieris (plant)") and a leading article.
-fn bare(name: &str) -> String {
+pub(crate) fn bare(name: &str) -> String {
     let name = name.trim();
     let name = match name.rfind(" (") {
         Some(i) if name.ends_with(')') => &name[..i],

@@ -39,6 +39,7 @@ pub mod reasoning;
 pub mod registry;
 pub mod roles;
 pub mod router;
+pub mod shared;
 pub mod state;
 pub mod strategies;
 pub mod text;

@@ -17,6 +17,7 @@ use metarag_agent::link::LINK_CONFIRM;
 use metarag_agent::measure::QUANTITIES_CONFIRM;
 use metarag_agent::monitor::{FEATURES, MonitorModel, Signals};
 use metarag_agent::parts::PARTS_CONFIRM;
+use metarag_agent::shared::SHARED_CONFIRM;
 use metarag_agent::trace::{Remediation, Round};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -149,10 +150,11 @@ fn fold_check(score: f64, check: Option<bool>) -> f64 {
 /// Which check in code judged a trace's first answer and what it said
 /// ([`FirstAnswer::code_check`]), from what the trace records: the stop reason
 /// [`DATES_CONFIRM`], [`PARTS_CONFIRM`], [`QUANTITIES_CONFIRM`], [`KIN_CONFIRM`],
-/// [`LINK_CONFIRM`] or [`ATTRIBUTES_CONFIRM`], or a `Compare`, `Parts`, `Measure`, `Kin`,
-/// `Link` or `Attribute` remediation on the first round. The name is the signal's in the
-/// tables ("date_check", "parts_check", "quantity_check", "kin_check", "link_check",
-/// "attribute_check").
+/// [`LINK_CONFIRM`], [`ATTRIBUTES_CONFIRM`] or [`SHARED_CONFIRM`], or a `Compare`, `Parts`,
+/// `Measure`, `Kin`, `Link` or `Attribute` remediation on the first round (the shared
+/// check only confirms). The name is the signal's in the tables ("date_check",
+/// "parts_check", "quantity_check", "kin_check", "link_check", "attribute_check",
+/// "shared_check").
 fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool)> {
     if trace.stop == StopReason::Done(DATES_CONFIRM.to_string()) {
         return Some(("date_check", true));
@@ -171,6 +173,9 @@ fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool
     }
     if trace.stop == StopReason::Done(ATTRIBUTES_CONFIRM.to_string()) {
         return Some(("attribute_check", true));
+    }
+    if trace.stop == StopReason::Done(SHARED_CONFIRM.to_string()) {
+        return Some(("shared_check", true));
     }
     match trace.rounds.first()?.remediation {
         Some(Remediation::Compare { .. }) => Some(("date_check", false)),
@@ -212,16 +217,29 @@ pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
 
 /// Checks in code to apply afresh to recorded first answers whose run predates them.
 ///
-/// The attribute check ([`metarag_agent::attribute`]) makes no model call: it reads the
-/// question, the sources the first answer was written over and that answer, all of which
-/// a trace records, and it runs after the first answer's assessment, so it changes none of
-/// the signals. Replayed on a trace that no other check judged, it says exactly what it
-/// would have said in the run. `metarag bench monitor --replay-attribute-check` prints that
-/// it replayed, beside the tables.
+/// The attribute check ([`metarag_agent::attribute`]) and the shared check
+/// ([`metarag_agent::shared`]) make no model call: they read the question, the sources the
+/// first answer was written over and that answer, all of which a trace records, and they
+/// run after the first answer's assessment, so they change none of the signals. Replayed
+/// on a trace that no other check judged, each says exactly what it would have said in the
+/// run (the two never read the same question). `metarag bench monitor
+/// --replay-attribute-check --replay-shared-check` prints what it replayed, beside the
+/// tables.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Replay {
     /// Apply the attribute check to first answers no check judged.
     pub attribute_check: bool,
+    /// Apply the shared check to first answers no check judged.
+    pub shared_check: bool,
+}
+
+/// The shared check's verdict on a trace's first answer, replayed: `Some(true)` when both
+/// things' own pages state it, `None` otherwise (the check only confirms).
+pub fn replayed_shared_check(trace: &metarag_agent::trace::Trace) -> Option<bool> {
+    let q = metarag_agent::shared::SharedQuestion::of(&trace.question)?;
+    let first = trace.rounds.first()?;
+    q.confirms(&first.short_answer, &trace.sources)
+        .map(|_| true)
 }
 
 /// The attribute check's verdict on a trace's first answer, replayed: `Some(true)` when
@@ -250,13 +268,21 @@ pub fn first_answers_with(record: &RunRecord, strategy: &str, replay: Replay) ->
         let Some(round) = trace.rounds.first() else {
             continue;
         };
-        let check = code_check(trace).or_else(|| {
-            replay
-                .attribute_check
-                .then(|| replayed_attribute_check(trace))
-                .flatten()
-                .map(|confirmed| ("attribute_check", confirmed))
-        });
+        let check = code_check(trace)
+            .or_else(|| {
+                replay
+                    .attribute_check
+                    .then(|| replayed_attribute_check(trace))
+                    .flatten()
+                    .map(|confirmed| ("attribute_check", confirmed))
+            })
+            .or_else(|| {
+                replay
+                    .shared_check
+                    .then(|| replayed_shared_check(trace))
+                    .flatten()
+                    .map(|confirmed| ("shared_check", confirmed))
+            });
         let right = score_answer(&round.short_answer, &r.answers).f1 >= 0.5;
         let (mut features, signals, gate) = if let Some(a) = &round.assessment {
             let features: BTreeMap<String, f64> = FEATURES

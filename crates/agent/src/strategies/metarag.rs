@@ -26,7 +26,9 @@
 //! off by default: the default model answers "yes" to each part; [`crate::parts`]).
 //! Without it, such a question, and a choice of the option an attribute describes ("which
 //! band formed in England, A or B?"), is read off each thing's own page in code, with no
-//! model call (`check_attributes`, [`crate::attribute`]).
+//! model call (`check_attributes`, [`crate::attribute`]). A question for what two things
+//! share ("what profession do A and B share?") is confirmed when both things' own pages
+//! state the written answer, also in code (`check_shared`, [`crate::shared`]).
 //!
 //! Over an index, a multi-hop plan searches the bridge entities of the question's relation
 //! right after its first search (`agent.bridge_hop`), so the first answer is written over
@@ -44,6 +46,7 @@ use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
 use crate::parts::{self, BothQuestion};
 use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
+use crate::shared::{self, SharedQuestion};
 use crate::state::Run;
 use crate::trace::{
     Assessment, EvidenceMode, KinLink, OptionDate, OptionValue, PartCheck, Remediation,
@@ -75,6 +78,9 @@ pub const KIN: NodeId = NodeId("kin");
 pub const LINK: NodeId = NodeId("link");
 /// Reads an attribute question off each thing's own page ([`crate::attribute`]).
 pub const ATTRIBUTE: NodeId = NodeId("attribute");
+/// Checks the answer to a question for what two things share against both things' own
+/// pages ([`crate::shared`]).
+pub const SHARED: NodeId = NodeId("shared");
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +150,11 @@ pub struct MetaragConfig {
     /// they make confirms or replaces the written one ([`crate::attribute`]). A question
     /// the parts check takes (`check_parts`) is left to it.
     pub check_attributes: bool,
+    /// Confirm the answer to a question for what two things share ("What profession do A
+    /// and B share?") when both things' own pages state it, in code and with no model
+    /// call ([`crate::shared`]). It only confirms: an answer the pages do not both state
+    /// is left to the monitor.
+    pub check_shared: bool,
 }
 
 impl Default for MetaragConfig {
@@ -163,6 +174,7 @@ impl Default for MetaragConfig {
             follow_links: true,
             check_parts: false,
             check_attributes: true,
+            check_shared: true,
         }
     }
 }
@@ -261,6 +273,10 @@ impl Strategy for Metarag {
                     (LINK, "first answer to a question through a relation"),
                     (PARTS, "first answer to a yes/no question about two things"),
                     (ATTRIBUTE, "first answer to an attribute question"),
+                    (
+                        SHARED,
+                        "first answer to a question for what two things share",
+                    ),
                     (DIAGNOSE, "not confident, rounds left"),
                 ],
                 |s| Box::pin(assess(s)),
@@ -294,6 +310,14 @@ impl Strategy for Metarag {
                 ATTRIBUTE,
                 &[(DIAGNOSE, "pages undecided, not confident, rounds left")],
                 |s| Box::pin(read_attributes(s)),
+            )
+            .node(
+                SHARED,
+                &[(
+                    DIAGNOSE,
+                    "pages do not both state it, not confident, rounds left",
+                )],
+                |s| Box::pin(read_shared(s)),
             )
             .node(DIAGNOSE, &[(REMEDIATE, "")], |s| Box::pin(diagnose(s)))
             .node(
@@ -520,7 +544,42 @@ async fn assess(s: &mut S) -> NodeResult {
         s.ext.after_check = Some(next);
         return Ok(Transition::Goto(ATTRIBUTE));
     }
+    // And the answer to what two things share by both their pages.
+    if index == 0 && s.ext.config.check_shared && SharedQuestion::of(&s.question).is_some() {
+        s.ext.after_check = Some(next);
+        return Ok(Transition::Goto(SHARED));
+    }
     Ok(next)
+}
+
+/// Checks the answer to a question for what two things share against both things' own
+/// pages ([`crate::shared`]): both state it, and the run stops on it; otherwise the run
+/// goes where the assessment was going, the answer unchanged. No model call.
+async fn read_shared(s: &mut S) -> NodeResult {
+    let after = s
+        .ext
+        .after_check
+        .take()
+        .unwrap_or(Transition::Goto(DIAGNOSE));
+    let Some(q) = SharedQuestion::of(&s.question) else {
+        return Ok(after);
+    };
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    if let Some(c) = q.confirms(&written, &s.sources) {
+        let terms = c.terms.iter().cloned().collect::<Vec<_>>().join(", ");
+        let [a, b] = c.pages();
+        s.note = Some(format!(
+            "both pages state {written:?} ({terms}): {:?} [{a}], {:?} [{b}]",
+            c.things[0], c.things[1]
+        ));
+        return Ok(Transition::done(shared::SHARED_CONFIRM));
+    }
+    s.note = Some(match q.things(&s.sources) {
+        Some([a, b]) => format!("the pages of {a:?} and {b:?} do not both state {written:?}"),
+        None => "no two pages the question joins with \"and\"".to_string(),
+    });
+    Ok(after)
 }
 
 /// Reads an attribute question off each thing's own page ([`crate::attribute`]) and,

@@ -1416,6 +1416,70 @@ async fn a_same_nationality_question_is_read_off_each_persons_page() {
     assert_eq!(llm.calls().len(), t.calls.len());
 }
 
+const SHARED_Q: &str = "What profession do Orla Venn and Tamsin Quell share?";
+const ORLA: (&str, &str) = ("Orla Venn", "Orla Venn is an Irish novelist and poet.");
+const TAMSIN: (&str, &str) = (
+    "Tamsin Quell (writer)",
+    "Tamsin Quell was a Welsh novelist.",
+);
+
+/// metarag on [`SHARED_Q`] over both pages, with a confident written answer `written`.
+async fn shared_profession(written: &str) -> (Trace, Arc<ScriptedLlm>) {
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short(written))
+            .on(
+                &[WRITE],
+                format!(r#"{{"answer": "{written} [1][2].", "short_answer": "{written}"}}"#),
+            )
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(SHARED_Q, "metarag").with_context(context(&[ORLA, TAMSIN]));
+    (agent.ask(&ask).await.unwrap(), llm)
+}
+
+#[tokio::test]
+async fn an_answer_both_pages_state_confirms_what_two_things_share() {
+    let (t, llm) = shared_profession("novelist").await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.short_answer, "novelist");
+    assert_eq!(nodes(&t).last(), Some(&"shared"));
+    assert_eq!(
+        t.stop,
+        StopReason::Done(metarag_agent::shared::SHARED_CONFIRM.into())
+    );
+    let note = t
+        .graph
+        .events
+        .iter()
+        .find(|e| e.node == "shared")
+        .and_then(|e| e.note.clone())
+        .unwrap();
+    assert!(note.contains("[1]") && note.contains("[2]"), "{note}");
+    // The check itself made no call.
+    assert!(t.calls.iter().all(|c| c.node != "shared"));
+    assert_eq!(llm.calls().len(), t.calls.len());
+}
+
+#[tokio::test]
+async fn an_answer_one_page_lacks_is_left_to_the_monitor_unchanged() {
+    // Only Orla Venn's page says "poet": the check confirms nothing and replaces nothing.
+    let (t, _) = shared_profession("poet").await;
+    assert_eq!(t.rounds.len(), 1);
+    assert_eq!(t.short_answer, "poet");
+    assert_eq!(t.rounds[0].remediation, None);
+    assert_eq!(t.stop, StopReason::Done("confident".into()));
+    let note = t
+        .graph
+        .events
+        .iter()
+        .find(|e| e.node == "shared")
+        .and_then(|e| e.note.clone())
+        .unwrap();
+    assert!(note.starts_with("the pages of"), "{note}");
+}
+
 const KIN_Q: &str = "Who is the paternal grandfather of Aldric Venn?";
 const ALDRIC: (&str, &str) = (
     "Aldric Venn",

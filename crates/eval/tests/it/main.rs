@@ -757,6 +757,7 @@ fn the_attribute_check_replays_on_recorded_traces_and_lifts_the_open_monitor() {
     assert!(plain.iter().all(|a| a.code_check.is_none()));
     let replay = Replay {
         attribute_check: true,
+        ..Replay::default()
     };
     let replayed = first_answers_with(&record, "metarag", replay);
     let judged: Vec<_> = replayed.iter().filter(|a| a.code_check.is_some()).collect();

@@ -155,6 +155,11 @@ pub struct MonitorArgs {
     /// records.
     #[arg(long)]
     pub replay_attribute_check: bool,
+    /// Apply the shared check (no model call: an answer to what two things share, both
+    /// their own pages read in code) to first answers whose run predates it and that no
+    /// other check judged, as "shared_check".
+    #[arg(long)]
+    pub replay_shared_check: bool,
 }
 
 fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
@@ -580,9 +585,20 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     let replay = monitor::Replay {
         attribute_check: args.replay_attribute_check,
+        shared_check: args.replay_shared_check,
     };
-    if replay.attribute_check {
-        println!("replayed: the attribute check, on first answers no recorded check judged\n");
+    let replayed: Vec<&str> = [
+        (replay.attribute_check, "the attribute check"),
+        (replay.shared_check, "the shared check"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
+    if !replayed.is_empty() {
+        println!(
+            "replayed: {}, on first answers no recorded check judged\n",
+            replayed.join(" and ")
+        );
     }
     let mut tables = Vec::new();
     for r in &records {
