@@ -145,22 +145,7 @@ impl SharedQuestion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::Passage;
-
-    fn source(n: usize, title: &str, text: &str) -> Source {
-        Source {
-            n,
-            passage: Passage {
-                title: title.into(),
-                section: vec![],
-                pages: None,
-                chunk_id: None,
-                doc: title.into(),
-                text: text.into(),
-            },
-            spans: vec![text.into()],
-        }
-    }
+    use crate::evidence::test_source as source;
 
     fn pages() -> Vec<Source> {
         vec![

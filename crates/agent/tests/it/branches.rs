@@ -1416,6 +1416,16 @@ async fn a_same_nationality_question_is_read_off_each_persons_page() {
     assert_eq!(llm.calls().len(), t.calls.len());
 }
 
+/// The note the first visit of `node` left in the trace.
+fn note_of(t: &Trace, node: &str) -> String {
+    t.graph
+        .events
+        .iter()
+        .find(|e| e.node == node)
+        .and_then(|e| e.note.clone())
+        .unwrap_or_else(|| panic!("no note from {node}"))
+}
+
 const SHARED_Q: &str = "What profession do Orla Venn and Tamsin Quell share?";
 const ORLA: (&str, &str) = ("Orla Venn", "Orla Venn is an Irish novelist and poet.");
 const TAMSIN: (&str, &str) = (
@@ -1449,13 +1459,7 @@ async fn an_answer_both_pages_state_confirms_what_two_things_share() {
         t.stop,
         StopReason::Done(metarag_agent::shared::SHARED_CONFIRM.into())
     );
-    let note = t
-        .graph
-        .events
-        .iter()
-        .find(|e| e.node == "shared")
-        .and_then(|e| e.note.clone())
-        .unwrap();
+    let note = note_of(&t, "shared");
     assert!(note.contains("[1]") && note.contains("[2]"), "{note}");
     // The check itself made no call.
     assert!(t.calls.iter().all(|c| c.node != "shared"));
@@ -1470,13 +1474,7 @@ async fn an_answer_one_page_lacks_is_left_to_the_monitor_unchanged() {
     assert_eq!(t.short_answer, "poet");
     assert_eq!(t.rounds[0].remediation, None);
     assert_eq!(t.stop, StopReason::Done("confident".into()));
-    let note = t
-        .graph
-        .events
-        .iter()
-        .find(|e| e.node == "shared")
-        .and_then(|e| e.note.clone())
-        .unwrap();
+    let note = note_of(&t, "shared");
     assert!(note.starts_with("the pages of"), "{note}");
 }
 

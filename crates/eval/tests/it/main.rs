@@ -773,3 +773,45 @@ fn the_attribute_check_replays_on_recorded_traces_and_lifts_the_open_monitor() {
     let t = &tables_with(&record, "metarag", replay)[0];
     assert!(t.with_checks.unwrap() > t.combined.unwrap());
 }
+
+/// The shared check replayed on the same tuning-half record: it judges only questions for
+/// what two things share, confirms each answer both things' pages state (6 there, all
+/// right), contradicts nothing, and leaves every gate score alone.
+#[test]
+fn the_shared_check_replays_on_recorded_traces_and_only_confirms() {
+    use metarag_eval::monitor::{Replay, first_answers_with, tables_with};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../docs/results/qa/open-refit/hotpotqa-open-metarag-qwen2.5-1.5b-instruct-n100-s42-tuning.json",
+    );
+    let record = RunRecord::load(&path).unwrap();
+    let attribute = Replay {
+        attribute_check: true,
+        ..Replay::default()
+    };
+    let both = Replay {
+        shared_check: true,
+        ..attribute
+    };
+    let before = first_answers_with(&record, "metarag", attribute);
+    let after = first_answers_with(&record, "metarag", both);
+    let changed: Vec<_> = before
+        .iter()
+        .zip(&after)
+        .filter(|(b, a)| b.code_check != a.code_check)
+        .map(|(b, a)| {
+            assert_eq!((&b.id, b.gate, b.code_check), (&a.id, a.gate, None));
+            a
+        })
+        .collect();
+    assert_eq!(changed.len(), 6);
+    assert!(
+        changed
+            .iter()
+            .all(|a| a.code_check == Some(true) && a.right)
+    );
+    let (b, a) = (
+        &tables_with(&record, "metarag", attribute)[0],
+        &tables_with(&record, "metarag", both)[0],
+    );
+    assert!(a.with_checks.unwrap() > b.with_checks.unwrap());
+}
