@@ -12,8 +12,8 @@
 //! the other says "writer", "film-maker" for "director") would make a contradiction wrong,
 //! and a contradiction has no answer to put in the written one's place; so anything short
 //! of both pages stating the answer leaves it to the monitor. Read on HotpotQA open's
-//! tuning half (docs/results/monitor.md), the answers it confirmed were all right (6 of 6 on one record, 5 of 5
-//! on the other).
+//! tuning half (docs/results/monitor.md), the answers it confirmed were all right (6 of 6
+//! on one record, 5 of 5 on the other).
 
 use crate::attribute::{bare, page_of, terms};
 use crate::compare::words;
