@@ -51,14 +51,7 @@ pub struct Shared {
     /// The answer's terms beyond the question's own, every one stated by both pages.
     pub terms: BTreeSet<String>,
     /// For each thing, the number of its first own page among the sources.
-    pages: [usize; 2],
-}
-
-impl Shared {
-    /// For each thing, the number of its first own page among the sources.
-    pub fn pages(&self) -> [usize; 2] {
-        self.pages
-    }
+    pub pages: [usize; 2],
 }
 
 impl SharedQuestion {
@@ -216,7 +209,7 @@ mod tests {
             ])
         );
         let c = q.confirms("documentary", &films).unwrap();
-        assert_eq!(c.pages(), [2, 3]);
+        assert_eq!(c.pages, [2, 3]);
         assert_eq!(c.terms, terms("documentary"));
     }
 
@@ -228,7 +221,7 @@ mod tests {
             c.things,
             ["orla venn".to_string(), "tamsin quell".to_string()]
         );
-        assert_eq!(c.pages(), [1, 2]);
+        assert_eq!(c.pages, [1, 2]);
         // One page does not state it: undecided, not contradicted.
         assert_eq!(q.confirms("poet", &pages()), None);
         // Every term must be on both pages.

@@ -18,7 +18,7 @@ use metarag_agent::measure::QUANTITIES_CONFIRM;
 use metarag_agent::monitor::{FEATURES, MonitorModel, Signals};
 use metarag_agent::parts::PARTS_CONFIRM;
 use metarag_agent::shared::SHARED_CONFIRM;
-use metarag_agent::trace::{Remediation, Round};
+use metarag_agent::trace::{Remediation, Round, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -155,7 +155,7 @@ fn fold_check(score: f64, check: Option<bool>) -> f64 {
 /// check only confirms). The name is the signal's in the tables ("date_check",
 /// "parts_check", "quantity_check", "kin_check", "link_check", "attribute_check",
 /// "shared_check").
-fn code_check(trace: &metarag_agent::trace::Trace) -> Option<(&'static str, bool)> {
+fn code_check(trace: &Trace) -> Option<(&'static str, bool)> {
     if trace.stop == StopReason::Done(DATES_CONFIRM.to_string()) {
         return Some(("date_check", true));
     }
@@ -233,9 +233,12 @@ pub struct Replay {
     pub shared_check: bool,
 }
 
+/// A check replayed on a recorded trace: its verdict on the first answer.
+type ReplayedCheck = fn(&Trace) -> Option<bool>;
+
 /// The shared check's verdict on a trace's first answer, replayed: `Some(true)` when both
 /// things' own pages state it, `None` otherwise (the check only confirms).
-pub fn replayed_shared_check(trace: &metarag_agent::trace::Trace) -> Option<bool> {
+pub fn replayed_shared_check(trace: &Trace) -> Option<bool> {
     let q = metarag_agent::shared::SharedQuestion::of(&trace.question)?;
     let first = trace.rounds.first()?;
     q.confirms(&first.short_answer, &trace.sources)
@@ -245,7 +248,7 @@ pub fn replayed_shared_check(trace: &metarag_agent::trace::Trace) -> Option<bool
 /// The attribute check's verdict on a trace's first answer, replayed: `Some(true)` when
 /// the pages make the written answer, `Some(false)` when they make another, `None` when
 /// the question is no attribute question or its pages do not settle it.
-pub fn replayed_attribute_check(trace: &metarag_agent::trace::Trace) -> Option<bool> {
+pub fn replayed_attribute_check(trace: &Trace) -> Option<bool> {
     let q = metarag_agent::attribute::AttributeQuestion::of(&trace.question)?;
     let first = trace.rounds.first()?;
     let d = q.decide(&trace.sources)?;
@@ -268,21 +271,21 @@ pub fn first_answers_with(record: &RunRecord, strategy: &str, replay: Replay) ->
         let Some(round) = trace.rounds.first() else {
             continue;
         };
-        let check = code_check(trace)
-            .or_else(|| {
-                replay
-                    .attribute_check
-                    .then(|| replayed_attribute_check(trace))
-                    .flatten()
-                    .map(|confirmed| ("attribute_check", confirmed))
-            })
-            .or_else(|| {
-                replay
-                    .shared_check
-                    .then(|| replayed_shared_check(trace))
-                    .flatten()
-                    .map(|confirmed| ("shared_check", confirmed))
-            });
+        // The replayed checks read different questions, so at most one of them judges.
+        let replayed: [(bool, &'static str, ReplayedCheck); 2] = [
+            (
+                replay.attribute_check,
+                "attribute_check",
+                replayed_attribute_check,
+            ),
+            (replay.shared_check, "shared_check", replayed_shared_check),
+        ];
+        let check = code_check(trace).or_else(|| {
+            replayed
+                .iter()
+                .filter(|(on, ..)| *on)
+                .find_map(|(_, name, check)| check(trace).map(|confirmed| (*name, confirmed)))
+        });
         let right = score_answer(&round.short_answer, &r.answers).f1 >= 0.5;
         let (mut features, signals, gate) = if let Some(a) = &round.assessment {
             let features: BTreeMap<String, f64> = FEATURES

@@ -568,7 +568,7 @@ async fn read_shared(s: &mut S) -> NodeResult {
     let written = s.rounds[kept].short_answer.clone();
     if let Some(c) = q.confirms(&written, &s.sources) {
         let terms = c.terms.iter().cloned().collect::<Vec<_>>().join(", ");
-        let [a, b] = c.pages();
+        let [a, b] = c.pages;
         s.note = Some(format!(
             "both pages state {written:?} ({terms}): {:?} [{a}], {:?} [{b}]",
             c.things[0], c.things[1]

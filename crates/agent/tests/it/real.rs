@@ -601,3 +601,43 @@ async fn the_link_node_asks_a_2wiki_question_through_a_relation_with_the_local_m
         ),
     }
 }
+
+/// The shared node on the real local model (the test model, 0.5B): a HotpotQA question
+/// for what two things have in common, over its two gold paragraphs (a question of the
+/// tuning half). The check makes no call of its own; it must find the two players' pages
+/// among the real paragraphs' titles and either confirm the written answer (both pages
+/// state it) or leave it as it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shared_node_reads_a_hotpotqa_question_off_both_pages_with_the_local_model() {
+    use metarag_agent::shared::{SHARED_CONFIRM, SharedQuestion};
+    // "What type of sport does Sergio Casal and Manuel Orantes have in common?" (gold:
+    // tennis).
+    let q = qa_record("hotpotqa-dev.jsonl", "5a84fea85542994c784ddabf");
+    let question = q["question"].as_str().unwrap();
+    assert!(SharedQuestion::of(question).is_some());
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let agent = Agent::builder(llm).config(real_config()).build().unwrap();
+    let t = agent
+        .ask(&Ask::new(question, "metarag").with_context(supporting_passages(&q)))
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    assert!(t.calls.iter().all(|c| c.node != "shared"), "{json}");
+    let note = t
+        .graph
+        .events
+        .iter()
+        .find(|e| e.node == "shared")
+        .and_then(|e| e.note.clone())
+        .unwrap_or_else(|| panic!("no shared node: {json}"));
+    assert!(note.contains("\"sergio casal\""), "{note}");
+    assert!(note.contains("\"manuel orantes\""), "{note}");
+    if note.starts_with("both pages state") {
+        assert_eq!(t.stop, StopReason::Done(SHARED_CONFIRM.into()), "{json}");
+        assert_eq!(t.rounds.len(), 1, "{json}");
+    } else {
+        assert!(note.starts_with("the pages of"), "{note}");
+        assert_ne!(t.stop, StopReason::Done(SHARED_CONFIRM.into()), "{json}");
+    }
+}
