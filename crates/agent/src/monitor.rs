@@ -65,6 +65,12 @@ pub struct Signals {
     /// as a share of three; `None` for yes/no answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_support: Option<f64>,
+    /// Agreement (1 or 0) of a greedy short answer over the same sources in reverse order
+    /// with the short answer: a small model whose answer moves when only the order of its
+    /// sources does is choosing among them by position. `None` when that probe did not
+    /// run (`[strategies.metarag] reordered_probe`, off by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reordered_agreement: Option<f64>,
 }
 
 /// The names of the features the model reads, in order. Each maps a [`Signals`] to a
@@ -83,6 +89,7 @@ pub const FEATURES: &[&str] = &[
     "answer_in_question",
     "answer_is_question",
     "answer_support",
+    "reordered_agreement",
 ];
 
 impl Signals {
@@ -112,6 +119,7 @@ impl Signals {
             "answer_in_question" => self.answer_in_question,
             "answer_is_question" => self.answer_is_question().map(b),
             "answer_support" => self.answer_support,
+            "reordered_agreement" => self.reordered_agreement,
             _ => None,
         }
     }
@@ -683,6 +691,8 @@ pub struct MeasureInput<'a> {
     pub samples: &'a [String],
     /// The closed-book answer, when the probe ran.
     pub closed_book: Option<&'a str>,
+    /// The short answer over the sources in reverse order, when that probe ran.
+    pub reordered: Option<&'a str>,
 }
 
 /// Measures the signals of one answer.
@@ -733,9 +743,13 @@ pub fn measure(input: MeasureInput<'_>) -> Signals {
             .count();
         stating.min(3) as f64 / 3.0
     });
+    let reordered_agreement = input
+        .reordered
+        .map(|r| f64::from(u8::from(agree(r, input.short_answer))));
     Signals {
         answer_in_question,
         answer_support,
+        reordered_agreement,
         short_logprob: input.short_logprob,
         answer_logprob: input.answer_logprob,
         sample_agreement,
@@ -1006,11 +1020,14 @@ mod tests {
             answer_logprob: None,
             samples: &["Anna Veltz".into(), "Piet Ormund".into()],
             closed_book: Some("unknown"),
+            reordered: Some("Piet Ormund"),
         });
         assert_eq!(s.entity_coverage, 1.0);
         assert_eq!(s.answer_in_sources, Some(1.0));
         assert_eq!(s.sample_agreement, Some(0.5));
         assert_eq!(s.closed_book_agreement, Some(0.0));
+        // The answer over the sources in reverse order names someone else.
+        assert_eq!(s.reordered_agreement, Some(0.0));
         assert!(s.type_match && !s.refusal);
         // One source states the answer; none of its words are the question's.
         assert_eq!(s.answer_support, Some(1.0 / 3.0));
@@ -1027,6 +1044,7 @@ mod tests {
                 answer_logprob: None,
                 samples: &[],
                 closed_book: None,
+                reordered: None,
             }
         });
         assert_eq!(echo.answer_in_question, Some(1.0));
@@ -1068,7 +1086,10 @@ mod tests {
             answer_logprob: None,
             samples: &[],
             closed_book: None,
+            reordered: Some("Yes"),
         });
+        // A verdict agrees with the same verdict however it is cased.
+        assert_eq!(verdict.reordered_agreement, Some(1.0));
         assert_eq!(
             (verdict.answer_in_question, verdict.answer_support),
             (None, None)

@@ -342,6 +342,9 @@ pub struct Assessment {
     /// The closed-book probe's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_book: Option<String>,
+    /// The short answer over the sources in reverse order, when that probe ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reordered: Option<String>,
 }
 
 /// One LLM call.

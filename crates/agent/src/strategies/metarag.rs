@@ -99,6 +99,13 @@ pub struct MetaragConfig {
     /// fewer for most answers). On, every assessment records it, as fitting the monitor
     /// (`bench monitor --fit`) wants.
     pub closed_book_every_answer: bool,
+    /// Ask for the short answer once more over the same sources in reverse order (one
+    /// greedy call with a prompt of its own: a second evaluation of the sources) for the
+    /// `reordered_agreement` signal. A small model that picks among its sources by
+    /// position gives another answer when only their order changes. Off by default: a
+    /// measurement for fitting the monitor on a tuning half (`bench monitor --fit`), which
+    /// no default monitor weighs yet.
+    pub reordered_probe: bool,
     /// A later round replaces the kept answer only when its confidence is higher by this.
     pub margin: f64,
     /// The monitor's weights and threshold over given context (gold paragraphs, pasted
@@ -164,6 +171,7 @@ impl Default for MetaragConfig {
             sample_temperature: 0.7,
             closed_book: true,
             closed_book_every_answer: false,
+            reordered_probe: false,
             margin: 0.1,
             monitor: MonitorModel::default(),
             monitor_open: MonitorModel::default_open(),
@@ -192,6 +200,9 @@ pub struct MetaragState {
     samples: Option<(usize, Vec<String>)>,
     /// The closed-book answer (`None` inside: the probe failed).
     closed_book: Option<Option<String>>,
+    /// The short answer over the sources in reverse order and the sources version it was
+    /// drawn over (`None` inside: the probe failed).
+    reordered: Option<(usize, Option<String>)>,
     /// The passage count before the last re-retrieval.
     pool_before: usize,
     /// Where the first assessment was going when it went to [`COMPARE`] or [`PARTS`]
@@ -395,6 +406,31 @@ async fn samples(s: &mut S) -> Result<Vec<String>, crate::graph::NodeError> {
     Ok(texts)
 }
 
+/// The short answer over the current sources in reverse order (once per evidence pool),
+/// when [`MetaragConfig::reordered_probe`] is on. Each source keeps its number, so only
+/// the order the model reads them in changes.
+async fn reordered(s: &mut S) -> Result<Option<String>, crate::graph::NodeError> {
+    if !s.ext.config.reordered_probe || s.sources.is_empty() {
+        return Ok(None);
+    }
+    if let Some((version, text)) = &s.ext.reordered
+        && *version == s.sources_version
+    {
+        return Ok(text.clone());
+    }
+    let reversed: Vec<_> = s.sources.iter().rev().cloned().collect();
+    let request = prompts::short_answer(&s.question, &reversed);
+    let c = s.gw.chat(ASSESS.as_str(), "reordered", request).await?;
+    let text = c.text().ok().map(|t| {
+        let short = parse_json::<ShortReply>(t)
+            .map(|r| r.short_answer)
+            .unwrap_or_else(|_| t.trim().to_string());
+        crate::verify::without_citations(short.trim())
+    });
+    s.ext.reordered = Some((s.sources_version, text.clone()));
+    Ok(text)
+}
+
 async fn closed_book(s: &mut S) -> Result<Option<String>, crate::graph::NodeError> {
     if !s.ext.config.closed_book {
         return Ok(None);
@@ -415,7 +451,12 @@ async fn closed_book(s: &mut S) -> Result<Option<String>, crate::graph::NodeErro
 }
 
 /// The monitor's signals of the current round's answer.
-fn measure(s: &S, samples: &[String], closed_book: Option<&str>) -> monitor::Signals {
+fn measure(
+    s: &S,
+    samples: &[String],
+    closed_book: Option<&str>,
+    reordered: Option<&str>,
+) -> monitor::Signals {
     let round = &s.rounds[s.rounds.len() - 1];
     let lp = round.logprobs;
     monitor::measure(MeasureInput {
@@ -427,6 +468,7 @@ fn measure(s: &S, samples: &[String], closed_book: Option<&str>) -> monitor::Sig
         answer_logprob: lp.and_then(|l| l.answer),
         samples,
         closed_book,
+        reordered,
     })
 }
 
@@ -440,10 +482,14 @@ fn monitor_of(s: &S) -> &MonitorModel {
 }
 
 async fn assess(s: &mut S) -> NodeResult {
-    // Samples first: they share the evidence prefix with the write call just made; the
-    // closed-book probe (no sources) would evict it.
+    // The reordered probe first, when on: the write's prompt it sets aside in a local
+    // model's cache is found again by the samples, which share its prefix, and stays
+    // there for the checks after the closed-book probe (the other order would leave the
+    // reordered prompt cached in its place). Then the samples; the closed-book probe (no
+    // sources) last.
+    let reordered = reordered(s).await?;
     let samples = samples(s).await?;
-    let without = measure(s, &samples, None);
+    let without = measure(s, &samples, None, reordered.as_deref());
     let model = monitor_of(s);
     // The probe is asked when its answer could change the gate's decision (or the answer
     // is weak and will be diagnosed with it), once per question.
@@ -451,7 +497,10 @@ async fn assess(s: &mut S) -> NodeResult {
     let (signals, cb) =
         if s.ext.closed_book.is_some() || decisive || s.ext.config.closed_book_every_answer {
             let cb = closed_book(s).await?;
-            (measure(s, &samples, cb.as_deref()), cb)
+            (
+                measure(s, &samples, cb.as_deref(), reordered.as_deref()),
+                cb,
+            )
         } else {
             (without, None)
         };
@@ -468,6 +517,7 @@ async fn assess(s: &mut S) -> NodeResult {
         passed,
         samples,
         closed_book: cb,
+        reordered,
     });
     // Do no harm: the first answer is kept unless a later one is clearly more confident,
     // and a rewrite never flips a yes/no verdict (no verified fact contradicts it here).

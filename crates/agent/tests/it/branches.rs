@@ -184,6 +184,55 @@ async fn the_closed_book_probe_is_asked_when_it_can_change_the_decision_or_alway
 }
 
 #[tokio::test]
+async fn the_reordered_probe_reads_the_sources_backwards_once_and_only_when_asked() {
+    // Only the reversed prompt starts with the second source.
+    const REORDERED: &str = "Sources:\n[2] Steven Spielberg";
+    let script = || {
+        ScriptedLlm::new()
+            .on(&[REORDERED, SAMPLE], short("Cincinnati"))
+            .on(&[SAMPLE], short("United States"))
+            .on(&[WRITE], GOOD)
+            .on(&[CLOSED], "United States")
+    };
+    // Off by default: no call, no signal.
+    let (agent, llm) = metarag_agent(script(), 2);
+    let t = agent.ask(&gold(true)).await.unwrap();
+    assert_eq!(llm.hits(&[REORDERED, SAMPLE]), 0);
+    let a = t.rounds[0].assessment.as_ref().unwrap();
+    assert_eq!(
+        (a.signals.reordered_agreement, a.reordered.as_ref()),
+        (None, None)
+    );
+    // On, with a monitor that weighs it: the answer over the reversed sources names
+    // another place, and the agreeing samples no longer carry the answer over the gate.
+    let on = serde_json::json!({
+        "samples": 4,
+        "reordered_probe": true,
+        "monitor": {
+            "bias": 0.0,
+            "threshold": 0.5,
+            "weights": {
+                "sample_agreement": {"weight": 1.0, "mean": 0.5, "scale": 1.0},
+                "reordered_agreement": {"weight": 2.0, "mean": 0.5, "scale": 0.5}
+            }
+        }
+    });
+    let (agent, llm) = metarag_agent_with(script(), 2, registry_with(on));
+    let t = agent.ask(&gold(true)).await.unwrap();
+    let a = t.rounds[0].assessment.as_ref().unwrap();
+    assert_eq!(a.reordered.as_deref(), Some("Cincinnati"));
+    assert_eq!(a.signals.reordered_agreement, Some(0.0));
+    assert_eq!(a.signals.sample_agreement, Some(1.0));
+    assert!(!a.passed, "{a:?}");
+    // Asked once, before the samples, so that they find the write's prompt again in a
+    // local model's cache.
+    let purposes: Vec<&str> = t.calls.iter().map(|c| c.purpose.as_str()).collect();
+    let at = |p: &str| purposes.iter().position(|x| *x == p).unwrap();
+    assert!(at("reordered") < at("sample"), "{purposes:?}");
+    assert_eq!(llm.hits(&[REORDERED, SAMPLE]), 1);
+}
+
+#[tokio::test]
 async fn disagreeing_samples_lead_to_a_rewrite_told_what_they_said_and_it_is_kept_if_more_confident()
  {
     let wrong =
