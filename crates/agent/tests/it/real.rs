@@ -641,3 +641,53 @@ async fn the_shared_node_reads_a_hotpotqa_question_off_both_pages_with_the_local
         assert_ne!(t.stop, StopReason::Done(SHARED_CONFIRM.into()), "{json}");
     }
 }
+
+/// The reordered probe with the real local model, over a HotpotQA question's two gold
+/// paragraphs (tuning half): one call over the sources in reverse order, asked before the
+/// samples, whose answer is recorded and compared with the short answer; the samples
+/// after it still find the write's prompt in the KV cache (it was set aside, not lost).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reordered_probe_reads_the_sources_backwards_with_the_local_model() {
+    use metarag_agent::monitor::agree;
+    let q = qa_record("hotpotqa-dev.jsonl", "5a84fea85542994c784ddabf");
+    let question = q["question"].as_str().unwrap();
+    let mut sections = metarag_agent::StrategySections::new();
+    sections.insert(
+        "metarag".into(),
+        serde_json::json!({"reordered_probe": true}),
+    );
+    let llm: Arc<dyn DynLlm> = metarag_testkit::fresh_local_llm();
+    let agent = Agent::builder(llm)
+        .registry(metarag_agent::Registry::builtin_with(&sections).unwrap())
+        .config(real_config())
+        .build()
+        .unwrap();
+    let t = agent
+        .ask(&Ask::new(question, "metarag").with_context(supporting_passages(&q)))
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    let purposes: Vec<&str> = t.calls.iter().map(|c| c.purpose.as_str()).collect();
+    assert_eq!(
+        purposes.iter().filter(|p| **p == "reordered").count(),
+        1,
+        "{json}"
+    );
+    let at = |p: &str| purposes.iter().position(|x| *x == p).unwrap();
+    assert!(
+        at("write") < at("reordered") && at("reordered") < at("sample"),
+        "{json}"
+    );
+    let sample = &t.calls[at("sample")];
+    assert!(sample.cached_prompt_tokens > 100, "{json}");
+    let first = &t.rounds[0];
+    let a = first.assessment.as_ref().unwrap();
+    let reordered = a.reordered.as_deref().unwrap_or_else(|| panic!("{json}"));
+    assert!(!reordered.trim().is_empty(), "{json}");
+    assert_eq!(
+        a.signals.reordered_agreement,
+        Some(f64::from(u8::from(agree(reordered, &first.short_answer)))),
+        "{json}"
+    );
+}
