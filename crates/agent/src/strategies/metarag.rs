@@ -393,17 +393,18 @@ async fn samples(s: &mut S) -> Result<Vec<String>, crate::graph::NodeError> {
             0,
         )
         .await?;
-    let texts: Vec<String> = texts
-        .iter()
-        .map(|t| {
-            parse_json::<ShortReply>(t)
-                .map(|r| r.short_answer)
-                .unwrap_or_else(|_| t.trim().to_string())
-        })
-        .map(|t| crate::verify::without_citations(t.trim()))
-        .collect();
+    let texts: Vec<String> = texts.iter().map(|t| short_of(t)).collect();
     s.ext.samples = Some((s.sources_version, texts.clone()));
     Ok(texts)
+}
+
+/// The short answer of a [`prompts::short_answer`] reply, without citations (the reply as
+/// it stands when it is not the JSON asked for).
+fn short_of(reply: &str) -> String {
+    let short = parse_json::<ShortReply>(reply)
+        .map(|r| r.short_answer)
+        .unwrap_or_else(|_| reply.trim().to_string());
+    crate::verify::without_citations(short.trim())
 }
 
 /// The short answer over the current sources in reverse order (once per evidence pool),
@@ -421,12 +422,7 @@ async fn reordered(s: &mut S) -> Result<Option<String>, crate::graph::NodeError>
     let reversed: Vec<_> = s.sources.iter().rev().cloned().collect();
     let request = prompts::short_answer(&s.question, &reversed);
     let c = s.gw.chat(ASSESS.as_str(), "reordered", request).await?;
-    let text = c.text().ok().map(|t| {
-        let short = parse_json::<ShortReply>(t)
-            .map(|r| r.short_answer)
-            .unwrap_or_else(|_| t.trim().to_string());
-        crate::verify::without_citations(short.trim())
-    });
+    let text = c.text().ok().map(short_of);
     s.ext.reordered = Some((s.sources_version, text.clone()));
     Ok(text)
 }
