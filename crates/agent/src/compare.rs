@@ -80,6 +80,22 @@ impl DateComparison {
             .split(|c: char| !(c.is_alphanumeric() || matches!(c, ',' | ':' | '?')))
             .filter(|w| !w.is_empty())
             .collect();
+        // "Who was born first Doug Liman or Saul Metzstein?": with no comma, the clause
+        // ends where the first option's words begin.
+        let first_option: Vec<String> = a
+            .to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        let option_starts = |i: usize| {
+            !first_option.is_empty()
+                && words.len() >= i + first_option.len()
+                && words[i..i + first_option.len()]
+                    .iter()
+                    .zip(&first_option)
+                    .all(|(w, o)| w.trim_matches([',', ':', '?']) == o)
+        };
         let mut direction = None;
         let mut clause_end = None;
         let mut clause_len = words.len();
@@ -88,7 +104,8 @@ impl DateComparison {
             let ends_clause = bare.len() < w.len()
                 || words
                     .get(i + 1)
-                    .is_some_and(|n| matches!(*n, "between" | "or" | "than"));
+                    .is_some_and(|n| matches!(*n, "between" | "or" | "than"))
+                || option_starts(i + 1);
             if !ends_clause {
                 continue;
             }
@@ -387,6 +404,135 @@ fn options_after(
     (a.ends_with(parsed[0].as_str()) && b == *parsed[1]).then_some([a, b])
 }
 
+/// An "A or B" question that compares two lifetimes: "Who lived longer, A or B?". Each
+/// option's dates of birth and death are read as a date comparison's are, and the
+/// lengths of life are compared in code ([`decide_lifespans`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LifespanComparison {
+    /// The two options, as the question names them.
+    pub options: [String; 2],
+    /// The longer life wins ("lived longer"), or the shorter ("lived shorter").
+    pub longer: bool,
+}
+
+/// The two dates of a life, in the order they are read.
+pub const LIFE_EVENTS: [&str; 2] = ["date of birth", "date of death"];
+
+impl LifespanComparison {
+    /// Reads `question` as a lifespan comparison: an "A or B" question whose words before
+    /// the options say "lived" and then, within two words, "longer" or "shorter" (or
+    /// "-est"). `None` for anything else ("Who lived in Tinmouth longer, A or B?" may ask
+    /// about a stay, not a life).
+    pub fn of(question: &str) -> Option<LifespanComparison> {
+        let AnswerForm::Choice(allowed) = AnswerForm::of(question) else {
+            return None;
+        };
+        let [a, b, ..] = allowed.as_slice() else {
+            return None;
+        };
+        let q = question.trim();
+        let or = q.rfind(" or ")?;
+        let start = q[..or].rfind(a.as_str())?;
+        let clause = crate::text::tokens(&q[..start]);
+        let lived = clause.iter().position(|w| w == "lived")?;
+        // "lived longer", "lived the longest".
+        let next: Vec<&str> = clause[lived + 1..]
+            .iter()
+            .take(2)
+            .map(String::as_str)
+            .collect();
+        let longer = if next.iter().any(|w| matches!(*w, "longer" | "longest")) {
+            true
+        } else if next.iter().any(|w| matches!(*w, "shorter" | "shortest")) {
+            false
+        } else {
+            return None;
+        };
+        Some(LifespanComparison {
+            options: [a.clone(), b.clone()],
+            longer,
+        })
+    }
+
+    /// What to read for option `i` and event `e` (an index of [`LIFE_EVENTS`]): "the date
+    /// of death of \"Mira Tolvane\"".
+    pub fn asked_for(&self, i: usize, e: usize) -> String {
+        format!("the {} of \"{}\"", LIFE_EVENTS[e], self.options[i])
+    }
+
+    /// Whether `source` can state option `i`'s dates: it names the option (a person's
+    /// dates are on their own page).
+    pub fn belongs(&self, i: usize, source: &Source) -> bool {
+        names(&shown(source), &self.options[i])
+    }
+}
+
+/// Days since 1 January of year 0 (proleptic Gregorian) of a year, month and day.
+fn day_number(year: i32, month: u8, day: u8) -> i64 {
+    // Howard Hinnant's days_from_civil, shifted so the year starts in March.
+    let (y, m) = if month <= 2 {
+        (i64::from(year) - 1, i64::from(month) + 9)
+    } else {
+        (i64::from(year), i64::from(month) - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe
+}
+
+/// The days in `month` of `year`.
+fn month_days(year: i32, month: u8) -> u8 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+impl Date {
+    /// The first and last day the date can mean, as day numbers: its day, or its month's
+    /// first and last, or its year's.
+    fn day_range(&self) -> (i64, i64) {
+        match (self.month, self.day) {
+            (Some(m), Some(d)) => {
+                let n = day_number(self.year, m, d);
+                (n, n)
+            }
+            (Some(m), None) => (
+                day_number(self.year, m, 1),
+                day_number(self.year, m, month_days(self.year, m)),
+            ),
+            _ => (day_number(self.year, 1, 1), day_number(self.year, 12, 31)),
+        }
+    }
+}
+
+/// The shortest and longest a life from `birth` to `death` can have lasted, in days, as
+/// precisely as the dates are written; `None` when death cannot come after birth.
+pub fn lifespan(birth: Date, death: Date) -> Option<(i64, i64)> {
+    let (b0, b1) = birth.day_range();
+    let (d0, d1) = death.day_range();
+    let (lo, hi) = ((d0 - b1).max(0), d1 - b0);
+    (hi > 0).then_some((lo, hi))
+}
+
+/// Which option (0 or 1) lived longer (`longer`) or shorter, from each option's birth
+/// and death dates: decided only when the two lifespans cannot overlap at the precision
+/// written (two lives given by years alone that differ by a year are undecided).
+pub fn decide_lifespans(longer: bool, lives: [(Date, Date); 2]) -> Option<usize> {
+    let a = lifespan(lives[0].0, lives[0].1)?;
+    let b = lifespan(lives[1].0, lives[1].1)?;
+    let (first_longer, second_longer) = (a.0 > b.1, b.0 > a.1);
+    match (first_longer, second_longer) {
+        (true, _) => Some(if longer { 0 } else { 1 }),
+        (_, true) => Some(if longer { 1 } else { 0 }),
+        _ => None,
+    }
+}
+
 /// Which option (0 or 1) the dates make the answer, when their order is settled.
 pub fn decide(direction: Direction, dates: [Date; 2]) -> Option<usize> {
     let order = dates[0].order(&dates[1])?;
@@ -449,6 +595,17 @@ mod tests {
         assert_eq!(c.role, None);
         assert_eq!(c.asked_for(1), "the release date of \"Glass Fox\"");
 
+        // No comma between the comparison word and the options: the first option's
+        // words end the clause.
+        let c = DateComparison::of("Who was born first Mira Tolvane or Oskar Fenn?").unwrap();
+        assert_eq!(c.options, ["Mira Tolvane".to_string(), "Oskar Fenn".into()]);
+        assert_eq!(c.direction, Direction::Earliest);
+        assert_eq!(c.asked_for(1), "the date of birth of \"Oskar Fenn\"");
+        let c =
+            DateComparison::of("Which band was formed later Pale Orchard or Tinmouth?").unwrap();
+        assert_eq!(c.direction, Direction::Latest);
+        assert_eq!(c.asked_for(0), "the founding date of \"Pale Orchard\"");
+
         // Titles with a comma, a colon or a leading "..." stay whole.
         for (q, a, b) in [
             (
@@ -484,9 +641,73 @@ mod tests {
             "Which river is longer, the Ostra or the Velm?",
             "Who directed Blue Harbour?",
             "Were Mira Tolvane and Oskar Fenn born in the same year?",
+            "Which was the first Blue Harbour film, Tinmouth or Glass Fox?",
         ] {
             assert_eq!(DateComparison::of(q), None, "{q}");
         }
+    }
+
+    #[test]
+    fn lived_longer_questions_compare_two_lifespans() {
+        let c = LifespanComparison::of("Who lived longer, Mira Tolvane or Oskar Fenn?").unwrap();
+        assert_eq!(c.options, ["Mira Tolvane".to_string(), "Oskar Fenn".into()]);
+        assert!(c.longer);
+        assert_eq!(c.asked_for(1, 1), "the date of death of \"Oskar Fenn\"");
+        assert_eq!(c.asked_for(0, 0), "the date of birth of \"Mira Tolvane\"");
+        let c =
+            LifespanComparison::of("Which painter lived the shortest, Mira Tolvane or Oskar Fenn?")
+                .unwrap();
+        assert!(!c.longer);
+        for q in [
+            "Who was born first, Mira Tolvane or Oskar Fenn?",
+            "Which battle lasted longer, Blue Harbour or Glass Fox?",
+            "Who lived in Tinmouth longer, Mira Tolvane or Oskar Fenn?",
+            "Where did Mira Tolvane live?",
+        ] {
+            assert_eq!(LifespanComparison::of(q), None, "{q}");
+        }
+        // A date comparison is not a lifespan one, nor the other way round.
+        assert_eq!(
+            DateComparison::of("Who lived longer, Mira Tolvane or Oskar Fenn?"),
+            None
+        );
+    }
+
+    #[test]
+    fn lifespans_decide_only_what_their_precision_settles() {
+        let d = |y, m, day| Date {
+            year: y,
+            month: m,
+            day,
+        };
+        // 1900-03-01 .. 1950-03-01 (50 years) against 1910 .. 1955 (44 to 46 years).
+        let full = (d(1900, Some(3), Some(1)), d(1950, Some(3), Some(1)));
+        let years = (d(1910, None, None), d(1955, None, None));
+        assert_eq!(decide_lifespans(true, [full, years]), Some(0));
+        assert_eq!(decide_lifespans(false, [full, years]), Some(1));
+        assert_eq!(decide_lifespans(true, [years, full]), Some(1));
+        // By years alone, 50 against 49: 48.x to 50.x overlaps 49.x.
+        let close = (d(1901, None, None), d(1950, None, None));
+        assert_eq!(
+            decide_lifespans(true, [(d(1900, None, None), d(1950, None, None)), close]),
+            None
+        );
+        // Same years, months apart: 1900-01 .. 1950-12 against 1900-12 .. 1950-01.
+        let long = (d(1900, Some(1), None), d(1950, Some(12), None));
+        let short = (d(1900, Some(12), None), d(1950, Some(1), None));
+        assert_eq!(decide_lifespans(true, [short, long]), Some(1));
+        // A death before the birth decides nothing.
+        let wrong = (d(1950, None, None), d(1900, None, None));
+        assert_eq!(decide_lifespans(true, [wrong, full]), None);
+        // Leap years and month ends: 29 February 2000 to 1 March 2000 is one day.
+        assert_eq!(
+            lifespan(d(2000, Some(2), Some(29)), d(2000, Some(3), Some(1))),
+            Some((1, 1))
+        );
+        assert_eq!(
+            lifespan(d(1999, Some(12), Some(31)), d(2000, Some(1), Some(1))),
+            Some((1, 1))
+        );
     }
 
     #[test]

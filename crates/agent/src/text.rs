@@ -663,9 +663,80 @@ fn negates(text: &str) -> bool {
             .any(|t| NEGATIONS.contains(&t.as_str()))
 }
 
+/// The value of string field `field` in a JSON object cut off before its end (a reply that
+/// ran out of tokens: `{"short_answer": "Opry Mills is a super-regional shop`): the text
+/// after the field's opening quote up to its closing quote or the end, escapes decoded.
+/// `None` when the field's string never starts.
+pub fn truncated_string_field(reply: &str, field: &str) -> Option<String> {
+    let key = format!("\"{field}\"");
+    let after_key = &reply[reply.find(&key)? + key.len()..];
+    let after_colon = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let body = after_colon.strip_prefix('"')?;
+    let mut raw = String::new();
+    let mut escaped = false;
+    for c in body.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == '"' {
+            break;
+        }
+        raw.push(c);
+    }
+    if escaped {
+        // A cut inside an escape ("...\\"): drop its backslash.
+        raw.pop();
+    }
+    // Cut inside a "\\uXXXX" escape: drop the partial escape rather than fail.
+    let decoded = serde_json::from_str::<String>(&format!("\"{raw}\""))
+        .ok()
+        .or_else(|| {
+            let cut = raw.rfind("\\u")?;
+            serde_json::from_str::<String>(&format!("\"{}\"", &raw[..cut])).ok()
+        })?;
+    Some(decoded)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_json_reply_gives_the_field_read_so_far() {
+        assert_eq!(
+            truncated_string_field(
+                r#"{"short_answer": "Brindle Hall is a covered mark"#,
+                "short_answer"
+            ),
+            Some("Brindle Hall is a covered mark".to_string())
+        );
+        assert_eq!(
+            truncated_string_field(
+                "{\n  \"short_answer\": \"Velm \\\"the Old\\\" Bridge\", \"x\": 1",
+                "short_answer"
+            ),
+            Some("Velm \"the Old\" Bridge".to_string())
+        );
+        // Cut inside an escape.
+        assert_eq!(
+            truncated_string_field(r#"{"short_answer": "Tinmouth \"#, "short_answer"),
+            Some("Tinmouth ".to_string())
+        );
+        assert_eq!(
+            truncated_string_field(r#"{"short_answer": "Caf\u00"#, "short_answer"),
+            Some("Caf".to_string())
+        );
+        assert_eq!(
+            truncated_string_field(r#"{"short_answer": "#, "short_answer"),
+            None
+        );
+        assert_eq!(truncated_string_field("Tinmouth", "short_answer"), None);
+        assert_eq!(
+            truncated_string_field(r#"{"answer": "Tinmouth"#, "short_answer"),
+            None
+        );
+    }
 
     #[test]
     fn stopwords_are_sorted_for_binary_search() {

@@ -249,6 +249,11 @@ pub struct OptionDate {
     pub date: String,
     /// The number of the source stating it.
     pub source: usize,
+    /// Which of the option's dates this is, where a comparison reads more than one
+    /// ("date of birth", "date of death" for a lifespan); absent for a date comparison,
+    /// which reads the one its question asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
 }
 
 /// One option's quantity as the compare node read it.

@@ -35,7 +35,7 @@
 //! both hops: the missing hop is found before the write, not diagnosed after it.
 
 use crate::attribute::{self, AttributeQuestion};
-use crate::compare::{self, DateComparison};
+use crate::compare::{self, DateComparison, LIFE_EVENTS, LifespanComparison};
 use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::kin::{self, KinshipChain};
@@ -398,12 +398,16 @@ async fn samples(s: &mut S) -> Result<Vec<String>, crate::graph::NodeError> {
     Ok(texts)
 }
 
-/// The short answer of a [`prompts::short_answer`] reply, without citations (the reply as
-/// it stands when it is not the JSON asked for).
+/// The short answer of a [`prompts::short_answer`] reply, without citations: the field of
+/// a reply cut off by the token limit as far as it got, and the reply as it stands when
+/// it is not the JSON asked for. (A cut reply read whole, braces and all, disagreed with
+/// every other answer and read as doubt the model never had.)
 fn short_of(reply: &str) -> String {
     let short = parse_json::<ShortReply>(reply)
         .map(|r| r.short_answer)
-        .unwrap_or_else(|_| reply.trim().to_string());
+        .ok()
+        .or_else(|| crate::text::truncated_string_field(reply, "short_answer"))
+        .unwrap_or_else(|| reply.trim().to_string());
     crate::verify::without_citations(short.trim())
 }
 
@@ -557,7 +561,11 @@ async fn assess(s: &mut S) -> NodeResult {
     };
     // A date comparison is decided by its dates whatever the gate says: the gate cannot
     // tell a right option from a wrong one, and the first answer is assessed all the same.
-    if index == 0 && s.ext.config.compare_dates && DateComparison::of(&s.question).is_some() {
+    if index == 0
+        && s.ext.config.compare_dates
+        && (DateComparison::of(&s.question).is_some()
+            || LifespanComparison::of(&s.question).is_some())
+    {
         s.ext.after_check = Some(next);
         return Ok(Transition::Goto(COMPARE));
     }
@@ -864,7 +872,10 @@ async fn compare(s: &mut S) -> NodeResult {
         .take()
         .unwrap_or(Transition::Goto(DIAGNOSE));
     let Some(c) = DateComparison::of(&s.question) else {
-        return Ok(after);
+        return match LifespanComparison::of(&s.question) {
+            Some(c) => compare_lifespans(s, c, after).await,
+            None => Ok(after),
+        };
     };
     let ask = |i: usize| prompts::option_date(&s.question, &s.sources, &c.asked_for(i));
     let (first, second) = (ask(0), ask(1));
@@ -964,6 +975,111 @@ async fn compare(s: &mut S) -> NodeResult {
     Ok(Transition::done("decided by the dates"))
 }
 
+/// Reads each option's dates of birth and death and, where the lengths of life settle the
+/// comparison, takes the option they make the answer, as [`compare`] does with one date
+/// each: a written answer that agrees stops the run, one that differs is replaced.
+async fn compare_lifespans(s: &mut S, c: LifespanComparison, after: Transition) -> NodeResult {
+    let mut lives: Vec<[(compare::Date, OptionDate); 2]> = Vec::new();
+    for i in 0..2 {
+        // A person's dates are on their own page, so each option's are read over the
+        // pages naming it (all of them when none does): a small model asked for one
+        // person's death beside the other's page copies the other's.
+        let own: Vec<Source> = s
+            .sources
+            .iter()
+            .filter(|src| c.belongs(i, src))
+            .cloned()
+            .collect();
+        let pool = if own.is_empty() { s.sources.clone() } else { own };
+        let ask = |e: usize| prompts::option_date(&s.question, &pool, &c.asked_for(i, e));
+        let (birth, death) = (ask(0), ask(1));
+        let (born, died) =
+            s.gw.chat2(
+                COMPARE.as_str(),
+                ("compare", birth, None),
+                ("compare", death),
+            )
+            .await?;
+        let read = |e: usize, called: &crate::gateway::Called| {
+            let (date, mut o) = read_date(called.text().ok(), &c.options[i], &pool)?;
+            // One read off another page is another person's.
+            let source = pool.iter().find(|src| src.n == o.source);
+            if !source.is_some_and(|src| c.belongs(i, src)) {
+                return Err(format!(
+                    "{:?}: {} {:?} read from [{}], a page that is not {:?}'s",
+                    c.options[i], LIFE_EVENTS[e], o.date, o.source, c.options[i]
+                ));
+            }
+            o.event = Some(LIFE_EVENTS[e].to_string());
+            Ok((date, o))
+        };
+        let (birth, death) = match (read(0, &born), read(1, &died)) {
+            (Ok(b), Ok(d)) => (b, d),
+            (Err(note), _) | (_, Err(note)) => {
+                s.note = Some(note);
+                return Ok(after);
+            }
+        };
+        lives.push([birth, death]);
+    }
+    // The same date from the same source for both people: one passage read twice.
+    for e in 0..2 {
+        let (a, b) = (&lives[0][e], &lives[1][e]);
+        if a.0 == b.0 && a.1.source == b.1.source {
+            s.note = Some(format!(
+                "{:?} and {:?}: one {} {:?} read from [{}] for both",
+                c.options[0], c.options[1], LIFE_EVENTS[e], a.1.date, a.1.source
+            ));
+            return Ok(after);
+        }
+    }
+    let shown = |life: &[(compare::Date, OptionDate); 2]| {
+        format!(
+            "born {} [{}], died {} [{}]",
+            life[0].1.date, life[0].1.source, life[1].1.date, life[1].1.source
+        )
+    };
+    let summary = format!(
+        "{}: {}; {}: {}",
+        c.options[0],
+        shown(&lives[0]),
+        c.options[1],
+        shown(&lives[1])
+    );
+    let dates = [
+        (lives[0][0].0, lives[0][1].0),
+        (lives[1][0].0, lives[1][1].0),
+    ];
+    let Some(winner) = compare::decide_lifespans(c.longer, dates) else {
+        s.note = Some(format!("the lifespans do not settle it: {summary}"));
+        return Ok(after);
+    };
+    let kept = s.chosen.unwrap_or(0);
+    let written = s.rounds[kept].short_answer.clone();
+    let answer = c.options[winner].clone();
+    if agree(&written, &answer) {
+        s.note = Some(format!("the lifespans confirm {answer:?}: {summary}"));
+        return Ok(Transition::done(compare::DATES_CONFIRM));
+    }
+    s.note = Some(format!(
+        "the lifespans make {answer:?} the answer, not {written:?}: {summary}"
+    ));
+    let text = format!(
+        "{answer} ({}; {}: {}).",
+        shown(&lives[winner]),
+        c.options[1 - winner],
+        shown(&lives[1 - winner])
+    );
+    s.current_round()?.remediation = Some(Remediation::Compare {
+        dates: lives.into_iter().flatten().map(|(_, o)| o).collect(),
+        answer: answer.clone(),
+    });
+    s.directive = None;
+    let index = s.push_answer(text, answer);
+    s.chosen = Some(index);
+    Ok(Transition::done("decided by the dates"))
+}
+
 /// One option's date from the compare call's reply: the date, and where it was read,
 /// kept only if a source among `sources` states it ([`compare::verified_date`]). The error
 /// is the node's note on why nothing was read.
@@ -986,6 +1102,7 @@ fn read_date(
         option: option.to_string(),
         date: reply.date.trim().to_string(),
         source,
+        event: None,
     };
     Ok((date, read))
 }

@@ -424,6 +424,59 @@ async fn the_compare_node_decides_a_2wiki_date_comparison_with_the_local_model()
     assert!(t.short_answer.contains("Jéssica Sodré"), "{json}");
 }
 
+/// The lifespan comparison on the real local model: a 2WikiMultiHopQA "who lived longer"
+/// question over its two gold paragraphs (a question of the tuning half). Four dates are
+/// read by real structured calls, each from its person's own paragraph, and the run ends
+/// on the lengths of life: the written answer confirmed, or replaced.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_compare_node_decides_who_lived_longer_with_the_local_model() {
+    use metarag_agent::compare::{DATES_CONFIRM, LifespanComparison};
+    use metarag_agent::trace::Remediation;
+    // "Who lived longer, Sammy Drechsel or Wolfgang Fischer?" (gold: Sammy Drechsel,
+    // 1925-1986; Wolfgang Fischer 1888-1943).
+    let q = qa_record(
+        "2wikimultihopqa-dev.jsonl",
+        "7c71892a08d711ebbd9aac1f6bf848b6",
+    );
+    let question = q["question"].as_str().unwrap();
+    assert!(LifespanComparison::of(question).is_some());
+    let context = supporting_passages(&q);
+    let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
+    let agent = Agent::builder(llm).config(real_config()).build().unwrap();
+    let t = agent
+        .ask(&Ask::new(question, "metarag").with_context(context))
+        .await
+        .unwrap();
+    let json = serde_json::to_string_pretty(&t).unwrap();
+    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+    assert_eq!(
+        t.calls.iter().filter(|c| c.node == "compare").count(),
+        4,
+        "{json}"
+    );
+    let decided = t.rounds.iter().find_map(|r| match &r.remediation {
+        Some(Remediation::Compare { dates, answer }) => Some((dates.clone(), answer.clone())),
+        _ => None,
+    });
+    match (&t.stop, decided) {
+        (StopReason::Done(why), None) => assert_eq!(why, DATES_CONFIRM, "{json}"),
+        (StopReason::Done(_), Some((dates, answer))) => {
+            assert_eq!(answer, t.short_answer, "{json}");
+            assert_eq!(dates.len(), 4, "{json}");
+            for d in &dates {
+                let source = &t.sources[d.source - 1];
+                assert!(
+                    source.passage.title.eq_ignore_ascii_case(&d.option),
+                    "{json}"
+                );
+                assert!(d.event.is_some(), "{json}");
+            }
+        }
+        (stop, _) => panic!("{stop}: {json}"),
+    }
+    assert!(t.short_answer.contains("Sammy Drechsel"), "{json}");
+}
+
 /// The measure node on the real local model: a HotpotQA quantity comparison over its two
 /// gold paragraphs (a question of the tuning half). Both heights are read by real
 /// structured calls, each verified against a paragraph about its mountain, and the run
