@@ -80,32 +80,42 @@ impl DateComparison {
             .split(|c: char| !(c.is_alphanumeric() || matches!(c, ',' | ':' | '?')))
             .filter(|w| !w.is_empty())
             .collect();
-        // "Who was born first Doug Liman or Saul Metzstein?": with no comma, the clause
-        // ends where the first option's words begin.
-        let first_option: Vec<String> = a
-            .to_lowercase()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect();
+        // "Who was born first Doug Liman or Saul Metzstein?", "... first Mahbub ul Haq or
+        // Ibn Arabi?": with no comma, the clause ends where a name begins whose words run
+        // unbroken by a comma or colon to " or " and end with the first option's.
+        let split = |t: &str| -> Vec<String> {
+            t.split(|c: char| !(c.is_alphanumeric() || matches!(c, ',' | ':' | '?')))
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let cased = split(question);
+        let first_option = split(&a.to_lowercase());
+        let last_or = words.iter().rposition(|w| *w == "or");
         let option_starts = |i: usize| {
-            !first_option.is_empty()
-                && words.len() >= i + first_option.len()
-                && words[i..i + first_option.len()]
-                    .iter()
-                    .zip(&first_option)
-                    .all(|(w, o)| w.trim_matches([',', ':', '?']) == o)
+            let Some(or) = last_or.filter(|&or| or > i) else {
+                return false;
+            };
+            let run = &words[i..or];
+            cased.len() == words.len()
+                && crate::text::name_like(&cased[i])
+                && !first_option.is_empty()
+                && run.len() >= first_option.len()
+                && !run.iter().any(|w| w.ends_with([',', ':']))
+                && run[run.len() - first_option.len()..] == first_option[..]
         };
         let mut direction = None;
-        let mut clause_end = None;
+        let mut clause_end: Option<String> = None;
         let mut clause_len = words.len();
         for (i, w) in words.iter().enumerate() {
             let bare = w.trim_end_matches([',', ':', '?']);
-            let ends_clause = bare.len() < w.len()
+            let punctuated = bare.len() < w.len();
+            let unpunctuated_end = !punctuated && option_starts(i + 1);
+            let ends_clause = punctuated
                 || words
                     .get(i + 1)
                     .is_some_and(|n| matches!(*n, "between" | "or" | "than"))
-                || option_starts(i + 1);
+                || unpunctuated_end;
             if !ends_clause {
                 continue;
             }
@@ -115,14 +125,20 @@ impl DateComparison {
                 direction = Some(Direction::Latest);
             }
             if direction.is_some() {
-                clause_end = (bare.len() < w.len()).then_some(*w);
+                clause_end = if punctuated {
+                    Some(w.to_string())
+                } else if unpunctuated_end {
+                    Some(format!("{bare} "))
+                } else {
+                    None
+                };
                 clause_len = i + 1;
                 break;
             }
         }
         let direction = direction?;
         let options = clause_end
-            .and_then(|end| options_after(question, &lower, end, [a, b]))
+            .and_then(|end| options_after(question, &lower, &end, [a, b]))
             .unwrap_or_else(|| [a.clone(), b.clone()]);
         // The event and the person asked about are read from the clause before the
         // options: a title's words ("There's One Born Every Minute", "The Story of Father
@@ -256,6 +272,26 @@ impl Date {
             }
         }
         None
+    }
+}
+
+/// "25 April 1925", "February 1568", "669": as precise as the date is.
+impl std::fmt::Display for Date {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let month = self
+            .month
+            .and_then(|m| MONTHS.get(usize::from(m).checked_sub(1)?));
+        let capital = |m: &str| {
+            let mut c = m.chars();
+            c.next()
+                .map(|first| first.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        };
+        match (self.day, month) {
+            (Some(d), Some(m)) => write!(f, "{d} {} {}", capital(m), self.year),
+            (None, Some(m)) => write!(f, "{} {}", capital(m), self.year),
+            _ => write!(f, "{}", self.year),
+        }
     }
 }
 
@@ -467,6 +503,45 @@ impl LifespanComparison {
     }
 }
 
+/// The dates of a life as a page about a person opens with them, in parentheses after the
+/// name: "Sammy Drechsel( 25 April 1925, in Berlin – 19 January 1986, in Munich)",
+/// "Giuseppe Cesari ( February 1568 – 3 July 1640)". Each date with its text as read
+/// ("25 April 1925", "February 1568": [`Date`]'s display, without the places and asides
+/// beside it).
+/// `None` unless the page's first parenthesis (after at most eight words) holds two dates
+/// split by a dash, the first no later than the second; a date marked uncertain ("c.",
+/// "fl.", "?", "or") or before the common era ("BC") is not read, and neither is a
+/// parenthesis with no dash ("(born 1950)"): the model reads those.
+pub fn life_dates(text: &str) -> Option<[(Date, String); 2]> {
+    // Right after the name: a parenthesis later in the page dates something else.
+    let open = text
+        .find('(')
+        .filter(|&i| text[..i].split_whitespace().count() <= 8)?;
+    let close = open + text[open..].find(')')?;
+    let inner = &text[open + 1..close];
+    let (birth, death) = inner
+        .split_once(['\u{2013}', '\u{2014}'])
+        .or_else(|| inner.split_once(" - "))?;
+    let uncertain = |side: &str| {
+        crate::text::tokens(side).iter().any(|t| {
+            matches!(
+                t.as_str(),
+                "c" | "ca" | "circa" | "fl" | "or" | "bc" | "bce"
+            )
+        }) || side.contains('?')
+    };
+    let read = |side: &str| -> Option<(Date, String)> {
+        if uncertain(side) {
+            return None;
+        }
+        let date = Date::parse(side)?;
+        Some((date, date.to_string()))
+    };
+    let (birth, death) = (read(birth)?, read(death)?);
+    lifespan(birth.0, death.0)?;
+    Some([birth, death])
+}
+
 /// Days since 1 January of year 0 (proleptic Gregorian) of a year, month and day.
 fn day_number(year: i32, month: u8, day: u8) -> i64 {
     // Howard Hinnant's days_from_civil, shifted so the year starts in March.
@@ -601,6 +676,11 @@ mod tests {
         assert_eq!(c.options, ["Mira Tolvane".to_string(), "Oskar Fenn".into()]);
         assert_eq!(c.direction, Direction::Earliest);
         assert_eq!(c.asked_for(1), "the date of birth of \"Oskar Fenn\"");
+        let c = DateComparison::of("Who was born first Mira ul Tolvane or Oskar Fenn?").unwrap();
+        assert_eq!(
+            c.options,
+            ["Mira ul Tolvane".to_string(), "Oskar Fenn".into()]
+        );
         let c =
             DateComparison::of("Which band was formed later Pale Orchard or Tinmouth?").unwrap();
         assert_eq!(c.direction, Direction::Latest);
@@ -671,6 +751,55 @@ mod tests {
             DateComparison::of("Who lived longer, Mira Tolvane or Oskar Fenn?"),
             None
         );
+    }
+
+    #[test]
+    fn a_pages_opening_parenthesis_gives_its_persons_dates() {
+        let read = |t: &str| life_dates(t).map(|[b, d]| (b.1, d.1, b.0.year, d.0.year));
+        assert_eq!(
+            read(
+                "Mira Tolvane( 2 March 1901, in Velm \u{2013} 14 May 1990, in Tinmouth) was a painter."
+            ),
+            Some((
+                "2 March 1901".to_string(),
+                "14 May 1990".to_string(),
+                1901,
+                1990
+            ))
+        );
+        assert_eq!(
+            read(
+                "Oskar Fenn (born Oskar Fennel, January 9, 1893 - March 23, 1957) was a composer."
+            ),
+            Some((
+                "9 January 1893".to_string(),
+                "23 March 1957".to_string(),
+                1893,
+                1957
+            ))
+        );
+        let [birth, _] =
+            life_dates("Brother Anselm( 669 \u{2013} 11 February 731) was an abbot.").unwrap();
+        assert_eq!(
+            birth.0,
+            Date {
+                year: 669,
+                month: None,
+                day: None
+            }
+        );
+        for t in [
+            "Mira Tolvane (born 1950) is a painter.",
+            "Mira Tolvane (c. 1500 \u{2013} 1560) was a painter.",
+            "Mira Tolvane (356 BC \u{2013} 323 BC) was a queen.",
+            "Mira Tolvane (1990 \u{2013} 1901) was a painter.",
+            "Mira Tolvane was a painter of the Velm school, whose pupils included many who would \
+             later become known in their own right across the Tessan lands and beyond, among \
+             them several who lived long lives and painted well into their old age, and one \
+             who founded a school (1920 \u{2013} 1970).",
+        ] {
+            assert_eq!(life_dates(t), None, "{t}");
+        }
     }
 
     #[test]

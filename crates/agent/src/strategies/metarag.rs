@@ -990,7 +990,32 @@ async fn compare_lifespans(s: &mut S, c: LifespanComparison, after: Transition) 
             .filter(|src| c.belongs(i, src))
             .cloned()
             .collect();
-        let pool = if own.is_empty() { s.sources.clone() } else { own };
+        // A page about the person that opens with their dates in parentheses states both:
+        // read in code, no call.
+        let opened = own.iter().find_map(|src| {
+            let titled = compare::names(&compare::words(&src.passage.title), &c.options[i]);
+            let dates = compare::life_dates(&src.passage.text).filter(|_| titled)?;
+            Some(dates.map(|(date, text)| {
+                let read = OptionDate {
+                    option: c.options[i].clone(),
+                    date: text,
+                    source: src.n,
+                    event: None,
+                };
+                (date, read)
+            }))
+        });
+        if let Some([mut birth, mut death]) = opened {
+            birth.1.event = Some(LIFE_EVENTS[0].to_string());
+            death.1.event = Some(LIFE_EVENTS[1].to_string());
+            lives.push([birth, death]);
+            continue;
+        }
+        let pool = if own.is_empty() {
+            s.sources.clone()
+        } else {
+            own
+        };
         let ask = |e: usize| prompts::option_date(&s.question, &pool, &c.asked_for(i, e));
         let (birth, death) = (ask(0), ask(1));
         let (born, died) =

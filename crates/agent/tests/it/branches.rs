@@ -1091,18 +1091,20 @@ async fn date_comparisons_are_left_to_the_writer_when_compare_dates_is_off() {
 }
 
 const LIVES_Q: &str = "Who lived longer, Mira Tolvane or Oskar Fenn?";
+/// A page that opens with its person's dates: read in code.
 const MIRA: (&str, &str) = (
     "Mira Tolvane",
-    "Mira Tolvane (2 March 1901 - 14 May 1990) was a Velmish painter.",
+    "Mira Tolvane (2 March 1901 \u{2013} 14 May 1990) was a Velmish painter.",
 );
+/// A page that states them in its sentences: read by the model.
 const OSKAR: (&str, &str) = (
     "Oskar Fenn",
-    "Oskar Fenn (1920 - 1970) was a Tessan composer.",
+    "Oskar Fenn was a Tessan composer, born in 1920 in Velm. He died in 1970.",
 );
 
 /// metarag on [`LIVES_Q`] over both people's passages: the write says `written`, every
-/// sample agrees, and the four dates read are `dates` (Mira's birth and death, Oskar's).
-async fn compare_lives(written: &str, dates: [&str; 4]) -> (Trace, Arc<ScriptedLlm>) {
+/// sample agrees, and the model reads Oskar's birth and death as `oskar`.
+async fn compare_lives(written: &str, oskar: [&str; 2]) -> (Trace, Arc<ScriptedLlm>) {
     let (agent, llm) = metarag_agent(
         ScriptedLlm::new()
             .on(&[SAMPLE], short(written))
@@ -1112,10 +1114,12 @@ async fn compare_lives(written: &str, dates: [&str; 4]) -> (Trace, Arc<ScriptedL
                     r#"{{"answer": "{written} lived longer [1].", "short_answer": "{written}"}}"#
                 ),
             )
-            .on(&[READ_DATE, "date of birth of \"Mira Tolvane\""], dates[0])
-            .on(&[READ_DATE, "date of death of \"Mira Tolvane\""], dates[1])
-            .on(&[READ_DATE, "date of birth of \"Oskar Fenn\""], dates[2])
-            .on(&[READ_DATE, "date of death of \"Oskar Fenn\""], dates[3])
+            .on(
+                &[READ_DATE, "of \"Mira Tolvane\""],
+                r#"{"date": "", "source": 0}"#,
+            )
+            .on(&[READ_DATE, "date of birth of \"Oskar Fenn\""], oskar[0])
+            .on(&[READ_DATE, "date of death of \"Oskar Fenn\""], oskar[1])
             .on(&[CLOSED], "unknown"),
         2,
     );
@@ -1123,31 +1127,36 @@ async fn compare_lives(written: &str, dates: [&str; 4]) -> (Trace, Arc<ScriptedL
     (agent.ask(&ask).await.unwrap(), llm)
 }
 
-const LIVES_READ: [&str; 4] = [
-    r#"{"date": "2 March 1901", "source": 1}"#,
-    r#"{"date": "14 May 1990", "source": 1}"#,
+const OSKAR_READ: [&str; 2] = [
     r#"{"date": "1920", "source": 2}"#,
     r#"{"date": "1970", "source": 2}"#,
 ];
 
 #[tokio::test]
 async fn a_lifespan_comparison_written_wrong_is_decided_by_the_four_dates() {
-    let (t, llm) = compare_lives("Oskar Fenn", LIVES_READ).await;
+    let (t, llm) = compare_lives("Oskar Fenn", OSKAR_READ).await;
     assert_eq!(nodes(&t).last(), Some(&"compare"));
     match &t.rounds[0].remediation {
         Some(Remediation::Compare { dates, answer }) => {
             assert_eq!(answer, "Mira Tolvane");
             let events: Vec<_> = dates
                 .iter()
-                .map(|d| (d.option.as_str(), d.event.as_deref(), d.source))
+                .map(|d| {
+                    (
+                        d.option.as_str(),
+                        d.date.as_str(),
+                        d.event.as_deref(),
+                        d.source,
+                    )
+                })
                 .collect();
             assert_eq!(
                 events,
                 [
-                    ("Mira Tolvane", Some("date of birth"), 1),
-                    ("Mira Tolvane", Some("date of death"), 1),
-                    ("Oskar Fenn", Some("date of birth"), 2),
-                    ("Oskar Fenn", Some("date of death"), 2),
+                    ("Mira Tolvane", "2 March 1901", Some("date of birth"), 1),
+                    ("Mira Tolvane", "14 May 1990", Some("date of death"), 1),
+                    ("Oskar Fenn", "1920", Some("date of birth"), 2),
+                    ("Oskar Fenn", "1970", Some("date of death"), 2),
                 ]
             );
         }
@@ -1155,18 +1164,18 @@ async fn a_lifespan_comparison_written_wrong_is_decided_by_the_four_dates() {
     }
     assert_eq!(t.short_answer, "Mira Tolvane");
     assert!(t.answer.contains("died 14 May 1990 [1]"), "{}", t.answer);
+    // Mira's page opens with her dates: no call reads them. Oskar's are read once each.
+    assert_eq!(llm.hits(&[READ_DATE, "of \"Mira Tolvane\""]), 0);
     for event in ["birth", "death"] {
-        for who in ["Mira Tolvane", "Oskar Fenn"] {
-            let asked = format!("date of {event} of \"{who}\"");
-            assert_eq!(llm.hits(&[READ_DATE, &asked]), 1, "{asked}");
-        }
+        let asked = format!("date of {event} of \"Oskar Fenn\"");
+        assert_eq!(llm.hits(&[READ_DATE, &asked]), 1, "{asked}");
     }
     assert_eq!(t.stop, StopReason::Done("decided by the dates".into()));
 }
 
 #[tokio::test]
 async fn lifespans_that_agree_with_the_written_option_stop_the_run_with_it() {
-    let (t, _) = compare_lives("Mira Tolvane", LIVES_READ).await;
+    let (t, _) = compare_lives("Mira Tolvane", OSKAR_READ).await;
     assert_eq!(t.rounds.len(), 1);
     assert_eq!(t.short_answer, "Mira Tolvane");
     assert_eq!(
@@ -1177,10 +1186,9 @@ async fn lifespans_that_agree_with_the_written_option_stop_the_run_with_it() {
 
 #[tokio::test]
 async fn a_lifespan_date_read_off_the_other_persons_page_decides_nothing() {
-    // Oskar's death "read" from Mira's page (it states 1990): not his page, so nothing is
-    // decided and the written option stays.
-    let mut read = LIVES_READ;
-    read[3] = r#"{"date": "14 May 1990", "source": 1}"#;
+    // Oskar's death "read" from Mira's page: his dates are asked over his own page only,
+    // which does not state 1990, so nothing is decided and the written option stays.
+    let read = [OSKAR_READ[0], r#"{"date": "14 May 1990", "source": 1}"#];
     let (t, _) = compare_lives("Oskar Fenn", read).await;
     assert!(nodes(&t).contains(&"compare"));
     assert!(

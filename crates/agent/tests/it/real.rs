@@ -425,9 +425,11 @@ async fn the_compare_node_decides_a_2wiki_date_comparison_with_the_local_model()
 }
 
 /// The lifespan comparison on the real local model: a 2WikiMultiHopQA "who lived longer"
-/// question over its two gold paragraphs (a question of the tuning half). Four dates are
-/// read by real structured calls, each from its person's own paragraph, and the run ends
-/// on the lengths of life: the written answer confirmed, or replaced.
+/// question (a question of the tuning half) over its two gold paragraphs, whose opening
+/// parentheses give both dates (read in code, no call), and over the same facts written
+/// out in sentences, where the model reads all four dates by structured calls, each from
+/// its person's own page. Both runs end on the lengths of life: the written answer
+/// confirmed, or replaced.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_compare_node_decides_who_lived_longer_with_the_local_model() {
     use metarag_agent::compare::{DATES_CONFIRM, LifespanComparison};
@@ -440,41 +442,66 @@ async fn the_compare_node_decides_who_lived_longer_with_the_local_model() {
     );
     let question = q["question"].as_str().unwrap();
     assert!(LifespanComparison::of(question).is_some());
-    let context = supporting_passages(&q);
+    let written_out = vec![
+        metarag_agent::Passage::paragraph(
+            "Sammy Drechsel",
+            "Sammy Drechsel was a German political comedian and sports reporter. He was born \
+             on 25 April 1925 in Berlin and died on 19 January 1986 in Munich.",
+        ),
+        metarag_agent::Passage::paragraph(
+            "Wolfgang Fischer",
+            "Wolfgang Fischer was an officer in the Wehrmacht. He was born on 11 December 1888 \
+             and was killed on 1 February 1943 near Mareth in Tunisia.",
+        ),
+    ];
     let llm: Arc<dyn DynLlm> = metarag_testkit::local_llm();
-    let agent = Agent::builder(llm).config(real_config()).build().unwrap();
-    let t = agent
-        .ask(&Ask::new(question, "metarag").with_context(context))
-        .await
-        .unwrap();
-    let json = serde_json::to_string_pretty(&t).unwrap();
-    assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
-    assert_eq!(
-        t.calls.iter().filter(|c| c.node == "compare").count(),
-        4,
-        "{json}"
-    );
-    let decided = t.rounds.iter().find_map(|r| match &r.remediation {
-        Some(Remediation::Compare { dates, answer }) => Some((dates.clone(), answer.clone())),
-        _ => None,
-    });
-    match (&t.stop, decided) {
-        (StopReason::Done(why), None) => assert_eq!(why, DATES_CONFIRM, "{json}"),
-        (StopReason::Done(_), Some((dates, answer))) => {
-            assert_eq!(answer, t.short_answer, "{json}");
-            assert_eq!(dates.len(), 4, "{json}");
-            for d in &dates {
-                let source = &t.sources[d.source - 1];
+    for (context, calls) in [(supporting_passages(&q), 0..=0), (written_out, 1..=4)] {
+        let agent = Agent::builder(llm.clone())
+            .config(real_config())
+            .build()
+            .unwrap();
+        let t = agent
+            .ask(&Ask::new(question, "metarag").with_context(context))
+            .await
+            .unwrap();
+        let json = serde_json::to_string_pretty(&t).unwrap();
+        assert!(t.calls.iter().all(|c| c.error.is_none()), "{json}");
+        let nodes: Vec<&str> = t.graph.events.iter().map(|e| e.node.as_str()).collect();
+        assert!(nodes.contains(&"compare"), "{json}");
+        let compare_calls = t.calls.iter().filter(|c| c.node == "compare").count();
+        assert!(calls.contains(&compare_calls), "{json}");
+        let decided = t.rounds.iter().find_map(|r| match &r.remediation {
+            Some(Remediation::Compare { dates, answer }) => Some((dates.clone(), answer.clone())),
+            _ => None,
+        });
+        let confirmed = t.stop == StopReason::Done(DATES_CONFIRM.into());
+        match decided {
+            Some((dates, answer)) => {
+                assert_eq!(answer, t.short_answer, "{json}");
+                assert_eq!(dates.len(), 4, "{json}");
+                for d in &dates {
+                    let source = &t.sources[d.source - 1];
+                    assert!(
+                        source.passage.title.eq_ignore_ascii_case(&d.option),
+                        "{json}"
+                    );
+                    assert!(d.event.is_some(), "{json}");
+                }
+            }
+            None if confirmed => {}
+            // The small test model may copy a date in a form no source states ("1986-01-01"):
+            // then nothing is decided, and the written answer stands untouched.
+            None => {
                 assert!(
-                    source.passage.title.eq_ignore_ascii_case(&d.option),
-                    "{json}"
+                    compare_calls > 0,
+                    "the opening parentheses must decide: {json}"
                 );
-                assert!(d.event.is_some(), "{json}");
+                assert_eq!(t.short_answer, t.rounds[0].short_answer, "{json}");
+                continue;
             }
         }
-        (stop, _) => panic!("{stop}: {json}"),
+        assert!(t.short_answer.contains("Sammy Drechsel"), "{json}");
     }
-    assert!(t.short_answer.contains("Sammy Drechsel"), "{json}");
 }
 
 /// The measure node on the real local model: a HotpotQA quantity comparison over its two
