@@ -396,13 +396,16 @@ impl AttributeQuestion {
     }
 }
 
-/// The two things of "AUX (both) A and B [verb] of / from / in the same nationality /
-/// country?" ("Were Ann Zorb and Bo Quen of the same nationality?", "Are Zorb College and
-/// Quen School located in the same country?").
+/// The two things of "AUX (both) (the KIND(,)) A and B(,) [verb] of / from / in the same
+/// nationality / country?" ("Were Ann Zorb and Bo Quen of the same nationality?", "Are Zorb
+/// College and Quen School located in the same country?", "Are both stations, Zorb Halt
+/// and Quen Junction, located in the same country?", "Do the movies Blue Harbour and Glass
+/// Fox, originate from the same country?"). A lowercase kind before the first name is not
+/// part of it.
 fn same_nation(question: &str) -> Option<[String; 2]> {
     static SAME: LazyLock<regex::Regex> = LazyLock::new(|| {
         regex::Regex::new(
-            r"(?i)^(?:are|were|is|was|do|did)\s+(?:both\s+)?(.+?)\s+and\s+(.+?)\s+(?:both\s+)?(?-i:[a-z]+\s+){0,2}?(?:of|from|in)\s+the\s+same\s+(?:nationality|country)\s*\??\s*$",
+            r"(?i)^(?:are|were|is|was|do|did)\s+(?:both\s+)?(?:the\s+)?(?:(?-i:[a-z]+),?\s+)?(.+?)\s+and\s+(.+?),?\s+(?:both\s+)?(?-i:[a-z]+\s+){0,2}?(?:of|from|in)\s+the\s+same\s+(?:nationality|country)\s*\??\s*$",
         )
         .expect("a valid pattern")
     });
@@ -578,6 +581,38 @@ mod tests {
         assert_eq!(
             q.things,
             ["Zorb College".to_string(), "Quen School".to_string()]
+        );
+        // The kind named before the things, and a comma closing the second.
+        for (question, a, b) in [
+            (
+                "Are both stations, Zorb Halt and Quen Junction, located in the same country?",
+                "Zorb Halt",
+                "Quen Junction",
+            ),
+            (
+                "Do the movies Blue Harbour and The Glass Fox (1922 Film), originate from the same country?",
+                "Blue Harbour",
+                "The Glass Fox (1922 Film)",
+            ),
+            (
+                "Did the films Blue Harbour and Glass Fox originate from the same country?",
+                "Blue Harbour",
+                "Glass Fox",
+            ),
+            (
+                "Were the Zorb Quartet and Quen from the same country?",
+                "Zorb Quartet",
+                "Quen",
+            ),
+        ] {
+            let q = AttributeQuestion::of(question).unwrap();
+            assert_eq!(q.kind, AttributeKind::Nation, "{question}");
+            assert_eq!(q.things, [a.to_string(), b.to_string()], "{question}");
+        }
+        // A comma inside a name is not read as one.
+        assert!(
+            AttributeQuestion::of("Are Zorb, Quen and Velm Halt from the same country?")
+                .is_none_or(|q| q.kind != AttributeKind::Nation)
         );
     }
 
