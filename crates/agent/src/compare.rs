@@ -440,26 +440,77 @@ fn options_after(
     (a.ends_with(parsed[0].as_str()) && b == *parsed[1]).then_some([a, b])
 }
 
-/// An "A or B" question that compares two lifetimes: "Who lived longer, A or B?". Each
-/// option's dates of birth and death are read as a date comparison's are, and the
-/// lengths of life are compared in code ([`decide_lifespans`]).
+/// An "A or B" question that compares two spans of time: two lifetimes ("Who lived longer,
+/// A or B?") or how long two things lasted ("Which battle lasted longer, A or B?", "Which
+/// satellite was operational for longer, A or B?"). Each option's two dates are read as a
+/// date comparison's are, and the lengths are compared in code ([`decide_spans`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LifespanComparison {
+pub struct SpanComparison {
     /// The two options, as the question names them.
     pub options: [String; 2],
-    /// The longer life wins ("lived longer"), or the shorter ("lived shorter").
+    /// The longer span wins ("lived longer"), or the shorter ("lasted shorter").
     pub longer: bool,
+    /// A life or a duration: which two dates are read.
+    pub kind: SpanKind,
+}
+
+/// What a [`SpanComparison`] measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    /// A person's life, from birth to death.
+    Life,
+    /// An event's or a thing's run, from its start to its end.
+    Duration,
 }
 
 /// The two dates of a life, in the order they are read.
 pub const LIFE_EVENTS: [&str; 2] = ["date of birth", "date of death"];
+/// The two dates of a duration, in the order they are read.
+pub const DURATION_EVENTS: [&str; 2] = ["start date", "end date"];
 
-impl LifespanComparison {
-    /// Reads `question` as a lifespan comparison: an "A or B" question whose words before
-    /// the options say "lived" and then, within two words, "longer" or "shorter" (or
-    /// "-est"). `None` for anything else ("Who lived in Tinmouth longer, A or B?" may ask
-    /// about a stay, not a life).
-    pub fn of(question: &str) -> Option<LifespanComparison> {
+impl SpanKind {
+    /// The two dates read for an option, first the start.
+    pub fn events(self) -> [&'static str; 2] {
+        match self {
+            SpanKind::Life => LIFE_EVENTS,
+            SpanKind::Duration => DURATION_EVENTS,
+        }
+    }
+
+    /// The word for the two dates in a note ("born 1901, died 1990").
+    pub fn verbs(self) -> [&'static str; 2] {
+        match self {
+            SpanKind::Life => ["born", "died"],
+            SpanKind::Duration => ["from", "to"],
+        }
+    }
+
+    /// What is compared, in a note ("the lifespans").
+    pub fn label(self) -> &'static str {
+        match self {
+            SpanKind::Life => "lifespans",
+            SpanKind::Duration => "durations",
+        }
+    }
+}
+
+/// Words that say a span is measured: "lived" for a life; "lasted", "operational",
+/// "active", "existed" for a duration.
+const SPAN_VERBS: &[(&str, SpanKind)] = &[
+    ("lived", SpanKind::Life),
+    ("lasted", SpanKind::Duration),
+    ("operational", SpanKind::Duration),
+    ("active", SpanKind::Duration),
+    ("existed", SpanKind::Duration),
+];
+
+impl SpanComparison {
+    /// Reads `question` as a span comparison: an "A or B" question whose words before the
+    /// options hold a span word ([`SPAN_VERBS`]) followed, within two words, by "longer"
+    /// or "shorter" (or "-est"): "lived the longest", "operational for longer". `None` for
+    /// anything else ("Who lived in Tinmouth longer, A or B?" may ask about a stay, not a
+    /// life).
+    pub fn of(question: &str) -> Option<SpanComparison> {
         let AnswerForm::Choice(allowed) = AnswerForm::of(question) else {
             return None;
         };
@@ -470,9 +521,13 @@ impl LifespanComparison {
         let or = q.rfind(" or ")?;
         let start = q[..or].rfind(a.as_str())?;
         let clause = crate::text::tokens(&q[..start]);
-        let lived = clause.iter().position(|w| w == "lived")?;
-        // "lived longer", "lived the longest".
-        let next: Vec<&str> = clause[lived + 1..]
+        let (at, kind) = clause.iter().enumerate().find_map(|(i, w)| {
+            SPAN_VERBS
+                .iter()
+                .find(|(verb, _)| verb == w)
+                .map(|&(_, kind)| (i, kind))
+        })?;
+        let next: Vec<&str> = clause[at + 1..]
             .iter()
             .take(2)
             .map(String::as_str)
@@ -484,16 +539,17 @@ impl LifespanComparison {
         } else {
             return None;
         };
-        Some(LifespanComparison {
+        Some(SpanComparison {
             options: [a.clone(), b.clone()],
             longer,
+            kind,
         })
     }
 
-    /// What to read for option `i` and event `e` (an index of [`LIFE_EVENTS`]): "the date
-    /// of death of \"Mira Tolvane\"".
+    /// What to read for option `i` and event `e` (an index of [`SpanKind::events`]): "the
+    /// date of death of \"Mira Tolvane\"", "the start date of \"Battle of Velm\"".
     pub fn asked_for(&self, i: usize, e: usize) -> String {
-        format!("the {} of \"{}\"", LIFE_EVENTS[e], self.options[i])
+        format!("the {} of \"{}\"", self.kind.events()[e], self.options[i])
     }
 
     /// Whether `source` can state option `i`'s dates: it names the option (a person's
@@ -512,7 +568,7 @@ impl LifespanComparison {
 /// split by a dash, the first no later than the second; a date marked uncertain ("c.",
 /// "fl.", "?", "or") or before the common era ("BC") is not read, and neither is a
 /// parenthesis with no dash ("(born 1950)"): the model reads those.
-pub fn life_dates(text: &str) -> Option<[(Date, String); 2]> {
+pub fn span_dates(text: &str) -> Option<[(Date, String); 2]> {
     // Right after the name: a parenthesis later in the page dates something else.
     let open = text
         .find('(')
@@ -522,6 +578,13 @@ pub fn life_dates(text: &str) -> Option<[(Date, String); 2]> {
     let (birth, death) = inner
         .split_once(['\u{2013}', '\u{2014}'])
         .or_else(|| inner.split_once(" - "))?;
+    two_dates(birth, death)
+}
+
+/// Two dates that start and end a span, as written on either side of a dash or of "to":
+/// `None` when either is no date, is uncertain ("c.", "fl.", "?", "or") or before the common
+/// era ("BC"), or the end comes first.
+fn two_dates(start: &str, end: &str) -> Option<[(Date, String); 2]> {
     let uncertain = |side: &str| {
         crate::text::tokens(side).iter().any(|t| {
             matches!(
@@ -537,9 +600,43 @@ pub fn life_dates(text: &str) -> Option<[(Date, String); 2]> {
         let date = Date::parse(side)?;
         Some((date, date.to_string()))
     };
-    let (birth, death) = (read(birth)?, read(death)?);
-    lifespan(birth.0, death.0)?;
-    Some([birth, death])
+    // "19 September – 16 December 1944": the start takes the end's year, or the year
+    // before when that would put it after the end ("12 November – 3 January 1945").
+    let end = read(end)?;
+    let start = read(start).or_else(|| {
+        let with_year = format!("{start} {}", end.0.year);
+        let (mut date, _) = read(&with_year).filter(|(d, _)| d.month.is_some())?;
+        if date.order(&end.0) == Some(Ordering::Greater) {
+            date.year -= 1;
+        }
+        Some((date, date.to_string()))
+    })?;
+    span_days(start.0, end.0)?;
+    Some([start, end])
+}
+
+/// A thing's span as the first sentence of its own page states it: its opening
+/// parenthesis ([`span_dates`]), or "from X to Y" ("fought from 19 September to 16
+/// December 1944", "operational from May 1983 until April 1986"). A life is read only off
+/// the parenthesis: "from 1950 to 1960" on a person's page is a post, not a life.
+pub fn stated_span(text: &str, kind: SpanKind) -> Option<[(Date, String); 2]> {
+    if let Some(span) = span_dates(text) {
+        return Some(span);
+    }
+    if kind != SpanKind::Duration {
+        return None;
+    }
+    static FROM_TO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\bfrom\s+([^,;()]{3,40}?)\s+(?:to|until|till|through)\s+([^;()]{3,40}?\d{3,4})\b",
+        )
+        .expect("a valid pattern")
+    });
+    let first = crate::text::sentences(text)
+        .first()
+        .map_or(text, |&(a, b)| &text[a..b]);
+    let c = FROM_TO.captures(first)?;
+    two_dates(&c[1], &c[2])
 }
 
 /// Days since 1 January of year 0 (proleptic Gregorian) of a year, month and day.
@@ -585,21 +682,22 @@ impl Date {
     }
 }
 
-/// The shortest and longest a life from `birth` to `death` can have lasted, in days, as
-/// precisely as the dates are written; `None` when death cannot come after birth.
-pub fn lifespan(birth: Date, death: Date) -> Option<(i64, i64)> {
+/// The shortest and longest a span from `birth` to `death` (a life, or any start and end)
+/// can have lasted, in days, as precisely as the dates are written; `None` when the end
+/// cannot come after the start.
+pub fn span_days(birth: Date, death: Date) -> Option<(i64, i64)> {
     let (b0, b1) = birth.day_range();
     let (d0, d1) = death.day_range();
     let (lo, hi) = ((d0 - b1).max(0), d1 - b0);
     (hi > 0).then_some((lo, hi))
 }
 
-/// Which option (0 or 1) lived longer (`longer`) or shorter, from each option's birth
-/// and death dates: decided only when the two lifespans cannot overlap at the precision
-/// written (two lives given by years alone that differ by a year are undecided).
-pub fn decide_lifespans(longer: bool, lives: [(Date, Date); 2]) -> Option<usize> {
-    let a = lifespan(lives[0].0, lives[0].1)?;
-    let b = lifespan(lives[1].0, lives[1].1)?;
+/// Which option (0 or 1) has the longer span (`longer`) or the shorter, from each option's
+/// start and end (birth and death): decided only when the two spans cannot overlap at the
+/// precision written (two lives given by years alone that differ by a year are undecided).
+pub fn decide_spans(longer: bool, lives: [(Date, Date); 2]) -> Option<usize> {
+    let a = span_days(lives[0].0, lives[0].1)?;
+    let b = span_days(lives[1].0, lives[1].1)?;
     let (first_longer, second_longer) = (a.0 > b.1, b.0 > a.1);
     match (first_longer, second_longer) {
         (true, _) => Some(if longer { 0 } else { 1 }),
@@ -729,22 +827,20 @@ mod tests {
 
     #[test]
     fn lived_longer_questions_compare_two_lifespans() {
-        let c = LifespanComparison::of("Who lived longer, Mira Tolvane or Oskar Fenn?").unwrap();
+        let c = SpanComparison::of("Who lived longer, Mira Tolvane or Oskar Fenn?").unwrap();
         assert_eq!(c.options, ["Mira Tolvane".to_string(), "Oskar Fenn".into()]);
         assert!(c.longer);
         assert_eq!(c.asked_for(1, 1), "the date of death of \"Oskar Fenn\"");
         assert_eq!(c.asked_for(0, 0), "the date of birth of \"Mira Tolvane\"");
-        let c =
-            LifespanComparison::of("Which painter lived the shortest, Mira Tolvane or Oskar Fenn?")
-                .unwrap();
+        let c = SpanComparison::of("Which painter lived the shortest, Mira Tolvane or Oskar Fenn?")
+            .unwrap();
         assert!(!c.longer);
         for q in [
             "Who was born first, Mira Tolvane or Oskar Fenn?",
-            "Which battle lasted longer, Blue Harbour or Glass Fox?",
             "Who lived in Tinmouth longer, Mira Tolvane or Oskar Fenn?",
             "Where did Mira Tolvane live?",
         ] {
-            assert_eq!(LifespanComparison::of(q), None, "{q}");
+            assert_eq!(SpanComparison::of(q), None, "{q}");
         }
         // A date comparison is not a lifespan one, nor the other way round.
         assert_eq!(
@@ -754,8 +850,75 @@ mod tests {
     }
 
     #[test]
+    fn lasted_longer_questions_compare_two_durations() {
+        let c =
+            SpanComparison::of("Which battle lasted longer, Battle of Velm or Siege of Tinmouth?")
+                .unwrap();
+        assert_eq!(c.kind, SpanKind::Duration);
+        assert!(c.longer);
+        assert_eq!(c.asked_for(0, 0), "the start date of \"Battle of Velm\"");
+        assert_eq!(c.asked_for(1, 1), "the end date of \"Siege of Tinmouth\"");
+        let c = SpanComparison::of(
+            "Which satellite was operational for longer, Velm Explorer or Tessa-1?",
+        )
+        .unwrap();
+        assert_eq!((c.kind, c.longer), (SpanKind::Duration, true));
+        let c = SpanComparison::of("Who lived longer, Mira Tolvane or Oskar Fenn?").unwrap();
+        assert_eq!(c.kind, SpanKind::Life);
+        // A length, not a span of time; and a span word with no comparative after it.
+        for q in [
+            "Which river is longer, the Ostra or the Velm?",
+            "Which band was active in Velm, Pale Orchard or Tinmouth?",
+        ] {
+            assert_eq!(SpanComparison::of(q), None, "{q}");
+        }
+        // The start of a span takes the end's year when it has none, or the year before.
+        let [start, end] =
+            span_dates("Battle of Velm (19 September \u{2013} 16 December 1944) was a battle.")
+                .unwrap();
+        assert_eq!(
+            (start.1.as_str(), end.1.as_str()),
+            ("19 September 1944", "16 December 1944")
+        );
+        let [start, _] =
+            span_dates("Siege of Tinmouth (12 November \u{2013} 3 January 1945) was a siege.")
+                .unwrap();
+        assert_eq!(start.1, "12 November 1944");
+        // A duration's first sentence may say "from X to Y"; a life's is not read that way.
+        let read = |t: &str, kind| stated_span(t, kind).map(|[a, b]| (a.1, b.1));
+        assert_eq!(
+            read(
+                "The Siege of Velm was fought from August 4 to September 18, 1950. It ended.",
+                SpanKind::Duration
+            ),
+            Some(("4 August 1950".to_string(), "18 September 1950".to_string()))
+        );
+        assert_eq!(
+            read(
+                "Tessa-1 was a telescope operational from May 1983 until April 1986 in orbit.",
+                SpanKind::Duration
+            ),
+            Some(("May 1983".to_string(), "April 1986".to_string()))
+        );
+        assert_eq!(
+            read(
+                "Mira Tolvane served as mayor from 1950 to 1960.",
+                SpanKind::Life
+            ),
+            None
+        );
+        assert_eq!(
+            read(
+                "Tessa-1 was a telescope. It was operational from May 1983 until April 1986.",
+                SpanKind::Duration
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn a_pages_opening_parenthesis_gives_its_persons_dates() {
-        let read = |t: &str| life_dates(t).map(|[b, d]| (b.1, d.1, b.0.year, d.0.year));
+        let read = |t: &str| span_dates(t).map(|[b, d]| (b.1, d.1, b.0.year, d.0.year));
         assert_eq!(
             read(
                 "Mira Tolvane( 2 March 1901, in Velm \u{2013} 14 May 1990, in Tinmouth) was a painter."
@@ -779,7 +942,7 @@ mod tests {
             ))
         );
         let [birth, _] =
-            life_dates("Brother Anselm( 669 \u{2013} 11 February 731) was an abbot.").unwrap();
+            span_dates("Brother Anselm( 669 \u{2013} 11 February 731) was an abbot.").unwrap();
         assert_eq!(
             birth.0,
             Date {
@@ -798,7 +961,7 @@ mod tests {
              them several who lived long lives and painted well into their old age, and one \
              who founded a school (1920 \u{2013} 1970).",
         ] {
-            assert_eq!(life_dates(t), None, "{t}");
+            assert_eq!(span_dates(t), None, "{t}");
         }
     }
 
@@ -812,29 +975,29 @@ mod tests {
         // 1900-03-01 .. 1950-03-01 (50 years) against 1910 .. 1955 (44 to 46 years).
         let full = (d(1900, Some(3), Some(1)), d(1950, Some(3), Some(1)));
         let years = (d(1910, None, None), d(1955, None, None));
-        assert_eq!(decide_lifespans(true, [full, years]), Some(0));
-        assert_eq!(decide_lifespans(false, [full, years]), Some(1));
-        assert_eq!(decide_lifespans(true, [years, full]), Some(1));
+        assert_eq!(decide_spans(true, [full, years]), Some(0));
+        assert_eq!(decide_spans(false, [full, years]), Some(1));
+        assert_eq!(decide_spans(true, [years, full]), Some(1));
         // By years alone, 50 against 49: 48.x to 50.x overlaps 49.x.
         let close = (d(1901, None, None), d(1950, None, None));
         assert_eq!(
-            decide_lifespans(true, [(d(1900, None, None), d(1950, None, None)), close]),
+            decide_spans(true, [(d(1900, None, None), d(1950, None, None)), close]),
             None
         );
         // Same years, months apart: 1900-01 .. 1950-12 against 1900-12 .. 1950-01.
         let long = (d(1900, Some(1), None), d(1950, Some(12), None));
         let short = (d(1900, Some(12), None), d(1950, Some(1), None));
-        assert_eq!(decide_lifespans(true, [short, long]), Some(1));
+        assert_eq!(decide_spans(true, [short, long]), Some(1));
         // A death before the birth decides nothing.
         let wrong = (d(1950, None, None), d(1900, None, None));
-        assert_eq!(decide_lifespans(true, [wrong, full]), None);
+        assert_eq!(decide_spans(true, [wrong, full]), None);
         // Leap years and month ends: 29 February 2000 to 1 March 2000 is one day.
         assert_eq!(
-            lifespan(d(2000, Some(2), Some(29)), d(2000, Some(3), Some(1))),
+            span_days(d(2000, Some(2), Some(29)), d(2000, Some(3), Some(1))),
             Some((1, 1))
         );
         assert_eq!(
-            lifespan(d(1999, Some(12), Some(31)), d(2000, Some(1), Some(1))),
+            span_days(d(1999, Some(12), Some(31)), d(2000, Some(1), Some(1))),
             Some((1, 1))
         );
     }

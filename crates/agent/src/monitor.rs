@@ -672,6 +672,20 @@ pub fn agree(a: &str, b: &str) -> bool {
     }
 }
 
+/// Whether short answer `short` says `answer`, where `answer` may be one of a question's
+/// two `options`: it [`agree`]s with it and, when it is an option, is closer to it by token
+/// F1 than to the other option. Two options that share words ("Battle of Velm", "Battle of
+/// Tinmouth"; "Zorb National Park", "Quen National Park") both agree with either name by F1
+/// alone, so a check would confirm the option it found wrong.
+pub fn says(short: &str, answer: &str, options: &[String]) -> bool {
+    if !agree(short, answer) {
+        return false;
+    }
+    let mut others = options.iter().filter(|o| o.as_str() != answer);
+    let is_option = options.iter().any(|o| o == answer);
+    !is_option || others.all(|o| answer_f1(short, answer) > answer_f1(short, o))
+}
+
 /// Inputs of [`measure`].
 #[derive(Debug, Clone, Copy)]
 pub struct MeasureInput<'a> {
@@ -855,6 +869,29 @@ pub fn diagnose(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_says_the_option_it_is_closest_to() {
+        let options = [
+            "Battle of Velm".to_string(),
+            "Battle of Tinmouth".to_string(),
+        ];
+        assert!(
+            agree("Battle of Tinmouth", "Battle of Velm"),
+            "F1 alone: 0.5"
+        );
+        assert!(!says("Battle of Tinmouth", "Battle of Velm", &options));
+        assert!(says("Battle of Tinmouth", "Battle of Tinmouth", &options));
+        assert!(says(
+            "the Battle of Tinmouth",
+            "Battle of Tinmouth",
+            &options
+        ));
+        assert!(!says("both", "Battle of Tinmouth", &options));
+        // Not an option: agreement alone.
+        assert!(says("yes", "yes", &options));
+        assert!(!says("no", "yes", &options));
+    }
 
     fn lp(pieces: &[(&str, f32)]) -> Vec<TokenLogprob> {
         pieces

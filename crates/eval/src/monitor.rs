@@ -252,9 +252,10 @@ pub fn replayed_attribute_check(trace: &Trace) -> Option<bool> {
     let q = metarag_agent::attribute::AttributeQuestion::of(&trace.question)?;
     let first = trace.rounds.first()?;
     let d = q.decide(&trace.sources)?;
-    Some(metarag_agent::monitor::agree(
+    Some(metarag_agent::monitor::says(
         &first.short_answer,
         &d.answer,
+        &q.things,
     ))
 }
 

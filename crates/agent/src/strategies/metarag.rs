@@ -35,13 +35,13 @@
 //! both hops: the missing hop is found before the write, not diagnosed after it.
 
 use crate::attribute::{self, AttributeQuestion};
-use crate::compare::{self, DateComparison, LIFE_EVENTS, LifespanComparison};
+use crate::compare::{self, DateComparison, SpanComparison};
 use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::kin::{self, KinshipChain};
 use crate::link::{self, LinkedQuestion};
 use crate::measure::{self, QuantityComparison};
-use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
+use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority, says};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
 use crate::parts::{self, BothQuestion};
 use crate::prompts::{self, ShortReply};
@@ -563,8 +563,7 @@ async fn assess(s: &mut S) -> NodeResult {
     // tell a right option from a wrong one, and the first answer is assessed all the same.
     if index == 0
         && s.ext.config.compare_dates
-        && (DateComparison::of(&s.question).is_some()
-            || LifespanComparison::of(&s.question).is_some())
+        && (DateComparison::of(&s.question).is_some() || SpanComparison::of(&s.question).is_some())
     {
         s.ext.after_check = Some(next);
         return Ok(Transition::Goto(COMPARE));
@@ -667,7 +666,7 @@ async fn read_attributes(s: &mut S) -> NodeResult {
         .join("; ");
     let kept = s.chosen.unwrap_or(0);
     let written = s.rounds[kept].short_answer.clone();
-    if agree(&written, &d.answer) {
+    if says(&written, &d.answer, &q.things) {
         s.note = Some(format!(
             "the pages confirm {:?} (asked: {asked}): {shown}",
             d.answer
@@ -872,8 +871,8 @@ async fn compare(s: &mut S) -> NodeResult {
         .take()
         .unwrap_or(Transition::Goto(DIAGNOSE));
     let Some(c) = DateComparison::of(&s.question) else {
-        return match LifespanComparison::of(&s.question) {
-            Some(c) => compare_lifespans(s, c, after).await,
+        return match SpanComparison::of(&s.question) {
+            Some(c) => compare_spans(s, c, after).await,
             None => Ok(after),
         };
     };
@@ -952,7 +951,7 @@ async fn compare(s: &mut S) -> NodeResult {
     let kept = s.chosen.unwrap_or(0);
     let written = s.rounds[kept].short_answer.clone();
     let answer = c.options[winner].clone();
-    if agree(&written, &answer) {
+    if says(&written, &answer, &c.options) {
         s.note = Some(format!("the dates confirm {answer:?}: {shown}"));
         return Ok(Transition::done(compare::DATES_CONFIRM));
     }
@@ -975,26 +974,26 @@ async fn compare(s: &mut S) -> NodeResult {
     Ok(Transition::done("decided by the dates"))
 }
 
-/// Reads each option's dates of birth and death and, where the lengths of life settle the
-/// comparison, takes the option they make the answer, as [`compare`] does with one date
-/// each: a written answer that agrees stops the run, one that differs is replaced.
-async fn compare_lifespans(s: &mut S, c: LifespanComparison, after: Transition) -> NodeResult {
+/// Reads each option's two dates (birth and death, or start and end) and, where the lengths
+/// settle the comparison, takes the option they make the answer, as [`compare`] does with
+/// one date each: a written answer that agrees stops the run, one that differs is replaced.
+async fn compare_spans(s: &mut S, c: SpanComparison, after: Transition) -> NodeResult {
     let mut lives: Vec<[(compare::Date, OptionDate); 2]> = Vec::new();
     for i in 0..2 {
-        // A person's dates are on their own page, so each option's are read over the
-        // pages naming it (all of them when none does): a small model asked for one
-        // person's death beside the other's page copies the other's.
+        // A person's (or a battle's) dates are on their own page, so each option's are read
+        // over the pages naming it (all of them when none does): a small model asked for
+        // one person's death beside the other's page copies the other's.
         let own: Vec<Source> = s
             .sources
             .iter()
             .filter(|src| c.belongs(i, src))
             .cloned()
             .collect();
-        // A page about the person that opens with their dates in parentheses states both:
-        // read in code, no call.
+        // A page about the option whose first sentence states both dates (in parentheses
+        // after the name; for a duration, "from X to Y" too): read in code, no call.
         let opened = own.iter().find_map(|src| {
             let titled = compare::names(&compare::words(&src.passage.title), &c.options[i]);
-            let dates = compare::life_dates(&src.passage.text).filter(|_| titled)?;
+            let dates = compare::stated_span(&src.passage.text, c.kind).filter(|_| titled)?;
             Some(dates.map(|(date, text)| {
                 let read = OptionDate {
                     option: c.options[i].clone(),
@@ -1006,8 +1005,8 @@ async fn compare_lifespans(s: &mut S, c: LifespanComparison, after: Transition) 
             }))
         });
         if let Some([mut birth, mut death]) = opened {
-            birth.1.event = Some(LIFE_EVENTS[0].to_string());
-            death.1.event = Some(LIFE_EVENTS[1].to_string());
+            birth.1.event = Some(c.kind.events()[0].to_string());
+            death.1.event = Some(c.kind.events()[1].to_string());
             lives.push([birth, death]);
             continue;
         }
@@ -1032,10 +1031,14 @@ async fn compare_lifespans(s: &mut S, c: LifespanComparison, after: Transition) 
             if !source.is_some_and(|src| c.belongs(i, src)) {
                 return Err(format!(
                     "{:?}: {} {:?} read from [{}], a page that is not {:?}'s",
-                    c.options[i], LIFE_EVENTS[e], o.date, o.source, c.options[i]
+                    c.options[i],
+                    c.kind.events()[e],
+                    o.date,
+                    o.source,
+                    c.options[i]
                 ));
             }
-            o.event = Some(LIFE_EVENTS[e].to_string());
+            o.event = Some(c.kind.events()[e].to_string());
             Ok((date, o))
         };
         let (birth, death) = match (read(0, &born), read(1, &died)) {
@@ -1047,20 +1050,24 @@ async fn compare_lifespans(s: &mut S, c: LifespanComparison, after: Transition) 
         };
         lives.push([birth, death]);
     }
-    // The same date from the same source for both people: one passage read twice.
-    for e in 0..2 {
-        let (a, b) = (&lives[0][e], &lives[1][e]);
+    // The same date from the same source for both options: one passage read twice.
+    for (e, (a, b)) in lives[0].iter().zip(&lives[1]).enumerate() {
         if a.0 == b.0 && a.1.source == b.1.source {
             s.note = Some(format!(
                 "{:?} and {:?}: one {} {:?} read from [{}] for both",
-                c.options[0], c.options[1], LIFE_EVENTS[e], a.1.date, a.1.source
+                c.options[0],
+                c.options[1],
+                c.kind.events()[e],
+                a.1.date,
+                a.1.source
             ));
             return Ok(after);
         }
     }
+    let [from, to] = c.kind.verbs();
     let shown = |life: &[(compare::Date, OptionDate); 2]| {
         format!(
-            "born {} [{}], died {} [{}]",
+            "{from} {} [{}], {to} {} [{}]",
             life[0].1.date, life[0].1.source, life[1].1.date, life[1].1.source
         )
     };
@@ -1075,19 +1082,26 @@ async fn compare_lifespans(s: &mut S, c: LifespanComparison, after: Transition) 
         (lives[0][0].0, lives[0][1].0),
         (lives[1][0].0, lives[1][1].0),
     ];
-    let Some(winner) = compare::decide_lifespans(c.longer, dates) else {
-        s.note = Some(format!("the lifespans do not settle it: {summary}"));
+    let Some(winner) = compare::decide_spans(c.longer, dates) else {
+        s.note = Some(format!(
+            "the {} do not settle it: {summary}",
+            c.kind.label()
+        ));
         return Ok(after);
     };
     let kept = s.chosen.unwrap_or(0);
     let written = s.rounds[kept].short_answer.clone();
     let answer = c.options[winner].clone();
-    if agree(&written, &answer) {
-        s.note = Some(format!("the lifespans confirm {answer:?}: {summary}"));
+    if says(&written, &answer, &c.options) {
+        s.note = Some(format!(
+            "the {} confirm {answer:?}: {summary}",
+            c.kind.label()
+        ));
         return Ok(Transition::done(compare::DATES_CONFIRM));
     }
     s.note = Some(format!(
-        "the lifespans make {answer:?} the answer, not {written:?}: {summary}"
+        "the {} make {answer:?} the answer, not {written:?}: {summary}",
+        c.kind.label()
     ));
     let text = format!(
         "{answer} ({}; {}: {}).",
@@ -1207,7 +1221,7 @@ async fn measure_quantities(s: &mut S) -> NodeResult {
     let kept = s.chosen.unwrap_or(0);
     let written = s.rounds[kept].short_answer.clone();
     let answer = c.options[winner].clone();
-    if agree(&written, &answer) {
+    if says(&written, &answer, &c.options) {
         s.note = Some(format!("the quantities confirm {answer:?}: {shown}"));
         return Ok(Transition::done(measure::QUANTITIES_CONFIRM));
     }

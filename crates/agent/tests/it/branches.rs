@@ -1199,6 +1199,67 @@ async fn a_lifespan_date_read_off_the_other_persons_page_decides_nothing() {
     assert_eq!(t.short_answer, "Oskar Fenn");
 }
 
+#[tokio::test]
+async fn a_duration_comparison_is_decided_by_each_things_start_and_end() {
+    const Q: &str = "Which battle lasted longer, Battle of Velm or Siege of Tinmouth?";
+    let velm = (
+        "Battle of Velm",
+        "The Battle of Velm (19 September \u{2013} 16 December 1944) was fought on the Velm.",
+    );
+    let tinmouth = (
+        "Siege of Tinmouth",
+        "The Siege of Tinmouth began on 2 March 1801. It ended on 1 June 1802.",
+    );
+    let (agent, llm) = metarag_agent(
+        ScriptedLlm::new()
+            .on(&[SAMPLE], short("Battle of Velm"))
+            .on(
+                &[WRITE],
+                r#"{"answer": "Battle of Velm lasted longer [1].", "short_answer": "Battle of Velm"}"#,
+            )
+            .on(
+                &[READ_DATE, "start date of \"Siege of Tinmouth\""],
+                r#"{"date": "2 March 1801", "source": 2}"#,
+            )
+            .on(
+                &[READ_DATE, "end date of \"Siege of Tinmouth\""],
+                r#"{"date": "1 June 1802", "source": 2}"#,
+            )
+            .on(&[READ_DATE], r#"{"date": "", "source": 0}"#)
+            .on(&[CLOSED], "unknown"),
+        2,
+    );
+    let ask = Ask::new(Q, "metarag").with_context(context(&[velm, tinmouth]));
+    let t = agent.ask(&ask).await.unwrap();
+    assert_eq!(t.short_answer, "Siege of Tinmouth");
+    assert!(
+        t.answer
+            .contains("from 2 March 1801 [2], to 1 June 1802 [2]"),
+        "{}",
+        t.answer
+    );
+    match &t.rounds[0].remediation {
+        Some(Remediation::Compare { dates, .. }) => {
+            let events: Vec<_> = dates
+                .iter()
+                .map(|d| (d.date.as_str(), d.event.as_deref()))
+                .collect();
+            assert_eq!(
+                events,
+                [
+                    ("19 September 1944", Some("start date")),
+                    ("16 December 1944", Some("end date")),
+                    ("2 March 1801", Some("start date")),
+                    ("1 June 1802", Some("end date")),
+                ]
+            );
+        }
+        other => panic!("expected a comparison, got {other:?}"),
+    }
+    // The battle's page opens with its dates: no call reads them.
+    assert_eq!(llm.hits(&[READ_DATE]), 0);
+}
+
 const PEAKS_Q: &str = "Which mountain is taller, Mount Orlen or Vask Peak?";
 const ORLEN: (&str, &str) = (
     "Mount Orlen",

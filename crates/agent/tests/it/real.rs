@@ -432,7 +432,7 @@ async fn the_compare_node_decides_a_2wiki_date_comparison_with_the_local_model()
 /// confirmed, or replaced.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_compare_node_decides_who_lived_longer_with_the_local_model() {
-    use metarag_agent::compare::{DATES_CONFIRM, LifespanComparison};
+    use metarag_agent::compare::{DATES_CONFIRM, SpanComparison};
     use metarag_agent::trace::Remediation;
     // "Who lived longer, Sammy Drechsel or Wolfgang Fischer?" (gold: Sammy Drechsel,
     // 1925-1986; Wolfgang Fischer 1888-1943).
@@ -441,7 +441,7 @@ async fn the_compare_node_decides_who_lived_longer_with_the_local_model() {
         "7c71892a08d711ebbd9aac1f6bf848b6",
     );
     let question = q["question"].as_str().unwrap();
-    assert!(LifespanComparison::of(question).is_some());
+    assert!(SpanComparison::of(question).is_some());
     let written_out = vec![
         metarag_agent::Passage::paragraph(
             "Sammy Drechsel",
