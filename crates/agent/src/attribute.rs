@@ -44,6 +44,10 @@ pub struct AttributeQuestion {
     pub kind: AttributeKind,
     /// The asked terms ([`terms`]): the question's content words less the things' own.
     pub asked: BTreeSet<String>,
+    /// A [`AttributeKind::Nation`] question about the things' directors ("Are the
+    /// directors of films A and B from the same country?"): each nation is read off the
+    /// page of the person the film's page says directed it.
+    pub via_director: bool,
 }
 
 /// The two forms of an attribute question.
@@ -146,6 +150,56 @@ const DEMONYMS: &[(&str, &str)] = &[
     ("iran", "iranian"),
     ("philippines", "filipino"),
     ("macedonia", "macedonian"),
+    ("hungary", "hungarian"),
+    ("czech republic", "czech"),
+    ("romania", "romanian"),
+    ("bulgaria", "bulgarian"),
+    ("serbia", "serbian"),
+    ("croatia", "croatian"),
+    ("ukraine", "ukrainian"),
+    ("iceland", "icelandic"),
+    ("cuba", "cuban"),
+    ("chile", "chilean"),
+    ("colombia", "colombian"),
+    ("peru", "peruvian"),
+    ("taiwan", "taiwanese"),
+    ("thailand", "thai"),
+    ("vietnam", "vietnamese"),
+    ("indonesia", "indonesian"),
+    ("nigeria", "nigerian"),
+    ("south africa", "south african"),
+    ("tunisia", "tunisian"),
+    ("algeria", "algerian"),
+    ("morocco", "moroccan"),
+    ("lebanon", "lebanese"),
+    ("syria", "syrian"),
+    ("iraq", "iraqi"),
+    ("saudi arabia", "saudi"),
+    ("bangladesh", "bangladeshi"),
+    ("sri lanka", "sri lankan"),
+    ("nepal", "nepalese"),
+    ("malaysia", "malaysian"),
+    ("singapore", "singaporean"),
+    ("kenya", "kenyan"),
+    ("ghana", "ghanaian"),
+    ("ethiopia", "ethiopian"),
+    ("venezuela", "venezuelan"),
+    ("uruguay", "uruguayan"),
+    ("bolivia", "bolivian"),
+    ("ecuador", "ecuadorian"),
+    ("estonia", "estonian"),
+    ("latvia", "latvian"),
+    ("lithuania", "lithuanian"),
+    ("slovakia", "slovak"),
+    ("slovenia", "slovenian"),
+    ("albania", "albanian"),
+    ("armenia", "armenian"),
+    ("belarus", "belarusian"),
+    ("luxembourg", "luxembourgish"),
+    ("jamaica", "jamaican"),
+    ("soviet union", "soviet"),
+    ("yugoslavia", "yugoslav"),
+    ("czechoslovakia", "czechoslovak"),
 ];
 
 /// Plurals a stemmer does not reduce to their singular's stem.
@@ -190,8 +244,13 @@ const NATIONS: &[(&str, &str)] = &[
 /// two start together ("New South Wales" before "Wales"). "us" is skipped (lowercased,
 /// the pronoun is the country), and so are continents ("South America"). A hyphenated
 /// compound of demonyms is its last part ("a German-American composer" -> "american"),
-/// as English writes an origin before a nationality.
+/// as English writes an origin before a nationality, and so is a birthplace before one
+/// ("a Hungarian-born American director" -> "american").
 pub fn first_nation(text: &str) -> Option<&'static str> {
+    // "a Hungarian- American director": some corpora space a hyphen's second half.
+    static SPACED_HYPHEN: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"(\p{L})- (\p{Lu})").expect("a valid pattern"));
+    let text = SPACED_HYPHEN.replace_all(text, "$1-$2");
     let text = last_of_compound_demonyms(&text.replace("U.S.", "American"));
     let mut spaced = format!(" {} ", words(&text));
     // A continent is no nation ("tropical South America", "a North American tour").
@@ -210,15 +269,26 @@ pub fn first_nation(text: &str) -> Option<&'static str> {
             .find(&format!(" {name} "))
             .map(|at| (at, std::cmp::Reverse(name.len()), *demonym))
     };
-    DEMONYMS
+    // A nationality is an adjective ("is a Tunisian writer"); a country named before it is
+    // more often a birthplace ("born in Korba, Tunisia, is a ..."), so the first demonym
+    // wins and a country counts only on a page that names no demonym ("a school in Sydney,
+    // New South Wales").
+    let demonym = DEMONYMS
         .iter()
-        .filter(|(c, _)| *c != "us")
-        .copied()
-        .chain(DEMONYMS.iter().map(|(_, d)| (*d, *d)))
-        .chain(NATIONS.iter().copied())
+        .map(|(_, d)| (*d, *d))
+        .chain(NATIONS.iter().copied().filter(|(n, d)| n == d))
         .filter_map(|e| named(&e))
-        .min()
-        .map(|(_, _, demonym)| demonym)
+        .min();
+    let country = || {
+        DEMONYMS
+            .iter()
+            .filter(|(c, _)| *c != "us")
+            .copied()
+            .chain(NATIONS.iter().copied().filter(|(n, d)| n != d))
+            .filter_map(|e| named(&e))
+            .min()
+    };
+    demonym.or_else(country).map(|(_, _, demonym)| demonym)
 }
 
 /// `text` with each hyphenated word whose parts are all demonyms ("German-American",
@@ -231,12 +301,25 @@ fn last_of_compound_demonyms(text: &str) -> String {
             .chain(NATIONS)
             .any(|(_, d)| *d == part && !d.contains(' '))
     };
-    text.split(' ')
-        .map(|word| {
+    let words: Vec<&str> = text.split(' ').collect();
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, word)| {
             let core = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '-');
             let parts: Vec<&str> = core.split('-').collect();
             if parts.len() > 1 && parts.iter().all(|p| is_demonym(p)) {
                 word.replacen(core, parts[parts.len() - 1], 1)
+            } else if parts.len() == 2
+                && is_demonym(parts[0])
+                && parts[1].eq_ignore_ascii_case("born")
+                && words.get(i + 1).is_some_and(|next| {
+                    is_demonym(next.trim_matches(|c: char| !c.is_alphanumeric()))
+                })
+            {
+                // "a Hungarian-born American director": born in one, a national of the
+                // next; the birthplace alone ("a Dutch-born painter") stays.
+                word.replacen(core, "", 1)
             } else {
                 word.to_string()
             }
@@ -300,11 +383,20 @@ impl AttributeQuestion {
         if DateComparison::of(question).is_some() || QuantityComparison::of(question).is_some() {
             return None;
         }
+        if let Some(things) = directors_nation(question) {
+            return Some(AttributeQuestion {
+                things,
+                kind: AttributeKind::Nation,
+                asked: BTreeSet::from(["nationality".to_string()]),
+                via_director: true,
+            });
+        }
         if let Some(things) = same_nation(question) {
             return Some(AttributeQuestion {
                 things,
                 kind: AttributeKind::Nation,
                 asked: BTreeSet::from(["nationality".to_string()]),
+                via_director: false,
             });
         }
         let (things, kind, rest) = match AnswerForm::of(question) {
@@ -343,6 +435,7 @@ impl AttributeQuestion {
             things,
             kind,
             asked,
+            via_director: false,
         })
     }
 
@@ -350,10 +443,38 @@ impl AttributeQuestion {
     /// question, the nation they name first), and its first page's number; `None` when no
     /// source is its page.
     pub fn stated(&self, i: usize, sources: &[Source]) -> Option<(BTreeSet<String>, usize)> {
-        let pages: Vec<&Source> = sources
-            .iter()
-            .filter(|s| page_of(s, &self.things[i]))
-            .collect();
+        let own = sources.iter().filter(|s| page_of(s, &self.things[i]));
+        let pages: Vec<&Source> = if self.via_director {
+            // The director's page: the person the film's own page says directed it.
+            let directors: Vec<String> = own.filter_map(|s| director_of(&s.passage.text)).collect();
+            let exact: Vec<&Source> = sources
+                .iter()
+                .filter(|s| directors.iter().any(|d| page_of(s, d)))
+                .collect();
+            if exact.is_empty() {
+                // "directed by Katz" after "written by Aaron Katz": the one page whose
+                // title ends with the surname.
+                let by_surname: Vec<&Source> = sources
+                    .iter()
+                    .filter(|s| {
+                        let title = bare(&s.passage.title);
+                        directors.iter().any(|d| {
+                            let d = bare(d);
+                            !d.contains(' ') && title.ends_with(&format!(" {d}"))
+                        })
+                    })
+                    .collect();
+                if by_surname.len() == 1 {
+                    by_surname
+                } else {
+                    Vec::new()
+                }
+            } else {
+                exact
+            }
+        } else {
+            own.collect()
+        };
         let first = pages.first()?.n;
         if self.kind == AttributeKind::Nation {
             let nation = pages
@@ -394,6 +515,69 @@ impl AttributeQuestion {
             pages: [pa, pb],
         })
     }
+}
+
+/// The two films of a question about their directors' nationality: "Are (both) (the)
+/// directors of films A and B (both) from the same country?", "Do both (films(:|,)) A and
+/// B(,) (films) have the directors (who are) from the same country?", "Do director of film
+/// A and director of film B have the same nationality?", "Do both directors of films A and
+/// B share the same nationality?". The two names are split at a lowercase " and " (a
+/// title's "And" is capitalised) and end where the question's lowercase frame resumes.
+fn directors_nation(question: &str) -> Option<[String; 2]> {
+    static DIRECTORS: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(
+            r"^(?i:are|were|do|did|does)\s+(?:both\s+)?(?:the\s+)?(?:directors?\s+of\s+(?:the\s+)?films?\s+|films?[:,]?\s+)?(.+?)\s+and\s+(?:director\s+of\s+film\s+)?(.+?),?\s+(?:films\s+)?(?:both\s+)?(?:have|share|from|are|were)\b(.*)$",
+        )
+        .expect("a valid pattern")
+    });
+    let q = question.trim().trim_end_matches('?').trim();
+    let c = DIRECTORS.captures(q)?;
+    let frame = format!("{} {}", &q[..c.get(1)?.start()], &c[3]).to_lowercase();
+    let about_directors = frame.contains("director");
+    let same = frame.contains("same nationality") || frame.contains("same country");
+    let (a, b) = (c[1].trim().to_string(), c[2].trim().to_string());
+    (about_directors && same && !a.contains(',') && !b.contains(',')).then_some([a, b])
+}
+
+/// The person a film's page says directed it: the capitalised name after "directed by"
+/// ("... a 2010 American film directed by Aaron Katz.", "directed and written by Nina
+/// Companeez"), joining words inside it ("Jean de Velm") kept.
+pub fn director_of(text: &str) -> Option<String> {
+    // "directed by X", "directed and written by X", "directed, produced, and written by X".
+    let verb = text.find("directed")? + "directed".len();
+    let window = &text[verb..];
+    let by = window
+        .char_indices()
+        .take_while(|&(i, _)| i <= 40)
+        .find(|&(i, _)| window[i..].starts_with(" by "))?
+        .0;
+    let at = verb + by + " by ".len();
+    let mut name: Vec<&str> = Vec::new();
+    for w in text[at..].split_whitespace() {
+        let bare = w.trim_end_matches([',', '.', ';', ':', ')']);
+        let capital = crate::text::name_like(bare) && !bare.is_empty();
+        let joiner = !name.is_empty() && crate::text::NAME_JOINERS.contains(&bare);
+        if !(capital || joiner) {
+            break;
+        }
+        // A name ends at its punctuation, save an initial's dot ("Aaron J. Katz").
+        let initial = bare.chars().count() <= 2 && w.ends_with('.');
+        if initial {
+            name.push(&w[..bare.len() + 1]);
+            continue;
+        }
+        name.push(bare);
+        if bare.len() < w.len() {
+            break;
+        }
+    }
+    while name
+        .last()
+        .is_some_and(|w| crate::text::NAME_JOINERS.contains(w))
+    {
+        name.pop();
+    }
+    (!name.is_empty()).then(|| name.join(" "))
 }
 
 /// The two things of "AUX (both) (the KIND(,)) A and B(,) [verb] of / from / in the same
@@ -542,6 +726,23 @@ mod tests {
             first_nation("Oto Vemm was a Dutch-born painter in Canada."),
             Some("dutch")
         );
+        assert_eq!(
+            first_nation("Oto Vemm was a Hungarian-born American film director."),
+            Some("american")
+        );
+        assert_eq!(
+            first_nation("Oto Vemm was a Hungarian- American film director."),
+            Some("american")
+        );
+        assert_eq!(
+            first_nation("Oto Vemm, born in 1948 in Korba, Tunisia, is a writer."),
+            Some("tunisian")
+        );
+        // A birthplace's country before the nationality.
+        assert_eq!(
+            first_nation("Oto Vemm (born in Lyon, France) is an American actor."),
+            Some("american")
+        );
     }
 
     #[test]
@@ -614,6 +815,144 @@ mod tests {
             AttributeQuestion::of("Are Zorb, Quen and Velm Halt from the same country?")
                 .is_none_or(|q| q.kind != AttributeKind::Nation)
         );
+    }
+
+    #[test]
+    fn directors_nationality_is_read_off_each_directors_page() {
+        for (question, a, b) in [
+            (
+                "Are the directors of films Blue Harbour and Cold Fox both from the same country?",
+                "Blue Harbour",
+                "Cold Fox",
+            ),
+            (
+                "Are both directors of films Blue Harbour (Film) and Cold Fox from the same country?",
+                "Blue Harbour (Film)",
+                "Cold Fox",
+            ),
+            (
+                "Do both films: Blue Harbour and Cold Fox (Film) have the directors from the same country?",
+                "Blue Harbour",
+                "Cold Fox (Film)",
+            ),
+            (
+                "Do both Blue Harbour and The Glass And The Fox films have the directors from the same country?",
+                "Blue Harbour",
+                "The Glass And The Fox",
+            ),
+            (
+                "Do director of film Blue Harbour and director of film Cold Fox have the same nationality?",
+                "Blue Harbour",
+                "Cold Fox",
+            ),
+            (
+                "Do both directors of films Blue Harbour and Cold Fox share the same nationality?",
+                "Blue Harbour",
+                "Cold Fox",
+            ),
+            (
+                "Do both films, Blue Harbour and Cold Fox, have the directors who are from the same country?",
+                "Blue Harbour",
+                "Cold Fox",
+            ),
+        ] {
+            let q = AttributeQuestion::of(question).unwrap();
+            assert_eq!(
+                (q.kind, q.via_director),
+                (AttributeKind::Nation, true),
+                "{question}"
+            );
+            assert_eq!(q.things, [a.to_string(), b.to_string()], "{question}");
+        }
+        // About the things themselves, not their directors.
+        let q =
+            AttributeQuestion::of("Are Blue Harbour and Cold Fox from the same country?").unwrap();
+        assert!(!q.via_director);
+
+        let q = AttributeQuestion::of(
+            "Are the directors of films Blue Harbour and Cold Fox both from the same country?",
+        )
+        .unwrap();
+        let sources = [
+            source(
+                1,
+                "Blue Harbour",
+                "Blue Harbour is a 1962 Velmish drama film directed by Ilse de Marrow.",
+            ),
+            source(
+                2,
+                "Cold Fox",
+                "Cold Fox is a 1958 American film directed by Tomas J. Reyl, starring Ann Zorb.",
+            ),
+            source(
+                3,
+                "Ilse de Marrow",
+                "Ilse de Marrow (1920 - 1990) was a French director.",
+            ),
+            source(
+                4,
+                "Tomas J. Reyl",
+                "Tomas J. Reyl was an American director.",
+            ),
+            source(5, "Ann Zorb", "Ann Zorb is a French actress."),
+        ];
+        let d = q.decide(&sources).unwrap();
+        assert_eq!(d.answer, "no");
+        assert_eq!(d.pages, [3, 4]);
+        assert_eq!(d.stated[0], set(&["french"]));
+        // No page for a director: nothing decided.
+        assert_eq!(q.decide(&sources[..3]), None);
+        // A director named by surname, a page titled with the full name and its accent.
+        let sources = [
+            source(
+                1,
+                "Blue Harbour",
+                "Blue Harbour is a film written by Ilse Marrow and directed by Marrow.",
+            ),
+            source(2, "Cold Fox", "Cold Fox is a film directed by Tomas Réyl."),
+            source(
+                3,
+                "Ilse Marrow (filmmaker)",
+                "Ilse Marrow is an American filmmaker.",
+            ),
+            source(4, "Tomas Reyl", "Tomas Reyl was an American director."),
+        ];
+        let d = q.decide(&sources).unwrap();
+        assert_eq!((d.answer.as_str(), d.pages), ("yes", [3, 4]));
+    }
+
+    #[test]
+    fn a_films_page_names_its_director() {
+        for (text, name) in [
+            (
+                "Cold Fox is a 2010 film directed by Aaron Katz.",
+                Some("Aaron Katz"),
+            ),
+            (
+                "Cold Fox is a film written and directed by Orson Welles, starring him.",
+                Some("Orson Welles"),
+            ),
+            (
+                "Cold Fox (1958) directed by Tomas J. Reyl and produced by Ann Zorb.",
+                Some("Tomas J. Reyl"),
+            ),
+            (
+                "Cold Fox is a film directed by Jean de Velm of Tessa.",
+                Some("Jean de Velm of Tessa"),
+            ),
+            (
+                "Cold Fox is a film directed and written by Nina Velm.",
+                Some("Nina Velm"),
+            ),
+            (
+                "Cold Fox is a 1977 film directed, produced, and written by John Reyl.",
+                Some("John Reyl"),
+            ),
+            ("Cold Fox is a film directed by an unknown hand.", None),
+            ("Cold Fox is a film.", None),
+        ] {
+            assert_eq!(director_of(text).as_deref(), name, "{text}");
+        }
     }
 
     #[test]

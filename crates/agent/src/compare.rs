@@ -391,10 +391,16 @@ pub(crate) fn within(a: &str, b: &str) -> Option<(usize, usize)> {
         .then_some((short.len(), long.len()))
 }
 
-/// `text` lower-cased as its alphanumeric words, one space between and around them, so
-/// that a name is found whole-word by `contains`.
+/// `text` lower-cased as its alphanumeric words, accents dropped ("Companéez" and
+/// "Companeez" are one name, as pages and questions spell it either way), one space
+/// between and around them, so that a name is found whole-word by `contains`.
 pub(crate) fn words(text: &str) -> String {
-    let joined = text
+    use unicode_normalization::UnicodeNormalization;
+    let folded: String = text
+        .nfd()
+        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+        .collect();
+    let joined = folded
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())

@@ -697,12 +697,19 @@ async fn read_attributes(s: &mut S) -> NodeResult {
                     d.pages[1]
                 )
             } else {
+                let whose = |i: usize| {
+                    if q.via_director {
+                        format!("the director of {}", q.things[i])
+                    } else {
+                        q.things[i].clone()
+                    }
+                };
                 format!(
                     "No: {} is {} [{}], {} is {} [{}].",
-                    q.things[0],
+                    whose(0),
                     nation(0),
                     d.pages[0],
-                    q.things[1],
+                    whose(1),
                     nation(1),
                     d.pages[1]
                 )
