@@ -761,12 +761,15 @@ fn the_attribute_check_replays_on_recorded_traces_and_lifts_the_open_monitor() {
     };
     let replayed = first_answers_with(&record, "metarag", replay);
     let judged: Vec<_> = replayed.iter().filter(|a| a.code_check.is_some()).collect();
-    // 12 of the 14 verdicts agree with the gold answers (the writer: 55 of 100 right).
+    // 11 of the 14 verdicts agree with the gold answers (the writer: 55 of 100 right). One
+    // of the three is the label's: "Brown University" for "Rutgers University" scores F1
+    // 0.5, so it counts as right, while the check, which tells the two options apart,
+    // calls it wrong.
     let agree = judged
         .iter()
         .filter(|a| a.code_check == Some(a.right))
         .count();
-    assert_eq!((agree, judged.len()), (12, 14));
+    assert_eq!((agree, judged.len()), (11, 14));
     for (p, r) in plain.iter().zip(&replayed) {
         assert_eq!((&p.id, p.gate), (&r.id, r.gate));
     }
