@@ -446,6 +446,22 @@ fn options_after(
     (a.ends_with(parsed[0].as_str()) && b == *parsed[1]).then_some([a, b])
 }
 
+/// The two options of an "A or B" question and the words before them ([`crate::text::tokens`]):
+/// what a comparison compares is said there, and an option's own words ("More Than
+/// Words", "Lived Longer") say nothing about it. `None` for a question of another form.
+pub(crate) fn choice_clause(question: &str) -> Option<([String; 2], Vec<String>)> {
+    let AnswerForm::Choice(allowed) = AnswerForm::of(question) else {
+        return None;
+    };
+    let [a, b, ..] = allowed.as_slice() else {
+        return None;
+    };
+    let q = question.trim();
+    let or = q.rfind(" or ")?;
+    let start = q[..or].rfind(a.as_str())?;
+    Some(([a.clone(), b.clone()], crate::text::tokens(&q[..start])))
+}
+
 /// An "A or B" question that compares two spans of time: two lifetimes ("Who lived longer,
 /// A or B?") or how long two things lasted ("Which battle lasted longer, A or B?", "Which
 /// satellite was operational for longer, A or B?"). Each option's two dates are read as a
@@ -517,16 +533,7 @@ impl SpanComparison {
     /// anything else ("Who lived in Tinmouth longer, A or B?" may ask about a stay, not a
     /// life).
     pub fn of(question: &str) -> Option<SpanComparison> {
-        let AnswerForm::Choice(allowed) = AnswerForm::of(question) else {
-            return None;
-        };
-        let [a, b, ..] = allowed.as_slice() else {
-            return None;
-        };
-        let q = question.trim();
-        let or = q.rfind(" or ")?;
-        let start = q[..or].rfind(a.as_str())?;
-        let clause = crate::text::tokens(&q[..start]);
+        let ([a, b], clause) = choice_clause(question)?;
         let (at, kind) = clause.iter().enumerate().find_map(|(i, w)| {
             SPAN_VERBS
                 .iter()
@@ -546,7 +553,7 @@ impl SpanComparison {
             return None;
         };
         Some(SpanComparison {
-            options: [a.clone(), b.clone()],
+            options: [a, b],
             longer,
             kind,
         })

@@ -15,7 +15,6 @@
 
 use crate::compare::{linked_from, names, shown};
 use crate::evidence::Source;
-use crate::monitor::AnswerForm;
 use std::cmp::Ordering;
 
 /// The stop reason of a run whose quantities confirmed the written answer (a contradicted
@@ -110,18 +109,8 @@ impl QuantityComparison {
         if crate::compare::DateComparison::of(question).is_some() {
             return None;
         }
-        let AnswerForm::Choice(allowed) = AnswerForm::of(question) else {
-            return None;
-        };
-        let [a, b, ..] = allowed.as_slice() else {
-            return None;
-        };
-        // The words before the options: an option's own words ("More Than Words") say
-        // nothing about what is compared.
-        let q = question.trim();
-        let or = q.rfind(" or ")?;
-        let start = q[..or].rfind(a.as_str())?;
-        let clause: Vec<String> = crate::text::tokens(&q[..start]);
+        let ([a, b], clause) = crate::compare::choice_clause(question)?;
+        let (a, b) = (&a, &b);
         let clause: Vec<&str> = clause.iter().map(String::as_str).collect();
         for (i, w) in clause.iter().enumerate() {
             let after = &clause[i + 1..];
