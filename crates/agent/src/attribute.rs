@@ -212,36 +212,17 @@ const IRREGULAR: &[(&str, &str)] = &[
     ("media", "medium"),
 ];
 
-/// Nations named on a page without a country of the same name in [`DEMONYMS`] (the
-/// demonym is its own canonical form), and regions that name their country.
-const NATIONS: &[(&str, &str)] = &[
-    ("hungarian", "hungarian"),
-    ("czech", "czech"),
-    ("romanian", "romanian"),
-    ("bulgarian", "bulgarian"),
-    ("serbian", "serbian"),
-    ("croatian", "croatian"),
-    ("ukrainian", "ukrainian"),
-    ("icelandic", "icelandic"),
-    ("cuban", "cuban"),
-    ("chilean", "chilean"),
-    ("colombian", "colombian"),
-    ("peruvian", "peruvian"),
-    ("taiwanese", "taiwanese"),
-    ("thai", "thai"),
-    ("vietnamese", "vietnamese"),
-    ("indonesian", "indonesian"),
-    ("nigerian", "nigerian"),
-    ("south african", "south african"),
+/// Regions that name their country.
+const REGIONS: &[(&str, &str)] = &[
     ("new south wales", "australian"),
     ("queensland", "australian"),
     ("ontario", "canadian"),
     ("quebec", "canadian"),
 ];
 
-/// Which nation a text names first ("an American film director" -> "american"): the
-/// earliest country or demonym in it ([`DEMONYMS`], [`NATIONS`]), the longer name where
-/// two start together ("New South Wales" before "Wales"). "us" is skipped (lowercased,
+/// Which nation a text names ("an American film director" -> "american"): the earliest
+/// demonym in it ([`DEMONYMS`]), or on a text with none the earliest country or region
+/// ([`REGIONS`]), the longer name where two start together ("New South Wales" before "Wales"). "us" is skipped (lowercased,
 /// the pronoun is the country), and so are continents ("South America"). A hyphenated
 /// compound of demonyms is its last part ("a German-American composer" -> "american"),
 /// as English writes an origin before a nationality, and so is a birthplace before one
@@ -276,30 +257,26 @@ pub fn first_nation(text: &str) -> Option<&'static str> {
     let demonym = DEMONYMS
         .iter()
         .map(|(_, d)| (*d, *d))
-        .chain(NATIONS.iter().copied().filter(|(n, d)| n == d))
         .filter_map(|e| named(&e))
         .min();
     let country = || {
         DEMONYMS
             .iter()
             .filter(|(c, _)| *c != "us")
-            .copied()
-            .chain(NATIONS.iter().copied().filter(|(n, d)| n != d))
-            .filter_map(|e| named(&e))
+            .chain(REGIONS)
+            .filter_map(named)
             .min()
     };
     demonym.or_else(country).map(|(_, _, demonym)| demonym)
 }
 
-/// `text` with each hyphenated word whose parts are all demonyms ("German-American",
-/// "Irish-born" is not one) replaced by its last part.
+/// `text` with each hyphenated word whose parts are all demonyms ("German-American")
+/// replaced by its last part, and a birthplace before a nationality ("Irish-born
+/// American") dropped; "Irish-born" alone stays.
 fn last_of_compound_demonyms(text: &str) -> String {
     let is_demonym = |part: &str| {
         let part = part.to_lowercase();
-        DEMONYMS
-            .iter()
-            .chain(NATIONS)
-            .any(|(_, d)| *d == part && !d.contains(' '))
+        DEMONYMS.iter().any(|(_, d)| *d == part && !d.contains(' '))
     };
     let words: Vec<&str> = text.split(' ').collect();
     words
@@ -443,37 +420,13 @@ impl AttributeQuestion {
     /// question, the nation they name first), and its first page's number; `None` when no
     /// source is its page.
     pub fn stated(&self, i: usize, sources: &[Source]) -> Option<(BTreeSet<String>, usize)> {
-        let own = sources.iter().filter(|s| page_of(s, &self.things[i]));
         let pages: Vec<&Source> = if self.via_director {
-            // The director's page: the person the film's own page says directed it.
-            let directors: Vec<String> = own.filter_map(|s| director_of(&s.passage.text)).collect();
-            let exact: Vec<&Source> = sources
-                .iter()
-                .filter(|s| directors.iter().any(|d| page_of(s, d)))
-                .collect();
-            if exact.is_empty() {
-                // "directed by Katz" after "written by Aaron Katz": the one page whose
-                // title ends with the surname.
-                let by_surname: Vec<&Source> = sources
-                    .iter()
-                    .filter(|s| {
-                        let title = bare(&s.passage.title);
-                        directors.iter().any(|d| {
-                            let d = bare(d);
-                            !d.contains(' ') && title.ends_with(&format!(" {d}"))
-                        })
-                    })
-                    .collect();
-                if by_surname.len() == 1 {
-                    by_surname
-                } else {
-                    Vec::new()
-                }
-            } else {
-                exact
-            }
+            director_pages(&self.things[i], sources)
         } else {
-            own.collect()
+            sources
+                .iter()
+                .filter(|s| page_of(s, &self.things[i]))
+                .collect()
         };
         let first = pages.first()?.n;
         if self.kind == AttributeKind::Nation {
@@ -537,6 +490,39 @@ fn directors_nation(question: &str) -> Option<[String; 2]> {
     let same = frame.contains("same nationality") || frame.contains("same country");
     let (a, b) = (c[1].trim().to_string(), c[2].trim().to_string());
     (about_directors && same && !a.contains(',') && !b.contains(',')).then_some([a, b])
+}
+
+/// The pages of the person `film`'s own page says directed it: those titled with the
+/// name, or, for a surname alone ("directed by Katz" after "written by Aaron Katz"), the
+/// one page whose title ends with it.
+fn director_pages<'a>(film: &str, sources: &'a [Source]) -> Vec<&'a Source> {
+    let directors: Vec<String> = sources
+        .iter()
+        .filter(|s| page_of(s, film))
+        .filter_map(|s| director_of(&s.passage.text))
+        .collect();
+    let exact: Vec<&Source> = sources
+        .iter()
+        .filter(|s| directors.iter().any(|d| page_of(s, d)))
+        .collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    let by_surname: Vec<&Source> = sources
+        .iter()
+        .filter(|s| {
+            let title = bare(&s.passage.title);
+            directors
+                .iter()
+                .map(|d| bare(d))
+                .any(|d| !d.contains(' ') && title.ends_with(&format!(" {d}")))
+        })
+        .collect();
+    if by_surname.len() == 1 {
+        by_surname
+    } else {
+        Vec::new()
+    }
 }
 
 /// The person a film's page says directed it: the capitalised name after "directed by"

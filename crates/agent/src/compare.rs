@@ -485,17 +485,12 @@ pub enum SpanKind {
     Duration,
 }
 
-/// The two dates of a life, in the order they are read.
-pub const LIFE_EVENTS: [&str; 2] = ["date of birth", "date of death"];
-/// The two dates of a duration, in the order they are read.
-pub const DURATION_EVENTS: [&str; 2] = ["start date", "end date"];
-
 impl SpanKind {
     /// The two dates read for an option, first the start.
     pub fn events(self) -> [&'static str; 2] {
         match self {
-            SpanKind::Life => LIFE_EVENTS,
-            SpanKind::Duration => DURATION_EVENTS,
+            SpanKind::Life => ["date of birth", "date of death"],
+            SpanKind::Duration => ["start date", "end date"],
         }
     }
 
@@ -574,30 +569,26 @@ impl SpanComparison {
 
 /// The dates of a life as a page about a person opens with them, in parentheses after the
 /// name: "Sammy Drechsel( 25 April 1925, in Berlin – 19 January 1986, in Munich)",
-/// "Giuseppe Cesari ( February 1568 – 3 July 1640)". Each date with its text as read
-/// ("25 April 1925", "February 1568": [`Date`]'s display, without the places and asides
-/// beside it).
-/// `None` unless the page's first parenthesis (after at most eight words) holds two dates
-/// split by a dash, the first no later than the second; a date marked uncertain ("c.",
-/// "fl.", "?", "or") or before the common era ("BC") is not read, and neither is a
-/// parenthesis with no dash ("(born 1950)"): the model reads those.
-pub fn span_dates(text: &str) -> Option<[(Date, String); 2]> {
+/// "Giuseppe Cesari ( February 1568 – 3 July 1640)". `None` unless the page's first
+/// parenthesis (after at most eight words) holds two dates split by a dash that
+/// [`two_dates`] reads; a parenthesis with no dash ("(born 1950)") is left to the model.
+pub fn span_dates(text: &str) -> Option<[Date; 2]> {
     // Right after the name: a parenthesis later in the page dates something else.
     let open = text
         .find('(')
         .filter(|&i| text[..i].split_whitespace().count() <= 8)?;
     let close = open + text[open..].find(')')?;
     let inner = &text[open + 1..close];
-    let (birth, death) = inner
+    let (start, end) = inner
         .split_once(['\u{2013}', '\u{2014}'])
         .or_else(|| inner.split_once(" - "))?;
-    two_dates(birth, death)
+    two_dates(start, end)
 }
 
 /// Two dates that start and end a span, as written on either side of a dash or of "to":
 /// `None` when either is no date, is uncertain ("c.", "fl.", "?", "or") or before the common
 /// era ("BC"), or the end comes first.
-fn two_dates(start: &str, end: &str) -> Option<[(Date, String); 2]> {
+fn two_dates(start: &str, end: &str) -> Option<[Date; 2]> {
     let uncertain = |side: &str| {
         crate::text::tokens(side).iter().any(|t| {
             matches!(
@@ -606,25 +597,18 @@ fn two_dates(start: &str, end: &str) -> Option<[(Date, String); 2]> {
             )
         }) || side.contains('?')
     };
-    let read = |side: &str| -> Option<(Date, String)> {
-        if uncertain(side) {
-            return None;
-        }
-        let date = Date::parse(side)?;
-        Some((date, date.to_string()))
-    };
+    let read = |side: &str| (!uncertain(side)).then(|| Date::parse(side)).flatten();
     // "19 September – 16 December 1944": the start takes the end's year, or the year
     // before when that would put it after the end ("12 November – 3 January 1945").
     let end = read(end)?;
     let start = read(start).or_else(|| {
-        let with_year = format!("{start} {}", end.0.year);
-        let (mut date, _) = read(&with_year).filter(|(d, _)| d.month.is_some())?;
-        if date.order(&end.0) == Some(Ordering::Greater) {
+        let mut date = read(&format!("{start} {}", end.year)).filter(|d| d.month.is_some())?;
+        if date.order(&end) == Some(Ordering::Greater) {
             date.year -= 1;
         }
-        Some((date, date.to_string()))
+        Some(date)
     })?;
-    span_days(start.0, end.0)?;
+    span_days(start, end)?;
     Some([start, end])
 }
 
@@ -632,7 +616,7 @@ fn two_dates(start: &str, end: &str) -> Option<[(Date, String); 2]> {
 /// parenthesis ([`span_dates`]), or "from X to Y" ("fought from 19 September to 16
 /// December 1944", "operational from May 1983 until April 1986"). A life is read only off
 /// the parenthesis: "from 1950 to 1960" on a person's page is a post, not a life.
-pub fn stated_span(text: &str, kind: SpanKind) -> Option<[(Date, String); 2]> {
+pub fn stated_span(text: &str, kind: SpanKind) -> Option<[Date; 2]> {
     if let Some(span) = span_dates(text) {
         return Some(span);
     }
@@ -652,65 +636,38 @@ pub fn stated_span(text: &str, kind: SpanKind) -> Option<[(Date, String); 2]> {
     two_dates(&c[1], &c[2])
 }
 
-/// Days since 1 January of year 0 (proleptic Gregorian) of a year, month and day.
-fn day_number(year: i32, month: u8, day: u8) -> i64 {
-    // Howard Hinnant's days_from_civil, shifted so the year starts in March.
-    let (y, m) = if month <= 2 {
-        (i64::from(year) - 1, i64::from(month) + 9)
-    } else {
-        (i64::from(year), i64::from(month) - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe
-}
-
-/// The days in `month` of `year`.
-fn month_days(year: i32, month: u8) -> u8 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 impl Date {
     /// The first and last day the date can mean, as day numbers: its day, or its month's
     /// first and last, or its year's.
     fn day_range(&self) -> (i64, i64) {
+        use metarag_core::time::days_from_civil;
+        let day = |y: i32, m: u8, d: u8| days_from_civil(i64::from(y), i64::from(m), i64::from(d));
+        let (y, next_year) = (self.year, self.year + 1);
         match (self.month, self.day) {
-            (Some(m), Some(d)) => {
-                let n = day_number(self.year, m, d);
-                (n, n)
-            }
-            (Some(m), None) => (
-                day_number(self.year, m, 1),
-                day_number(self.year, m, month_days(self.year, m)),
-            ),
-            _ => (day_number(self.year, 1, 1), day_number(self.year, 12, 31)),
+            (Some(m), Some(d)) => (day(y, m, d), day(y, m, d)),
+            (Some(12), None) => (day(y, 12, 1), day(next_year, 1, 1) - 1),
+            (Some(m), None) => (day(y, m, 1), day(y, m + 1, 1) - 1),
+            _ => (day(y, 1, 1), day(next_year, 1, 1) - 1),
         }
     }
 }
 
-/// The shortest and longest a span from `birth` to `death` (a life, or any start and end)
+/// The shortest and longest a span from `start` to `end` (a life: birth to death)
 /// can have lasted, in days, as precisely as the dates are written; `None` when the end
 /// cannot come after the start.
-pub fn span_days(birth: Date, death: Date) -> Option<(i64, i64)> {
-    let (b0, b1) = birth.day_range();
-    let (d0, d1) = death.day_range();
-    let (lo, hi) = ((d0 - b1).max(0), d1 - b0);
+pub fn span_days(start: Date, end: Date) -> Option<(i64, i64)> {
+    let (s0, s1) = start.day_range();
+    let (e0, e1) = end.day_range();
+    let (lo, hi) = ((e0 - s1).max(0), e1 - s0);
     (hi > 0).then_some((lo, hi))
 }
 
 /// Which option (0 or 1) has the longer span (`longer`) or the shorter, from each option's
 /// start and end (birth and death): decided only when the two spans cannot overlap at the
 /// precision written (two lives given by years alone that differ by a year are undecided).
-pub fn decide_spans(longer: bool, lives: [(Date, Date); 2]) -> Option<usize> {
-    let a = span_days(lives[0].0, lives[0].1)?;
-    let b = span_days(lives[1].0, lives[1].1)?;
+pub fn decide_spans(longer: bool, spans: [[Date; 2]; 2]) -> Option<usize> {
+    let a = span_days(spans[0][0], spans[0][1])?;
+    let b = span_days(spans[1][0], spans[1][1])?;
     let (first_longer, second_longer) = (a.0 > b.1, b.0 > a.1);
     match (first_longer, second_longer) {
         (true, _) => Some(if longer { 0 } else { 1 }),
@@ -890,15 +847,19 @@ mod tests {
             span_dates("Battle of Velm (19 September \u{2013} 16 December 1944) was a battle.")
                 .unwrap();
         assert_eq!(
-            (start.1.as_str(), end.1.as_str()),
-            ("19 September 1944", "16 December 1944")
+            (start.to_string(), end.to_string()),
+            (
+                "19 September 1944".to_string(),
+                "16 December 1944".to_string()
+            )
         );
         let [start, _] =
             span_dates("Siege of Tinmouth (12 November \u{2013} 3 January 1945) was a siege.")
                 .unwrap();
-        assert_eq!(start.1, "12 November 1944");
+        assert_eq!(start.to_string(), "12 November 1944");
         // A duration's first sentence may say "from X to Y"; a life's is not read that way.
-        let read = |t: &str, kind| stated_span(t, kind).map(|[a, b]| (a.1, b.1));
+        let read =
+            |t: &str, kind| stated_span(t, kind).map(|[a, b]| (a.to_string(), b.to_string()));
         assert_eq!(
             read(
                 "The Siege of Velm was fought from August 4 to September 18, 1950. It ended.",
@@ -931,7 +892,8 @@ mod tests {
 
     #[test]
     fn a_pages_opening_parenthesis_gives_its_persons_dates() {
-        let read = |t: &str| span_dates(t).map(|[b, d]| (b.1, d.1, b.0.year, d.0.year));
+        let read =
+            |t: &str| span_dates(t).map(|[b, d]| (b.to_string(), d.to_string(), b.year, d.year));
         assert_eq!(
             read(
                 "Mira Tolvane( 2 March 1901, in Velm \u{2013} 14 May 1990, in Tinmouth) was a painter."
@@ -957,7 +919,7 @@ mod tests {
         let [birth, _] =
             span_dates("Brother Anselm( 669 \u{2013} 11 February 731) was an abbot.").unwrap();
         assert_eq!(
-            birth.0,
+            birth,
             Date {
                 year: 669,
                 month: None,
@@ -986,23 +948,23 @@ mod tests {
             day,
         };
         // 1900-03-01 .. 1950-03-01 (50 years) against 1910 .. 1955 (44 to 46 years).
-        let full = (d(1900, Some(3), Some(1)), d(1950, Some(3), Some(1)));
-        let years = (d(1910, None, None), d(1955, None, None));
+        let full = [d(1900, Some(3), Some(1)), d(1950, Some(3), Some(1))];
+        let years = [d(1910, None, None), d(1955, None, None)];
         assert_eq!(decide_spans(true, [full, years]), Some(0));
         assert_eq!(decide_spans(false, [full, years]), Some(1));
         assert_eq!(decide_spans(true, [years, full]), Some(1));
         // By years alone, 50 against 49: 48.x to 50.x overlaps 49.x.
-        let close = (d(1901, None, None), d(1950, None, None));
+        let close = [d(1901, None, None), d(1950, None, None)];
         assert_eq!(
-            decide_spans(true, [(d(1900, None, None), d(1950, None, None)), close]),
+            decide_spans(true, [[d(1900, None, None), d(1950, None, None)], close]),
             None
         );
         // Same years, months apart: 1900-01 .. 1950-12 against 1900-12 .. 1950-01.
-        let long = (d(1900, Some(1), None), d(1950, Some(12), None));
-        let short = (d(1900, Some(12), None), d(1950, Some(1), None));
+        let long = [d(1900, Some(1), None), d(1950, Some(12), None)];
+        let short = [d(1900, Some(12), None), d(1950, Some(1), None)];
         assert_eq!(decide_spans(true, [short, long]), Some(1));
         // A death before the birth decides nothing.
-        let wrong = (d(1950, None, None), d(1900, None, None));
+        let wrong = [d(1950, None, None), d(1900, None, None)];
         assert_eq!(decide_spans(true, [wrong, full]), None);
         // Leap years and month ends: 29 February 2000 to 1 March 2000 is one day.
         assert_eq!(
@@ -1012,6 +974,15 @@ mod tests {
         assert_eq!(
             span_days(d(1999, Some(12), Some(31)), d(2000, Some(1), Some(1))),
             Some((1, 1))
+        );
+        // A month alone spans all its days: February 2000 to March 2000 is 1 to 59 days.
+        assert_eq!(
+            span_days(d(2000, Some(2), None), d(2000, Some(3), None)),
+            Some((1, 59))
+        );
+        assert_eq!(
+            span_days(d(1999, Some(12), None), d(2000, None, None)),
+            Some((1, 396))
         );
     }
 

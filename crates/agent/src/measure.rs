@@ -109,8 +109,7 @@ impl QuantityComparison {
         if crate::compare::DateComparison::of(question).is_some() {
             return None;
         }
-        let ([a, b], clause) = crate::compare::choice_clause(question)?;
-        let (a, b) = (&a, &b);
+        let (options, clause) = crate::compare::choice_clause(question)?;
         let clause: Vec<&str> = clause.iter().map(String::as_str).collect();
         for (i, w) in clause.iter().enumerate() {
             let after = &clause[i + 1..];
@@ -127,7 +126,7 @@ impl QuantityComparison {
                 })?;
                 let counted = phrase[..=noun].join(" ").replace(" s ", "'s ");
                 return Some(QuantityComparison {
-                    options: [a.clone(), b.clone()],
+                    options: options.clone(),
                     extreme,
                     asked: format!("the number of {counted} of \"{{}}\""),
                 });
@@ -141,7 +140,7 @@ impl QuantityComparison {
                 let noun = after.first().filter(|x| MEASURED_NOUNS.contains(x));
                 let measure = noun.copied().unwrap_or(measure);
                 return Some(QuantityComparison {
-                    options: [a.clone(), b.clone()],
+                    options: options.clone(),
                     extreme,
                     asked: format!("the {measure} of \"{{}}\""),
                 });

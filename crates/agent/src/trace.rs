@@ -245,7 +245,8 @@ pub struct PartCheck {
 pub struct OptionDate {
     /// The option, as the question names it.
     pub option: String,
-    /// The date, as the model read it.
+    /// The date, as the model read it (or, read in code off the page, as precisely as the
+    /// page states it: "25 April 1925").
     pub date: String,
     /// The number of the source stating it.
     pub source: usize,

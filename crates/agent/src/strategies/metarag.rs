@@ -985,7 +985,8 @@ async fn compare(s: &mut S) -> NodeResult {
 /// settle the comparison, takes the option they make the answer, as [`compare`] does with
 /// one date each: a written answer that agrees stops the run, one that differs is replaced.
 async fn compare_spans(s: &mut S, c: SpanComparison, after: Transition) -> NodeResult {
-    let mut lives: Vec<[(compare::Date, OptionDate); 2]> = Vec::new();
+    let events = c.kind.events();
+    let mut spans: Vec<[(compare::Date, OptionDate); 2]> = Vec::new();
     for i in 0..2 {
         // A person's (or a battle's) dates are on their own page, so each option's are read
         // over the pages naming it (all of them when none does): a small model asked for
@@ -996,25 +997,26 @@ async fn compare_spans(s: &mut S, c: SpanComparison, after: Transition) -> NodeR
             .filter(|src| c.belongs(i, src))
             .cloned()
             .collect();
+        let option_date = |e: usize, date: compare::Date, source: usize| OptionDate {
+            option: c.options[i].clone(),
+            date: date.to_string(),
+            source,
+            event: Some(events[e].to_string()),
+        };
         // A page about the option whose first sentence states both dates (in parentheses
         // after the name; for a duration, "from X to Y" too): read in code, no call.
-        let opened = own.iter().find_map(|src| {
-            let titled = compare::names(&compare::words(&src.passage.title), &c.options[i]);
-            let dates = compare::stated_span(&src.passage.text, c.kind).filter(|_| titled)?;
-            Some(dates.map(|(date, text)| {
-                let read = OptionDate {
-                    option: c.options[i].clone(),
-                    date: text,
-                    source: src.n,
-                    event: None,
-                };
-                (date, read)
-            }))
+        let stated = own.iter().find_map(|src| {
+            if !compare::names(&compare::words(&src.passage.title), &c.options[i]) {
+                return None;
+            }
+            let [start, end] = compare::stated_span(&src.passage.text, c.kind)?;
+            Some([
+                (start, option_date(0, start, src.n)),
+                (end, option_date(1, end, src.n)),
+            ])
         });
-        if let Some([mut birth, mut death]) = opened {
-            birth.1.event = Some(c.kind.events()[0].to_string());
-            death.1.event = Some(c.kind.events()[1].to_string());
-            lives.push([birth, death]);
+        if let Some(span) = stated {
+            spans.push(span);
             continue;
         }
         let pool = if own.is_empty() {
@@ -1023,12 +1025,12 @@ async fn compare_spans(s: &mut S, c: SpanComparison, after: Transition) -> NodeR
             own
         };
         let ask = |e: usize| prompts::option_date(&s.question, &pool, &c.asked_for(i, e));
-        let (birth, death) = (ask(0), ask(1));
-        let (born, died) =
+        let (first, second) = (ask(0), ask(1));
+        let (start, end) =
             s.gw.chat2(
                 COMPARE.as_str(),
-                ("compare", birth, None),
-                ("compare", death),
+                ("compare", first, None),
+                ("compare", second),
             )
             .await?;
         let read = |e: usize, called: &crate::gateway::Called| {
@@ -1038,57 +1040,45 @@ async fn compare_spans(s: &mut S, c: SpanComparison, after: Transition) -> NodeR
             if !source.is_some_and(|src| c.belongs(i, src)) {
                 return Err(format!(
                     "{:?}: {} {:?} read from [{}], a page that is not {:?}'s",
-                    c.options[i],
-                    c.kind.events()[e],
-                    o.date,
-                    o.source,
-                    c.options[i]
+                    c.options[i], events[e], o.date, o.source, c.options[i]
                 ));
             }
-            o.event = Some(c.kind.events()[e].to_string());
+            o.event = Some(events[e].to_string());
             Ok((date, o))
         };
-        let (birth, death) = match (read(0, &born), read(1, &died)) {
-            (Ok(b), Ok(d)) => (b, d),
+        match (read(0, &start), read(1, &end)) {
+            (Ok(start), Ok(end)) => spans.push([start, end]),
             (Err(note), _) | (_, Err(note)) => {
                 s.note = Some(note);
                 return Ok(after);
             }
-        };
-        lives.push([birth, death]);
+        }
     }
     // The same date from the same source for both options: one passage read twice.
-    for (e, (a, b)) in lives[0].iter().zip(&lives[1]).enumerate() {
+    for (e, (a, b)) in spans[0].iter().zip(&spans[1]).enumerate() {
         if a.0 == b.0 && a.1.source == b.1.source {
             s.note = Some(format!(
                 "{:?} and {:?}: one {} {:?} read from [{}] for both",
-                c.options[0],
-                c.options[1],
-                c.kind.events()[e],
-                a.1.date,
-                a.1.source
+                c.options[0], c.options[1], events[e], a.1.date, a.1.source
             ));
             return Ok(after);
         }
     }
     let [from, to] = c.kind.verbs();
-    let shown = |life: &[(compare::Date, OptionDate); 2]| {
+    let shown = |span: &[(compare::Date, OptionDate); 2]| {
         format!(
             "{from} {} [{}], {to} {} [{}]",
-            life[0].1.date, life[0].1.source, life[1].1.date, life[1].1.source
+            span[0].1.date, span[0].1.source, span[1].1.date, span[1].1.source
         )
     };
     let summary = format!(
         "{}: {}; {}: {}",
         c.options[0],
-        shown(&lives[0]),
+        shown(&spans[0]),
         c.options[1],
-        shown(&lives[1])
+        shown(&spans[1])
     );
-    let dates = [
-        (lives[0][0].0, lives[0][1].0),
-        (lives[1][0].0, lives[1][1].0),
-    ];
+    let dates = [0, 1].map(|i| [spans[i][0].0, spans[i][1].0]);
     let Some(winner) = compare::decide_spans(c.longer, dates) else {
         s.note = Some(format!(
             "the {} do not settle it: {summary}",
@@ -1112,12 +1102,12 @@ async fn compare_spans(s: &mut S, c: SpanComparison, after: Transition) -> NodeR
     ));
     let text = format!(
         "{answer} ({}; {}: {}).",
-        shown(&lives[winner]),
+        shown(&spans[winner]),
         c.options[1 - winner],
-        shown(&lives[1 - winner])
+        shown(&spans[1 - winner])
     );
     s.current_round()?.remediation = Some(Remediation::Compare {
-        dates: lives.into_iter().flatten().map(|(_, o)| o).collect(),
+        dates: spans.into_iter().flatten().map(|(_, o)| o).collect(),
         answer: answer.clone(),
     });
     s.directive = None;
