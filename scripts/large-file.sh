@@ -24,7 +24,7 @@ out, kind, size_mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
 random.seed(42)
 passages = []
 for corpus in ["hotpotqa", "2wikimultihopqa", "musique"]:
-    for line in open(f"../shared/data/qa/{corpus}-corpus.jsonl"):
+    for line in open(f"data/qa/{corpus}-corpus.jsonl"):
         r = json.loads(line)
         passages.append((r["title"], r["text"]))
 target = size_mb * 1024 * 1024

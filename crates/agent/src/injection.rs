@@ -807,9 +807,7 @@ mod tests {
     #[test]
     fn injection_patterns_keep_the_qa_corpora() {
         for name in ["hotpotqa", "2wikimultihopqa", "musique"] {
-            let path = metarag_testkit::qa_dir().join(format!("{name}-corpus.jsonl"));
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e} (the shared QA data)", path.display()));
+            let text = metarag_testkit::qa_file(&format!("{name}-corpus.jsonl"));
             let flagged: Vec<String> = text
                 .lines()
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

@@ -245,8 +245,7 @@ mod tests {
 
     #[test]
     fn normalised_samples_load() {
-        let qa =
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/qa");
+        let qa = metarag_testkit::qa_dir();
         for (file, n) in [
             ("hotpotqa-dev.jsonl", 500),
             ("2wikimultihopqa-dev.jsonl", 500),

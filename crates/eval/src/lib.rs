@@ -1,7 +1,7 @@
 //! # metarag-eval
 //!
 //! Evaluation: loaders for the multi-hop QA data sets (the normalised JSONL of
-//! `shared/data/qa`), answer metrics as the papers compute them (EM, F1, precision, recall,
+//! `data/qa`), answer metrics as the papers compute them (EM, F1, precision, recall,
 //! Sub-EM over answer aliases), and the retrieval benchmark — recall@k of the supporting
 //! titles, MRR, and query latency per mode — that `metarag bench retrieval` runs, and the
 //! QA benchmark ([`qa`]: every sampled question through every registered strategy, gold or

@@ -547,12 +547,22 @@ impl EmbeddedIndex {
         } else {
             Vec::new()
         };
+        let titled = graph::titled_chunks(db.conn(), query, n)?;
         let mut ranked: Vec<ScoredChunk> = scores
             .into_iter()
+            .filter(|(id, _)| !titled.contains(id))
             .filter(|(id, _)| allowed.as_ref().is_none_or(|a| a.contains(&(*id as u64))))
             .map(|(id, score)| ScoredChunk::new(ChunkId(id as u64), score))
             .collect();
         ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.0.cmp(&b.id.0)));
+        // The pages the query names lead the list, above the best walked score.
+        let top = ranked.first().map_or(1.0, |c| c.score) + 1.0;
+        let named: Vec<ScoredChunk> = titled
+            .iter()
+            .filter(|id| allowed.as_ref().is_none_or(|a| a.contains(&(**id as u64))))
+            .map(|&id| ScoredChunk::new(ChunkId(id as u64), top))
+            .collect();
+        ranked.splice(0..0, named);
         ranked.truncate(n);
         Ok((links, reached, ranked))
     }

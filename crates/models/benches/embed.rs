@@ -15,8 +15,7 @@ fn main() {
 fn passages() -> &'static (Vec<String>, usize) {
     static P: OnceLock<(Vec<String>, usize)> = OnceLock::new();
     P.get_or_init(|| {
-        let path = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
-        let text = std::fs::read_to_string(&path).expect("the shared HotpotQA corpus");
+        let text = metarag_testkit::qa_file("hotpotqa-corpus.jsonl");
         let texts: Vec<String> = text
             .lines()
             .take(64)

@@ -23,8 +23,7 @@ const QUESTION: &str = "Which country is the director of Jaws from?";
 fn passages() -> &'static Vec<String> {
     static P: OnceLock<Vec<String>> = OnceLock::new();
     P.get_or_init(|| {
-        let path = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
-        let text = std::fs::read_to_string(&path).expect("the shared HotpotQA corpus");
+        let text = metarag_testkit::qa_file("hotpotqa-corpus.jsonl");
         text.lines()
             .take(20)
             .map(|l| {

@@ -28,9 +28,7 @@ fn fixture() -> &'static Fixture {
     F.get_or_init(|| {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let qa = metarag_testkit::qa_dir();
-        let corpus: String = std::fs::read_to_string(qa.join("hotpotqa-corpus.jsonl"))
-            .unwrap()
+        let corpus: String = metarag_testkit::qa_file("hotpotqa-corpus.jsonl")
             .lines()
             .take(2000)
             .map(|l| format!("{l}\n"))

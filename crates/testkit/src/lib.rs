@@ -5,7 +5,8 @@
 //! - [`embedder`]: the real default embedding model, fetched into the model cache on first
 //!   use exactly as `metarag models pull` does, so tests need no manual setup step.
 //! - [`pdf`] and [`docx`]: real PDF and DOCX files generated with lopdf and docx-rs.
-//! - [`qa_dir`]: the shared multi-hop QA data beside the repository.
+//! - [`qa_dir`] and [`qa_file`]: the multi-hop QA data that ships in the repository
+//!   (`data/qa/`).
 //! - [`local_llm`]: the real default local chat model, pulled on first use.
 //! - [`ScriptedLlm`]: a scripted fake chat model for deterministic branch tests.
 //! - [`postgres()`]: a real throw-away Postgres with pgvector, installed from PyPI on first
@@ -73,7 +74,10 @@ pub fn fresh_local_llm() -> Arc<LocalLlm> {
     Arc::new(llm)
 }
 
-/// The repository's root (where `fuzz/` and `examples/` are), found like [`qa_dir`].
+/// The repository's root (where `fuzz/`, `examples/` and `data/` are). The running test's
+/// own crate directory, which cargo sets at run time, wins over the one compiled in: a build
+/// cache shared between checkouts (CI's `CARGO_TARGET_DIR`) can hold this crate compiled in
+/// another checkout.
 pub fn repo_dir() -> PathBuf {
     let up = |crate_dir: &std::ffi::OsStr| PathBuf::from(crate_dir).join("../..");
     let compiled = up(env!("CARGO_MANIFEST_DIR").as_ref());
@@ -83,21 +87,24 @@ pub fn repo_dir() -> PathBuf {
         .unwrap_or(compiled)
 }
 
-/// `shared/data/qa` beside the repository checkout.
+/// The multi-hop QA samples and corpora that ship in the repository (`data/qa/`: HotpotQA,
+/// 2WikiMultihopQA and MuSiQue dev samples and their `-corpus.jsonl` passages; licences and
+/// provenance in its README). Found like [`repo_dir`], so a clone needs nothing beside it.
 pub fn qa_dir() -> PathBuf {
-    let beside =
-        |crate_dir: &std::ffi::OsStr| PathBuf::from(crate_dir).join("../../../shared/data/qa");
-    let compiled = beside(env!("CARGO_MANIFEST_DIR").as_ref());
-    if compiled.is_dir() {
-        return compiled;
-    }
-    // A build cache shared between checkouts (CI's CARGO_TARGET_DIR) can hold this crate
-    // compiled in another checkout; the running test's own crate directory, which cargo
-    // sets at run time, is then the one beside the data.
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(|d| beside(&d))
-        .filter(|p| p.is_dir())
-        .unwrap_or(compiled)
+    repo_dir().join("data/qa")
+}
+
+/// One file of [`qa_dir`] read whole. Panics naming the path when it cannot be read: every
+/// file a test asks for ships in the repository, so a missing one is a broken checkout, never
+/// a reason to skip.
+pub fn qa_file(name: &str) -> String {
+    let path = qa_dir().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (the QA data ships in the repository's data/qa/)",
+            path.display()
+        )
+    })
 }
 
 /// A PDF with one page per string (Helvetica, WinAnsi), and `title` in its info dictionary.

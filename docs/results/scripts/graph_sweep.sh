@@ -8,7 +8,7 @@
 set -euo pipefail
 B=${1:-$CARGO_TARGET_DIR/debug/metarag}
 OUT=docs/results/graph
-QA=../shared/data/qa
+QA=data/qa
 mkdir -p "$OUT"
 run() { # dataset split modes name [VAR=value ...]
   local d=$1 split=$2 modes=$3 name=$4

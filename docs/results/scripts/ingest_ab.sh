@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 . scripts/env.sh
-corpus="${CORPUS:-../shared/data/qa/hotpotqa-corpus.jsonl}"
+corpus="${CORPUS:-data/qa/hotpotqa-corpus.jsonl}"
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for which in old new; do
     bin="$OLD"; [ "$which" = new ] && bin="$NEW"

@@ -3,7 +3,7 @@
 injection sets, so `metarag bench injection` measures the model screen's false alarms on
 the text users index, not only on hand-written look-alikes.
 
-    python3 docs/results/scripts/injection_corpus_sets.py ../shared/data/qa docs/results/injection
+    python3 docs/results/scripts/injection_corpus_sets.py data/qa docs/results/injection
 
 tuning: 100 HotpotQA passages; reporting: 50 2WikiMultiHopQA + 50 MuSiQue passages
 (seeded, so the files are reproducible)."""

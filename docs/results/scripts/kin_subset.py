@@ -17,6 +17,6 @@ import sys
 root = __file__.rsplit("/docs/", 1)[0]
 check = sys.argv[sys.argv.index("--check") + 1] if "--check" in sys.argv else "kin"
 want = set(json.load(open(f"{root}/docs/results/qa/{check}/questions.json"))[sys.argv[1]])
-for line in open(f"{root}/../shared/data/qa/2wikimultihopqa-dev.jsonl"):
+for line in open(f"{root}/data/qa/2wikimultihopqa-dev.jsonl"):
     if json.loads(line)["id"] in want:
         sys.stdout.write(line)

@@ -38,7 +38,7 @@ for db in ingest retrieval scale; do "$pg/psql" -h 127.0.0.1 -p "$port" -U postg
 url="postgres://postgres@127.0.0.1:$port"
 
 # Ingest: the same corpus, the same embedder, a fresh data directory per store.
-corpus=../shared/data/qa/hotpotqa-corpus.jsonl
+corpus=data/qa/hotpotqa-corpus.jsonl
 for store in embedded postgres; do
   want ingest "$store" || continue
   home="$work/home-$store"
@@ -59,7 +59,7 @@ done
 
 # Recall and latency at the corpus's size: the benchmark's own index of the corpus, copied
 # into Postgres (vectors kept), the same questions over both.
-want retrieval postgres && "$bin" bench retrieval --corpus "$corpus" --questions ../shared/data/qa/hotpotqa-dev.jsonl \
+want retrieval postgres && "$bin" bench retrieval --corpus "$corpus" --questions data/qa/hotpotqa-dev.jsonl \
   --split reporting --modes bm25,dense,text,hybrid --postgres "$url/retrieval" \
   --out "$out/retrieval-hotpotqa-reporting.json" >/dev/null
 

@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model() {
-    let text =
-        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let text = metarag_testkit::qa_file("hotpotqa-dev.jsonl");
     let records: Vec<Value> = text
         .lines()
         .take(3)
@@ -116,8 +115,7 @@ async fn metarag_answers_a_hotpotqa_question_over_an_index_with_the_local_model(
 /// real token log-probabilities.
 #[tokio::test(flavor = "multi_thread")]
 async fn every_baseline_answers_a_gold_context_question_with_the_local_model() {
-    let text =
-        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let text = metarag_testkit::qa_file("hotpotqa-dev.jsonl");
     let q: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
     let context = supporting_passages(&q);
     let question = q["question"].as_str().unwrap();
@@ -294,9 +292,9 @@ fn real_config() -> AgentConfig {
     }
 }
 
-/// The record `id` of the QA file `file` (under `shared/data/qa`).
+/// The record `id` of the QA file `file` (under `data/qa`).
 fn qa_record(file: &str, id: &str) -> Value {
-    let text = std::fs::read_to_string(metarag_testkit::qa_dir().join(file)).unwrap();
+    let text = metarag_testkit::qa_file(file);
     text.lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|r| r["id"] == id)
@@ -334,8 +332,7 @@ fn hotpotqa_paragraphs() -> Vec<(String, String)> {
 }
 
 fn hotpotqa_records() -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let text = metarag_testkit::qa_file("hotpotqa-dev.jsonl");
     text.lines()
         .take(3)
         .map(|l| serde_json::from_str(l).unwrap())

@@ -938,8 +938,7 @@ fn an_unreachable_postgres_store_is_a_user_error_naming_it() {
 fn bench_retrieval_measures_hops_and_searches_an_index_another_process_writes() {
     let env = Env::new();
     // The first three HotpotQA dev questions and a corpus of their paragraphs.
-    let dev =
-        std::fs::read_to_string(metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl")).unwrap();
+    let dev = metarag_testkit::qa_file("hotpotqa-dev.jsonl");
     let lines: Vec<&str> = dev.lines().take(3).collect();
     let mut corpus = String::new();
     let mut seen = std::collections::HashSet::new();

@@ -318,3 +318,60 @@ fn a_name_embedder_of_the_wrong_dimension_is_an_error_not_a_wrong_link() {
         .unwrap_err();
     assert!(err.to_string().contains("8 dimensions"), "{err}");
 }
+
+/// A query that is a page's exact name puts that page first in the graph's list, before
+/// the pages that mention its entity more often; a parenthetical tells apart the pages of
+/// one entity ("Velmora (album)" is not the band's page), and a query with more words
+/// than the title is walked as before.
+#[test]
+fn a_query_naming_a_page_puts_that_page_first_in_the_graph_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = EmbeddedIndex::open(dir.path(), config()).unwrap();
+    let band = "Velmora is a rock band from Quillport. Velmora toured with Velmora's friends.";
+    let album = "The debut album by the rock band Velmora, released in 2002.";
+    let fan = "Velmora fans met Velmora in Quillport; Velmora signed records for Velmora fans.";
+    let prize = "The 2014 Harlan Prize went to Osric Vane for a novel.";
+    let winner = "Osric Vane won the Harlan Prize twice; the Harlan Prize jury praised him.";
+    index
+        .apply(
+            vec![
+                update("band", "Velmora", &[band], 0, None),
+                update("album", "Velmora (album)", &[album], 1, None),
+                update("fan", "Velmora fan club", &[fan], 2, None),
+                update("prize", "2014 Harlan Prize", &[prize], 3, None),
+                update("winner", "Osric Vane", &[winner], 4, None),
+            ],
+            vec![],
+        )
+        .unwrap();
+    let walk = GraphWalk::default();
+    let first = |query: &str| {
+        let ranked = index
+            .graph_search(query, 10, &walk, &Filter::default())
+            .unwrap();
+        let chunks = index
+            .chunks(&ranked.iter().map(|r| r.id).collect::<Vec<_>>())
+            .unwrap();
+        let by_id: std::collections::HashMap<_, _> =
+            chunks.iter().map(|c| (c.id, c.title.clone())).collect();
+        ranked
+            .iter()
+            .map(|r| by_id[&r.id].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(first("Velmora (album)")[0], "Velmora (album)");
+    assert_eq!(first("velmora  (ALBUM)")[0], "Velmora (album)");
+    assert_eq!(first("Velmora")[0], "Velmora");
+    assert_eq!(first("2014 Harlan Prize")[0], "2014 Harlan Prize");
+    // Not a page's name: no page is put first by its title.
+    let walked = first("Who praised the winner of the Harlan Prize?");
+    assert!(walked.contains(&"Osric Vane".to_string()), "{walked:?}");
+    // A filter that excludes the named page keeps it out.
+    let only_winner = index
+        .graph_search("2014 Harlan Prize", 10, &walk, &super::docs(&["winner"]))
+        .unwrap();
+    let kept = index
+        .chunks(&only_winner.iter().map(|r| r.id).collect::<Vec<_>>())
+        .unwrap();
+    assert!(kept.iter().all(|c| c.title == "Osric Vane"), "{kept:?}");
+}

@@ -143,9 +143,7 @@ async fn the_cross_encoder_agrees_with_candles_bert() {
 
 /// Passages of the HotpotQA corpus as the index embeds them (`title\ntext`), from `skip`.
 fn corpus_passages(skip: usize, n: usize) -> Vec<String> {
-    let corpus = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
-    std::fs::read_to_string(&corpus)
-        .unwrap()
+    metarag_testkit::qa_file("hotpotqa-corpus.jsonl")
         .lines()
         .skip(skip)
         .take(n)

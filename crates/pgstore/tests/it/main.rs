@@ -642,9 +642,7 @@ async fn hybrid_search_ranks_alike_over_both_stores() {
     // tolerance: each store finds the passage the query names in its top 5, and 3 of the
     // top 5 are in common.
     let embedder = metarag_testkit::embedder();
-    let path = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
-        .unwrap()
+    let lines: Vec<serde_json::Value> = metarag_testkit::qa_file("hotpotqa-corpus.jsonl")
         .lines()
         .take(300)
         .map(|l| serde_json::from_str(l).unwrap())

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 #[derive(Args, Debug)]
 pub struct CrashArgs {
     /// Corpus of `{doc_id, title, text}` lines; the first `--docs` are used.
-    #[arg(long, default_value = "../shared/data/qa/hotpotqa-corpus.jsonl")]
+    #[arg(long, default_value = "data/qa/hotpotqa-corpus.jsonl")]
     corpus: PathBuf,
     /// Documents per trial.
     #[arg(long, default_value_t = 200)]

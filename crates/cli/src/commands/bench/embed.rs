@@ -33,7 +33,7 @@ pub struct EmbedArgs {
     #[arg(long)]
     peer_script: Option<PathBuf>,
     /// Questions file the peer script requires (only its first question is used).
-    #[arg(long, default_value = "../shared/data/qa/hotpotqa-dev.jsonl")]
+    #[arg(long, default_value = "data/qa/hotpotqa-dev.jsonl")]
     peer_questions: PathBuf,
     /// Also write the JSON report here.
     #[arg(long)]

@@ -55,7 +55,8 @@ pub struct QaArgs {
     /// Where results files and run records go.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
-    /// Where the data set names are looked up (default: ./data/qa, then ../shared/data/qa).
+    /// Where the data set names are looked up (default: ./data/qa, then the data/qa of the
+    /// checkout this binary was built from, then ../shared/data/qa).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Open mode: the corpus (`{doc_id, title, text}` lines; default: the data set's
@@ -162,6 +163,20 @@ pub struct MonitorArgs {
     pub replay_shared_check: bool,
 }
 
+/// Where a named data set is looked up without `--data-dir`: `./data/qa` (a checkout's root),
+/// the `data/qa` of the checkout this binary was built from (so `metarag bench --dataset
+/// hotpotqa` works from any folder after `cargo install --path crates/cli`), then the project's
+/// optional `../shared/data/qa`.
+fn default_data_dirs() -> Vec<PathBuf> {
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/qa");
+    let mut dirs = vec![PathBuf::from("data/qa")];
+    if let Ok(d) = built_from.canonicalize() {
+        dirs.push(d);
+    }
+    dirs.push("../shared/data/qa".into());
+    dirs
+}
+
 fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
     let as_path = PathBuf::from(name);
     if as_path.is_file() {
@@ -177,7 +192,7 @@ fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<PathBuf> {
     }
     let dirs: Vec<PathBuf> = match data_dir {
         Some(d) => vec![d.to_path_buf()],
-        None => vec!["data/qa".into(), "../shared/data/qa".into()],
+        None => default_data_dirs(),
     };
     for d in &dirs {
         let f = d.join(format!("{name}-dev.jsonl"));

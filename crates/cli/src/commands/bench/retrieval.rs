@@ -306,7 +306,7 @@ mod tests {
     #[test]
     fn each_precision_has_its_own_corpus_index_and_f32_keeps_the_plain_name() {
         let home = Path::new("/data");
-        let corpus = Path::new("../shared/data/qa/hotpotqa-corpus.jsonl");
+        let corpus = Path::new("data/qa/hotpotqa-corpus.jsonl");
         let f32 = index_dir_name(home, corpus, "all-minilm-l6-v2", Precision::F32);
         let int8 = index_dir_name(home, corpus, "all-minilm-l6-v2", Precision::Int8);
         assert_eq!(

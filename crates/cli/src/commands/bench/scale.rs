@@ -45,11 +45,11 @@ pub struct ScaleArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "../shared/data/qa/hotpotqa-corpus.jsonl,../shared/data/qa/2wikimultihopqa-corpus.jsonl,../shared/data/qa/musique-corpus.jsonl"
+        default_value = "data/qa/hotpotqa-corpus.jsonl,data/qa/2wikimultihopqa-corpus.jsonl,data/qa/musique-corpus.jsonl"
     )]
     corpora: Vec<PathBuf>,
     /// Questions file.
-    #[arg(long, default_value = "../shared/data/qa/hotpotqa-dev.jsonl")]
+    #[arg(long, default_value = "data/qa/hotpotqa-dev.jsonl")]
     questions: PathBuf,
     /// Working directory: the base vectors are cached here and the index is built in
     /// `DIR/index-N` (replaced on each run).
