@@ -578,26 +578,38 @@ fn add_with(index: &Index, items: Vec<(u64, &[f32])>, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// `items` inserted by `n` threads at once (no check: see [`add_all`]).
-fn insert_parallel(index: &Index, items: &[(u64, &[f32])], n: usize) -> Result<()> {
-    let per = items.len().div_ceil(n);
+/// `f` over `items` split into `n` parts, one thread each; the parts' results in order.
+fn on_threads<'a, T: Sync, R: Send>(
+    items: &'a [T],
+    n: usize,
+    what: &str,
+    f: impl Fn(&'a [T]) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let per = items.len().div_ceil(n).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = items
             .chunks(per)
-            .map(|part| {
-                scope.spawn(move || -> Result<()> {
-                    for &(id, v) in part {
-                        index.add(id, v).map_err(|e| usearch_err("add", e))?;
-                    }
-                    Ok(())
-                })
-            })
+            .map(|part| scope.spawn(|| f(part)))
             .collect();
-        workers.into_iter().try_for_each(|w| {
-            w.join()
-                .map_err(|_| usearch_err("add", "an insert thread panicked"))?
-        })
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .map_err(|_| usearch_err(what, "a worker thread panicked"))?
+            })
+            .collect()
     })
+}
+
+/// `items` inserted by `n` threads at once (no check: see [`add_all`]).
+fn insert_parallel(index: &Index, items: &[(u64, &[f32])], n: usize) -> Result<()> {
+    on_threads(items, n, "add", |part| {
+        for &(id, v) in part {
+            index.add(id, v).map_err(|e| usearch_err("add", e))?;
+        }
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// How many results a node's search for its own vector may hold before it counts as not
@@ -608,41 +620,26 @@ const SELF_SEARCH_K: usize = 8;
 /// tests have seen; the bound keeps a pathological graph from looping.
 const RELINK_ROUNDS: usize = 3;
 
-/// The keys of `items` that a search for their own vector does not return, searched by
+/// The items of `items` that a search for their own vector does not return, searched by
 /// `n` threads (searches share the graph safely).
 fn stranded<'a>(
     index: &Index,
     items: &[(u64, &'a [f32])],
     n: usize,
 ) -> Result<Vec<(u64, &'a [f32])>> {
-    let per = items.len().div_ceil(n).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = items
-            .chunks(per)
-            .map(|part| {
-                scope.spawn(move || -> Result<Vec<(u64, &'a [f32])>> {
-                    let mut lost = Vec::new();
-                    for &(id, v) in part {
-                        let found = index
-                            .search(v, SELF_SEARCH_K)
-                            .map_err(|e| usearch_err("search", e))?;
-                        if !found.keys.contains(&id) {
-                            lost.push((id, v));
-                        }
-                    }
-                    Ok(lost)
-                })
-            })
-            .collect();
-        let mut all = Vec::new();
-        for w in workers {
-            all.extend(
-                w.join()
-                    .map_err(|_| usearch_err("search", "a check thread panicked"))??,
-            );
+    let parts = on_threads(items, n, "search", |part| {
+        let mut lost = Vec::new();
+        for &(id, v) in part {
+            let found = index
+                .search(v, SELF_SEARCH_K)
+                .map_err(|e| usearch_err("search", e))?;
+            if !found.keys.contains(&id) {
+                lost.push((id, v));
+            }
         }
-        Ok(all)
-    })
+        Ok(lost)
+    })?;
+    Ok(parts.into_iter().flatten().collect())
 }
 
 /// Re-inserts, one at a time, the nodes of `items` that no search reaches; returns how

@@ -58,7 +58,7 @@ fn fixture() -> &'static Fixture {
                 Ingester::new(&chunker, &embedder, &index, options).run(&[corpus_path], &|_| {}),
             )
             .unwrap();
-        let questions = first_questions(&qa.join("hotpotqa-dev.jsonl"), 100);
+        let questions = first_questions(&metarag_testkit::qa_dir().join("hotpotqa-dev.jsonl"), 100);
         Fixture {
             runtime,
             retriever: HybridRetriever::new(embedder, index, RetrievalConfig::default()),

@@ -938,3 +938,34 @@ pub async fn report(app: &App, args: ReportArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tests run in the crate's folder, where no `./data/qa` is: the names resolve to the
+    /// data that ships in the checkout the binary was built from.
+    #[test]
+    fn named_data_sets_resolve_to_the_checkouts_data_from_any_folder() {
+        for name in ["hotpotqa", "2wikimultihopqa", "musique"] {
+            let path = resolve_dataset(name, None).unwrap();
+            assert!(
+                path.ends_with(format!("data/qa/{name}-dev.jsonl")),
+                "{path:?}"
+            );
+            assert!(
+                path.with_file_name(format!("{name}-corpus.jsonl"))
+                    .is_file()
+            );
+        }
+        let empty = tempfile::tempdir().unwrap();
+        let err = resolve_dataset("hotpotqa", Some(empty.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no hotpotqa-dev.jsonl in") && err.contains("--data-dir"),
+            "{err}"
+        );
+        assert!(resolve_dataset("squad", None).is_err());
+    }
+}
