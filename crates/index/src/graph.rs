@@ -358,7 +358,8 @@ pub(crate) fn titled_chunks(conn: &Connection, query: &str, n: usize) -> Result<
         return Ok(Vec::new());
     };
     // A title mention has confidence 1.0, the most any mention has: the entity's pages
-    // are read off the front of `mentions_by_entity_confidence`.
+    // are read off the front of `mentions_by_entity_confidence` (with any text mention
+    // that also reached 1.0, which the title comparison below drops).
     let mut stmt = conn.prepare_cached(
         "SELECT m.chunk_id, d.title FROM mentions m
          JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.doc_id = c.doc_id
