@@ -345,7 +345,7 @@ fn a_query_naming_a_page_puts_that_page_first_in_the_graph_list() {
         )
         .unwrap();
     let walk = GraphWalk::default();
-    let first = |query: &str| {
+    let titles = |query: &str| {
         let ranked = index
             .graph_search(query, 10, &walk, &Filter::default())
             .unwrap();
@@ -359,12 +359,12 @@ fn a_query_naming_a_page_puts_that_page_first_in_the_graph_list() {
             .map(|r| by_id[&r.id].clone())
             .collect::<Vec<_>>()
     };
-    assert_eq!(first("Velmora (album)")[0], "Velmora (album)");
-    assert_eq!(first("velmora  (ALBUM)")[0], "Velmora (album)");
-    assert_eq!(first("Velmora")[0], "Velmora");
-    assert_eq!(first("2014 Harlan Prize")[0], "2014 Harlan Prize");
+    assert_eq!(titles("Velmora (album)")[0], "Velmora (album)");
+    assert_eq!(titles("velmora  (ALBUM)")[0], "Velmora (album)");
+    assert_eq!(titles("Velmora")[0], "Velmora");
+    assert_eq!(titles("2014 Harlan Prize")[0], "2014 Harlan Prize");
     // Not a page's name: no page is put first by its title.
-    let walked = first("Who praised the winner of the Harlan Prize?");
+    let walked = titles("Who praised the winner of the Harlan Prize?");
     assert!(walked.contains(&"Osric Vane".to_string()), "{walked:?}");
     // A filter that excludes the named page keeps it out.
     let only_winner = index
