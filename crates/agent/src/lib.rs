@@ -34,6 +34,7 @@ pub mod metacog;
 pub mod monitor;
 pub mod nodes;
 pub mod parts;
+pub mod program;
 pub mod prompts;
 pub mod reasoning;
 pub mod registry;

@@ -1,0 +1,797 @@
+//! Running a program: `find` and `follow` read typed values from sources about their
+//! subject (searched for over an index when no source is about it yet), each value kept
+//! only where code finds it stated in the sentence the model quotes from a source about
+//! the subject; the other ops run in code on those values.
+
+use super::values::{Date, Kind, Quantity, Value, bare, negated, numbers, same_name, stems};
+use super::{Op, Program, Subject};
+use crate::evidence::{self, Source};
+use crate::graph::NodeError;
+use crate::nodes;
+use crate::prompts::over_sources;
+use crate::state::Run;
+use crate::text::content_terms;
+use crate::trace::{EvidenceMode, RetrievalReason};
+use metarag_core::{ChatRequest, OutputSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// A read whose value a source about its subject states.
+    Grounded,
+    /// An op computed in code from grounded values.
+    Computed,
+    /// The step could not be grounded or computed; the program stops here.
+    Unresolved,
+}
+
+/// One executed step, as the trace shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepRecord {
+    /// The step's number, from 1.
+    pub step: usize,
+    /// The op as written: `find("Jaws", "release date", date)`.
+    pub op: String,
+    /// The subject it was asked of, references resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The value it produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The number of the source stating it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<usize>,
+    /// The sentence of that source stating it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// How it ended.
+    pub status: StepStatus,
+    /// Why, in words.
+    pub note: String,
+}
+
+/// How a program ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Outcome {
+    /// Every step grounded or computed: the answer.
+    Resolved {
+        /// The cited answer.
+        answer: String,
+        /// The short answer.
+        short_answer: String,
+        /// For a `pick` no option answers: what the sources say instead.
+        #[serde(default)]
+        neither: bool,
+    },
+    /// A step failed: the strategy answers as standard RAG does.
+    Unresolved {
+        /// The step, from 1.
+        step: usize,
+        /// Its op's name.
+        op: String,
+        /// Why.
+        reason: String,
+        /// Whether it failed because no source states the fact (a search for
+        /// `query` may find it), rather than the values not settling the op.
+        missing: bool,
+        /// What to search for, for a missing fact.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query: Option<String>,
+    },
+    /// The model's program did not parse or type.
+    Invalid {
+        /// Why.
+        reason: String,
+    },
+    /// A program of one plain read: the written answer is that read already.
+    Skipped,
+}
+
+/// A question's program and its run (the trace's `records.program`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProgramRun {
+    /// The program as lines (`#1 = find(...)`), or the model's reply when it was invalid.
+    pub program: String,
+    /// The steps run, in order.
+    pub steps: Vec<StepRecord>,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+impl ProgramRun {
+    /// Whether every step grounded.
+    pub fn resolved(&self) -> bool {
+        matches!(self.outcome, Outcome::Resolved { .. })
+    }
+}
+
+/// The reply to a read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReadReply {
+    /// The sentence of a source about the subject that states the value, copied word for
+    /// word; empty if none does.
+    pub quote: String,
+    /// The value as the source states it; empty if no source does ("yes" / "no" for a
+    /// yes/no read).
+    pub value: String,
+    /// The number of that source; 0 if none.
+    pub source: u32,
+}
+
+/// What a read asks for, by kind.
+fn kind_hint(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Person => "a person's name",
+        Kind::Place => "a place or a country (a nationality as its country or demonym)",
+        Kind::Date => "a date as the source writes it (day, month and year where given)",
+        Kind::Quantity => "a number with its unit as the source writes it",
+        Kind::List => "every item the source lists, separated by commas",
+        Kind::Text => "a name or a short phrase",
+        Kind::YesNo => "yes or no",
+    }
+}
+
+/// The prompt of one read: one fact about one subject, over the same sources as the
+/// write (a local model reuses their evaluated prefix). The question is not shown: asked
+/// beside it, a small model answers it instead of the one fact.
+pub fn read_request(sources: &[Source], subject: &str, property: &str, kind: Kind) -> ChatRequest {
+    let task = if kind == Kind::YesNo {
+        format!(
+            "Answer one thing only: is this true of {subject}: {property}? First copy, word for word, the \
+             sentence of a source about {subject} that says whether it is. Then answer yes if that sentence \
+             states it, no if it states the opposite or something else, and give the number of that source. \
+             If no source says, leave quote and value empty and give source 0.\n\
+             Reply in JSON: {{\"quote\": \"...\", \"value\": \"yes\" | \"no\" | \"\", \"source\": 0}}"
+        )
+    } else {
+        format!(
+            "Answer one thing only: what is the {property} of {subject}? First copy, word for word, the \
+             sentence of a source about {subject} that states it. Then give the value alone ({}), and the \
+             number of that source. If no source states it, leave quote and value empty and give source 0.\n\
+             Reply in JSON: {{\"quote\": \"...\", \"value\": \"...\", \"source\": 0}}",
+            kind_hint(kind)
+        )
+    };
+    let mut request = ChatRequest::new(over_sources(sources, task));
+    let mut schema = OutputSchema::of::<ReadReply>();
+    if kind == Kind::YesNo
+        && let Some(field) = schema
+            .schema
+            .pointer_mut("/properties/value")
+            .and_then(|f| f.as_object_mut())
+    {
+        field.insert("enum".into(), serde_json::json!(["yes", "no", ""]));
+    }
+    request.schema = Some(schema);
+    request.max_tokens(if kind == Kind::List { 120 } else { 96 })
+}
+
+/// The words of `text`, lower-cased, for finding one text inside another.
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `source` holds `quote`: its words in order (a model may drop punctuation), or
+/// nearly all its content words within one of the source's sentences.
+fn holds(source: &Source, quote: &str) -> bool {
+    let q = words(quote);
+    if q.is_empty() {
+        return false;
+    }
+    let text = &source.passage.text;
+    let t = words(text);
+    if t.windows(q.len()).any(|w| w == q.as_slice()) {
+        return true;
+    }
+    let qt = content_terms(quote);
+    if qt.is_empty() {
+        return false;
+    }
+    crate::text::sentences(text).iter().any(|&(a, b)| {
+        let st = content_terms(&text[a..b]);
+        qt.iter().filter(|w| st.contains(*w)).count() * 5 >= qt.len() * 4
+    })
+}
+
+/// Whether `source` (with the `quote` read from it) is about `subject`: at least half of
+/// the subject's words (a disambiguation aside) are in its title or the quote, and at
+/// least one.
+pub fn about(source: &Source, quote: &str, subject: &str) -> bool {
+    let wanted = content_terms(bare(subject));
+    if wanted.is_empty() {
+        return true;
+    }
+    let mut seen = content_terms(&source.passage.title);
+    seen.extend(content_terms(quote));
+    let covered = wanted.iter().filter(|w| seen.contains(*w)).count();
+    covered > 0 && covered * 2 >= wanted.len()
+}
+
+/// A read's value checked against its quote: the typed value that sentence states, or why
+/// it does not.
+pub fn stated(
+    kind: Kind,
+    property: &str,
+    subject: &str,
+    reply: &ReadReply,
+    title: &str,
+) -> Result<Value, String> {
+    let quote = reply.quote.trim();
+    let value = reply.value.trim();
+    let said = format!("{title} {quote}");
+    match kind {
+        Kind::Date => {
+            let v = Date::parse(value).ok_or_else(|| format!("{value:?} is not a date"))?;
+            Date::all(quote)
+                .into_iter()
+                .find(|d| d.agrees_with(&v))
+                // The date as precise as the source writes it.
+                .map(|d| {
+                    Value::Date(if d.month.is_some() || v.month.is_none() {
+                        d
+                    } else {
+                        v
+                    })
+                })
+                .ok_or_else(|| format!("the quote does not state the date {value:?}"))
+        }
+        Kind::Quantity => {
+            let v = Quantity::parse(value).ok_or_else(|| format!("{value:?} is not a number"))?;
+            if numbers(quote)
+                .iter()
+                .any(|n| (n - v.value).abs() <= 1e-9 * n.abs().max(1.0))
+            {
+                Ok(Value::Quantity(v))
+            } else {
+                Err(format!("the quote does not state the number {value:?}"))
+            }
+        }
+        Kind::Person | Kind::Place | Kind::Text => {
+            if value.is_empty() {
+                return Err("no value read".into());
+            }
+            let vt = content_terms(value);
+            let st = content_terms(&said);
+            let found = vt.iter().filter(|w| st.contains(*w)).count();
+            if !vt.is_empty() && found * 3 >= vt.len() * 2 {
+                Ok(Value::Name(value.to_string()))
+            } else {
+                Err(format!("the quote does not state {value:?}"))
+            }
+        }
+        Kind::List => {
+            let st = content_terms(&said);
+            let items: Vec<String> = value
+                .split([',', ';'])
+                .flat_map(|p| p.split(" and "))
+                .map(|p| p.trim().trim_end_matches('.').to_string())
+                .filter(|p| {
+                    let t = content_terms(p);
+                    !t.is_empty() && t.iter().filter(|w| st.contains(*w)).count() * 3 >= t.len() * 2
+                })
+                .collect();
+            if items.is_empty() {
+                Err(format!("the quote states none of {value:?}"))
+            } else {
+                Ok(Value::List(items))
+            }
+        }
+        Kind::YesNo => {
+            // The predicate: the property's words that do not name the subject.
+            let subject_stems = stems(subject);
+            let predicate: std::collections::BTreeSet<String> = stems(property)
+                .into_iter()
+                .filter(|w| !subject_stems.contains(w))
+                .collect();
+            let quote_stems = stems(quote);
+            let present = predicate
+                .iter()
+                .filter(|w| quote_stems.contains(*w))
+                .count();
+            let states_predicate = !predicate.is_empty() && present * 2 >= predicate.len();
+            match value.to_lowercase().as_str() {
+                // A sentence that states the predicate decides it by its negation, whatever
+                // the model's verdict: "is not deprecated" is `false`.
+                _ if states_predicate => Ok(Value::Bool(!negated(quote, &predicate))),
+                // One that states something else about the subject ("a genus of shrubs"
+                // for "a fern") is the model's "no".
+                "no" => Ok(Value::Bool(false)),
+                "yes" => Err(format!("the quote does not state {property:?}")),
+                other => Err(format!("{other:?} is not a verdict")),
+            }
+        }
+    }
+}
+
+/// The model's read, grounded: the value, the source stating it and the quote; or why
+/// not, and whether the fact was missing from the sources.
+fn ground(
+    reply: &ReadReply,
+    sources: &[Source],
+    subject: &str,
+    property: &str,
+    kind: Kind,
+) -> Result<(Value, usize, String), (String, bool)> {
+    if reply.quote.trim().is_empty() && reply.value.trim().is_empty() {
+        return Err((
+            format!("no source states the {property} of {subject}"),
+            true,
+        ));
+    }
+    // The cited source first, then any (a small model often cites the wrong number).
+    let cited = sources.iter().filter(|s| s.n == reply.source as usize);
+    let rest = sources.iter().filter(|s| s.n != reply.source as usize);
+    let mut why = format!("no source holds the quote {:?}", reply.quote);
+    let mut missing = true;
+    for src in cited.chain(rest) {
+        if !holds(src, &reply.quote) {
+            continue;
+        }
+        if !about(src, &reply.quote, subject) {
+            why = format!("[{}] {:?} is not about {subject}", src.n, src.passage.title);
+            continue;
+        }
+        match stated(kind, property, subject, reply, &src.passage.title) {
+            Ok(v) => return Ok((v, src.n, reply.quote.trim().to_string())),
+            Err(e) => {
+                why = format!("[{}]: {e}", src.n);
+                missing = false;
+            }
+        }
+    }
+    Err((why, missing))
+}
+
+/// Runs `program` over the run's sources, recording every step.
+pub async fn run<E: Send>(
+    s: &mut Run<E>,
+    node: &str,
+    program: &Program,
+) -> Result<ProgramRun, NodeError> {
+    let mut values: Vec<Value> = Vec::new();
+    let mut subjects: Vec<Option<String>> = Vec::new();
+    let mut records: Vec<StepRecord> = Vec::new();
+    let mut cited: Vec<(usize, String)> = Vec::new();
+    let mut neither = false;
+    for (i, op) in program.steps.iter().enumerate() {
+        let mut record = StepRecord {
+            step: i + 1,
+            op: op.display(),
+            subject: None,
+            value: None,
+            source: None,
+            quote: None,
+            status: StepStatus::Computed,
+            note: String::new(),
+        };
+        let unresolved =
+            |record: &mut StepRecord, reason: String, missing: bool, query: Option<String>| {
+                record.status = StepStatus::Unresolved;
+                record.note = reason.clone();
+                Outcome::Unresolved {
+                    step: i + 1,
+                    op: op.name().to_string(),
+                    reason,
+                    missing,
+                    query,
+                }
+            };
+        let result: Result<Value, Outcome> = match op {
+            Op::Find {
+                subject, property, ..
+            }
+            | Op::Follow {
+                subject,
+                relation: property,
+            } => {
+                let kind = match op {
+                    Op::Find { kind, .. } => *kind,
+                    _ => Kind::Text,
+                };
+                let name = match subject {
+                    Subject::Named(n) => n.clone(),
+                    Subject::Step(r) => values[*r].display(),
+                };
+                record.subject = Some(name.clone());
+                let query = format!("{name} {property}");
+                match read(s, node, &name, property, kind).await? {
+                    Ok((v, n, quote)) => {
+                        record.status = StepStatus::Grounded;
+                        record.source = Some(n);
+                        record.quote = Some(quote.clone());
+                        record.note = format!("[{n}] states it");
+                        cited.push((n, quote));
+                        Ok(v)
+                    }
+                    Err((reason, missing)) => {
+                        Err(unresolved(&mut record, reason, missing, Some(query)))
+                    }
+                }
+            }
+            Op::Compare { a, b, by } => match order(&values[*a], &values[*b]) {
+                Some(Ordering::Equal) => Err(unresolved(
+                    &mut record,
+                    format!(
+                        "#{} and #{} are the same ({})",
+                        a + 1,
+                        b + 1,
+                        values[*a].display()
+                    ),
+                    false,
+                    None,
+                )),
+                Some(o) => {
+                    let a_wins = (o == Ordering::Less) == by.smaller_wins();
+                    let winner = if a_wins { *a } else { *b };
+                    let name = root(program, winner, &values);
+                    record.note = format!(
+                        "{} {} {}",
+                        values[*a].display(),
+                        match o {
+                            Ordering::Less => "<",
+                            _ => ">",
+                        },
+                        values[*b].display()
+                    );
+                    Ok(Value::Name(name))
+                }
+                None => Err(unresolved(
+                    &mut record,
+                    format!(
+                        "{} and {} cannot be ordered as written",
+                        values[*a].display(),
+                        values[*b].display()
+                    ),
+                    false,
+                    None,
+                )),
+            },
+            Op::Same { a, b } => match values[*a].same(&values[*b]) {
+                Some(same) => {
+                    record.note = format!("{} vs {}", values[*a].display(), values[*b].display());
+                    Ok(Value::Bool(same))
+                }
+                None => Err(unresolved(
+                    &mut record,
+                    format!(
+                        "whether {} is {} cannot be told as written",
+                        values[*a].display(),
+                        values[*b].display()
+                    ),
+                    false,
+                    None,
+                )),
+            },
+            Op::All { of } | Op::Any { of } => {
+                let verdicts: Vec<bool> = of
+                    .iter()
+                    .map(|&r| matches!(values[r], Value::Bool(true)))
+                    .collect();
+                let all = matches!(op, Op::All { .. });
+                Ok(Value::Bool(if all {
+                    verdicts.iter().all(|&v| v)
+                } else {
+                    verdicts.iter().any(|&v| v)
+                }))
+            }
+            Op::Pick { options, of } => {
+                if of.len() == options.len()
+                    && of.iter().all(|&r| matches!(values[r], Value::Bool(_)))
+                {
+                    let holding: Vec<&String> = options
+                        .iter()
+                        .zip(of)
+                        .filter(|(_, r)| values[**r] == Value::Bool(true))
+                        .map(|(o, _)| o)
+                        .collect();
+                    match holding.as_slice() {
+                        [one] => Ok(Value::Name((*one).clone())),
+                        [] => {
+                            neither = true;
+                            record.note = "no option holds".into();
+                            Ok(Value::Name("neither".into()))
+                        }
+                        _ => Err(unresolved(
+                            &mut record,
+                            "more than one option holds".into(),
+                            false,
+                            None,
+                        )),
+                    }
+                } else {
+                    let v = &values[of[0]];
+                    let said = v.display();
+                    match options.iter().find(|o| same_name(o, &said)) {
+                        Some(o) => Ok(Value::Name(o.clone())),
+                        None => {
+                            neither = true;
+                            record.note = format!("neither option: the sources say {said}");
+                            Ok(v.clone())
+                        }
+                    }
+                }
+            }
+            Op::Count { of } => match &values[*of] {
+                Value::List(items) => Ok(Value::Quantity(Quantity {
+                    value: items.len() as f64,
+                    unit: None,
+                    written: items.len().to_string(),
+                })),
+                other => Err(unresolved(
+                    &mut record,
+                    format!("{} is not a list", other.display()),
+                    false,
+                    None,
+                )),
+            },
+            Op::Intersect { a, b } => {
+                let list = |v: &Value| match v {
+                    Value::List(items) => items.clone(),
+                    other => vec![other.display()],
+                };
+                let (la, lb) = (list(&values[*a]), list(&values[*b]));
+                let shared: Vec<String> = la
+                    .into_iter()
+                    .filter(|x| lb.iter().any(|y| same_name(x, y)))
+                    .collect();
+                if shared.is_empty() {
+                    Err(unresolved(
+                        &mut record,
+                        "no item in common".into(),
+                        false,
+                        None,
+                    ))
+                } else {
+                    Ok(Value::List(shared))
+                }
+            }
+        };
+        match result {
+            Ok(v) => {
+                record.value = Some(v.clone());
+                values.push(v);
+                subjects.push(record.subject.clone());
+                records.push(record);
+            }
+            Err(outcome) => {
+                records.push(record);
+                return Ok(ProgramRun {
+                    program: program.display(),
+                    steps: records,
+                    outcome,
+                });
+            }
+        }
+    }
+    let last = values.last().cloned().unwrap_or(Value::Name(String::new()));
+    let short = last.display();
+    cited.dedup();
+    let facts = cited
+        .iter()
+        .map(|(n, q)| format!("{} [{n}]", q.trim_end_matches('.')))
+        .collect::<Vec<_>>()
+        .join(". ");
+    let lead = if neither && short != "neither" {
+        format!("Neither: {short}")
+    } else {
+        let mut c = short.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+            .unwrap_or_default()
+    };
+    Ok(ProgramRun {
+        program: program.display(),
+        steps: records,
+        outcome: Outcome::Resolved {
+            answer: format!("{lead}. {facts}."),
+            short_answer: short,
+            neither,
+        },
+    })
+}
+
+/// The order of two values where both are dates or both quantities.
+fn order(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Date(x), Value::Date(y)) => x.order(y),
+        (Value::Quantity(x), Value::Quantity(y)) => x.order(y),
+        _ => None,
+    }
+}
+
+/// The thing the question names that step `i`'s value belongs to: its subject, followed
+/// back through the steps it refers to ("the film whose director was born first" is the
+/// film, not the director).
+fn root(program: &Program, i: usize, values: &[Value]) -> String {
+    match &program.steps[i] {
+        Op::Find { subject, .. } | Op::Follow { subject, .. } => match subject {
+            Subject::Named(n) => n.clone(),
+            Subject::Step(r) => root(program, *r, values),
+        },
+        _ => values[i].display(),
+    }
+}
+
+/// One read: the sources about `subject` (searched for over an index when none is), one
+/// model call, the reply grounded. The pool only appends, so a source number stays the
+/// same passage when the sources are read again.
+async fn read<E: Send>(
+    s: &mut Run<E>,
+    node: &str,
+    subject: &str,
+    property: &str,
+    kind: Kind,
+) -> Result<Result<(Value, usize, String), (String, bool)>, NodeError> {
+    let has_source = |s: &Run<E>| s.sources.iter().any(|src| about(src, "", subject));
+    if s.mode == EvidenceMode::Retrieval && !has_source(s) {
+        let queries = vec![format!("{subject} {property}"), subject.to_string()];
+        let k = s.cfg().bridge_k.max(2);
+        nodes::gather_fused(
+            s,
+            &queries,
+            k,
+            &metarag_core::Filter::default(),
+            RetrievalReason::Hop,
+        )
+        .await?;
+        s.sources = evidence::read(&s.queries, &s.pool, s.cfg().max_evidence_chars);
+        s.sources_version += 1;
+    }
+    if s.sources.is_empty() {
+        return Ok(Err(("no sources to read".into(), true)));
+    }
+    let request = read_request(&s.sources, subject, property, kind);
+    let c = s.gw.chat(node, "program_read", request).await?;
+    let reply = match c.parsed::<ReadReply>() {
+        Ok(r) => r,
+        Err(e) => return Ok(Err((format!("the read did not parse: {e}"), false))),
+    };
+    Ok(ground(&reply, &s.sources, subject, property, kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::Passage;
+
+    fn src(n: usize, title: &str, text: &str) -> Source {
+        Source {
+            n,
+            passage: Passage::paragraph(title, text),
+            spans: vec![text.to_string()],
+        }
+    }
+
+    fn reply(quote: &str, value: &str, source: u32) -> ReadReply {
+        ReadReply {
+            quote: quote.into(),
+            value: value.into(),
+            source,
+        }
+    }
+
+    #[test]
+    fn a_negated_statement_is_false_whatever_the_model_says() {
+        let sources = [src(
+            1,
+            "Services",
+            "The billing service is not deprecated. The search service is not deprecated either.",
+        )];
+        for said in ["yes", "no"] {
+            let r = reply("The billing service is not deprecated.", said, 1);
+            let (v, n, _) =
+                ground(&r, &sources, "billing service", "deprecated", Kind::YesNo).unwrap();
+            assert_eq!((v, n), (Value::Bool(false), 1));
+        }
+        let r = reply("The search service is not deprecated either.", "yes", 1);
+        assert_eq!(
+            ground(&r, &sources, "search service", "is deprecated", Kind::YesNo)
+                .unwrap()
+                .0,
+            Value::Bool(false)
+        );
+    }
+
+    #[test]
+    fn a_value_counts_only_from_a_source_about_its_subject_that_states_it() {
+        let sources = [
+            src(
+                1,
+                "Velmora",
+                "Velmora is a 1961 drama film directed by Ansel Crow.",
+            ),
+            src(
+                2,
+                "Ansel Crow",
+                "Ansel Crow (born 4 May 1920 in Lyon) was a French director.",
+            ),
+        ];
+        // The date is Ansel Crow's, read for Velmora: not about the subject.
+        let r = reply(
+            "Ansel Crow (born 4 May 1920 in Lyon) was a French director.",
+            "4 May 1920",
+            2,
+        );
+        assert!(ground(&r, &sources, "Velmora", "release date", Kind::Date).is_err());
+        // A quote no source holds.
+        let r = reply("Velmora was released in 1959.", "1959", 1);
+        let (why, missing) =
+            ground(&r, &sources, "Velmora", "release date", Kind::Date).unwrap_err();
+        assert!(why.contains("no source holds"), "{why}");
+        assert!(missing);
+        // A value the quote does not state.
+        let r = reply(
+            "Velmora is a 1961 drama film directed by Ansel Crow.",
+            "1962",
+            1,
+        );
+        let (why, missing) =
+            ground(&r, &sources, "Velmora", "release date", Kind::Date).unwrap_err();
+        assert!(why.contains("does not state"), "{why}");
+        assert!(!missing);
+        // Cited as the wrong number, found in the right source, as precise as written there.
+        let r = reply(
+            "Ansel Crow (born 4 May 1920 in Lyon) was a French director.",
+            "1920",
+            1,
+        );
+        let (v, n, _) = ground(&r, &sources, "Ansel Crow", "date of birth", Kind::Date).unwrap();
+        assert_eq!((v.display(), n), ("4 May 1920".to_string(), 2));
+        // Nothing read: missing.
+        let (_, missing) = ground(
+            &reply("", "", 0),
+            &sources,
+            "Velmora",
+            "budget",
+            Kind::Quantity,
+        )
+        .unwrap_err();
+        assert!(missing);
+    }
+
+    #[test]
+    fn a_yes_needs_the_predicate_stated_and_a_no_needs_a_sentence_about_the_subject() {
+        let sources = [src(
+            1,
+            "Quenmoor",
+            "Quenmoor is a genus of flowering shrubs in the heath family.",
+        )];
+        let r = reply(
+            "Quenmoor is a genus of flowering shrubs in the heath family.",
+            "yes",
+            1,
+        );
+        assert!(ground(&r, &sources, "Quenmoor", "a species of fern", Kind::YesNo).is_err());
+        let r = reply(
+            "Quenmoor is a genus of flowering shrubs in the heath family.",
+            "no",
+            1,
+        );
+        assert_eq!(
+            ground(&r, &sources, "Quenmoor", "a species of fern", Kind::YesNo)
+                .unwrap()
+                .0,
+            Value::Bool(false)
+        );
+        let r = reply(
+            "Quenmoor is a genus of flowering shrubs in the heath family.",
+            "no",
+            1,
+        );
+        assert_eq!(
+            ground(&r, &sources, "Quenmoor", "flowering shrubs", Kind::YesNo)
+                .unwrap()
+                .0,
+            Value::Bool(true)
+        );
+    }
+}
