@@ -19,28 +19,21 @@
 //! cannot grade themselves.
 
 mod agent;
-pub mod attribute;
-pub mod compare;
 pub mod config;
 pub mod error;
 pub mod evidence;
 pub mod gateway;
 pub mod graph;
 pub mod injection;
-pub mod kin;
-pub mod link;
-pub mod measure;
 pub mod metacog;
 pub mod monitor;
 pub mod nodes;
-pub mod parts;
 pub mod program;
 pub mod prompts;
 pub mod reasoning;
 pub mod registry;
 pub mod roles;
 pub mod router;
-pub mod shared;
 pub mod state;
 pub mod strategies;
 pub mod text;

@@ -595,7 +595,7 @@ pub fn entity_coverage(question: &str, passages: &[Passage]) -> (f64, Vec<String
 }
 
 /// The form of answer a question asks for, which the write node's schema enforces where
-/// it can (yes/no, one of two options) and the monitor checks.
+/// it can (yes/no) and the monitor checks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "form", content = "options")]
 pub enum AnswerForm {
@@ -634,7 +634,8 @@ impl AnswerForm {
     pub fn allowed(&self) -> Option<Vec<String>> {
         match self {
             AnswerForm::YesNo => Some(vec!["yes".into(), "no".into()]),
-            AnswerForm::Choice(o) => Some(o.clone()),
+            // An "A or B" answer may be neither option ("neither: C"), so it is not
+            // constrained to them.
             _ => None,
         }
     }

@@ -134,9 +134,11 @@ fn constrained<T: JsonSchema>(allowed: Option<Vec<String>>) -> OutputSchema {
 fn short_rule(form: &AnswerForm) -> String {
     match form {
         AnswerForm::YesNo => "The short_answer is yes or no.".into(),
+        // Not forced: when the sources say the answer is neither option, that is the answer.
         AnswerForm::Choice(o) => format!(
-            "The short_answer is one of: {}.",
+            "The short_answer is one of: {}; or, when the sources say it is neither, what they say it is.",
             o.iter()
+                .take(2)
                 .map(|x| format!("\"{x}\""))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -149,8 +151,9 @@ fn short_rule(form: &AnswerForm) -> String {
 
 /// Asks for a cited answer (with sources) or a closed-book one (without). The short
 /// answer's form follows the question: for a yes/no question the schema allows only yes
-/// or no, for "A or B" only the options (or both, neither), so a grammar-constrained
-/// backend cannot put a sentence or a date there.
+/// or no, so a grammar-constrained backend cannot put a sentence there. An "A or B"
+/// question's short answer is not limited to the options: the sources may say it is
+/// neither.
 pub fn write(
     question: &str,
     sources: &[Source],
@@ -218,187 +221,6 @@ pub fn short_answer(question: &str, sources: &[Source]) -> ChatRequest {
     ));
     request.schema = Some(constrained::<ShortReply>(form.allowed()));
     request.max_tokens(32)
-}
-
-/// The reply to [`option_date`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct DateReply {
-    /// The date as the source states it ("12 March 1949"); empty if no source does.
-    pub date: String,
-    /// The number of the source that states it; 0 if none.
-    pub source: u32,
-}
-
-/// Asks for one option's date of a date comparison ([`crate::compare`]): `asked` names
-/// it ("the release date of \"Jaws\""). Over the same sources as the write, so a local
-/// model evaluates only the task line; the comparison itself is made in code.
-pub fn option_date(question: &str, sources: &[Source], asked: &str) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Question: {question}\n\nTo compare, read one date only: {asked}. Copy it as the source \
-             states it (day, month and year where given) and give the number of that source. If no \
-             source states it, leave date empty and give source 0.\n\
-             Reply in JSON: {{\"date\": \"...\", \"source\": 0}}"
-        ),
-    ))
-    .json_schema::<DateReply>()
-    .max_tokens(32)
-}
-
-/// The reply to [`option_quantity`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct QuantityReply {
-    /// The number as the source states it, with its unit ("7,885 metres", "about 900
-    /// species"); empty if no source does.
-    pub value: String,
-    /// The number of the source that states it; 0 if none.
-    pub source: u32,
-}
-
-/// Asks for one option's quantity of a quantity comparison ([`crate::measure`]): `asked`
-/// names it ("the number of species of \"Apium\""). Over the same sources as the write,
-/// so a local model evaluates only the task line; the comparison is made in code.
-pub fn option_quantity(question: &str, sources: &[Source], asked: &str) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Question: {question}\n\nTo compare, read one number only: {asked}. Copy the number as \
-             the source states it, with its unit (metres, feet, species, people, ...), and give \
-             the number of that source. If no source states it, leave value empty and give \
-             source 0.\n\
-             Reply in JSON: {{\"value\": \"...\", \"source\": 0}}"
-        ),
-    ))
-    .json_schema::<QuantityReply>()
-    .max_tokens(32)
-}
-
-/// The reply to [`relative`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RelativeReply {
-    /// The relative's name as the source writes it; empty if no source says.
-    pub name: String,
-    /// The number of the source that states it; 0 if none.
-    pub source: u32,
-}
-
-/// Asks one link of a kinship chain ([`crate::kin`]): who is `person`'s `relation`
-/// ("father", "mother", "spouse"). The question the chain answers is not shown: asked
-/// beside it, a small model answers it instead of the one link. Over the same sources as
-/// the write, so a local model evaluates only the task line; the chain is followed in code.
-pub fn relative(sources: &[Source], person: &str, relation: &str) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Answer this question only: who is the {relation} of {person}? Copy the name as the source about {person} \
-             writes it, and give the number of that source. If no source says, leave name \
-             empty and give source 0.\n\
-             Reply in JSON: {{\"name\": \"...\", \"source\": 0}}"
-        ),
-    ))
-    .json_schema::<RelativeReply>()
-    .max_tokens(40)
-}
-
-/// The reply to [`linked`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct LinkedReply {
-    /// The answer as the source writes it; empty if no source says.
-    pub answer: String,
-    /// The number of the source that states it; 0 if none.
-    pub source: u32,
-}
-
-/// Asks a linked question again of the bridge person by name ([`crate::link`]): "Where was
-/// Nathan Juran born?" in place of "Where was the director of film X born?". The answer is
-/// copied as the source about `person` writes it, so that code can find it there.
-pub fn linked(sources: &[Source], question: &str, person: &str) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Answer this question only: {question} Copy the answer as the source about {person} \
-             writes it, as few words as answer it, and give the number of that source. If no \
-             source says, leave answer empty and give source 0.\n\
-             Reply in JSON: {{\"answer\": \"...\", \"source\": 0}}"
-        ),
-    ))
-    .json_schema::<LinkedReply>()
-    .max_tokens(48)
-}
-
-/// The reply to [`parents`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ParentsReply {
-    /// The father's name as the source writes it; empty if no source says.
-    pub father: String,
-    /// The mother's name as the source writes it; empty if no source says.
-    pub mother: String,
-    /// The number of the source that states them; 0 if none.
-    pub source: u32,
-}
-
-/// Asks a parent link of a kinship chain ([`crate::kin`]): both of `person`'s parents in
-/// one reply. Asked for one parent alone, the 1.5B model gave the father as a mother (2Wiki
-/// gold, tuning half); with a slot for each it keeps them apart, and one name in both
-/// slots is seen in code.
-pub fn parents(sources: &[Source], person: &str) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Answer this question only: who are the father and the mother of {person}? Copy each \
-             name as the source about {person} writes it, and give the number of that source. \
-             Leave a name empty if no source says it.\n\
-             Reply in JSON: {{\"father\": \"...\", \"mother\": \"...\", \"source\": 0}}"
-        ),
-    ))
-    .json_schema::<ParentsReply>()
-    .max_tokens(64)
-}
-
-/// A part's verdict ([`PartReply`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum PartVerdict {
-    /// The part holds.
-    Yes,
-    /// It does not.
-    No,
-    /// No source says.
-    Unknown,
-}
-
-/// The reply to [`part_verdict`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PartReply {
-    /// The sentence of the source that bears on the part, copied first so that the
-    /// verdict is read from it; empty if none.
-    pub quote: String,
-    /// Whether the part holds, as that sentence states it.
-    pub verdict: PartVerdict,
-    /// The number of the source about the thing asked of that states it; 0 if none.
-    pub source: u32,
-}
-
-/// Asks one part of a yes/no question about two things ([`crate::parts`]): `part` is the
-/// question asked of `entity` alone. The model copies the sentence that bears on it before
-/// its verdict: asked for a bare verdict, the 1.5B model answered no part "no" on the 23
-/// questions of HotpotQA gold's tuning half (docs/results/monitor.md). Over the same sources as the
-/// write, so a local model evaluates only the task line; the conjunction is made in code.
-pub fn part_verdict(question: &str, sources: &[Source], entity: &str, part: &str) -> ChatRequest {
-    ChatRequest::new(over_sources(
-        sources,
-        format!(
-            "Question: {question}\n\nAnswer one part only, about {entity} alone: {part}\n\
-             First copy, word for word, the sentence of a source about {entity} that says what \
-             {entity} is or did in this respect. Then answer yes only if that sentence states it, \
-             no if it states something else, and give the number of that source. If no source \
-             says, leave quote empty, answer unknown and give source 0.\n\
-             Reply in JSON: {{\"quote\": \"...\", \"verdict\": \"yes\", \"source\": 0}}"
-        ),
-    ))
-    .json_schema::<PartReply>()
-    .max_tokens(120)
 }
 
 /// One fact the question needs, as the verify step asks the model to list them.

@@ -9,15 +9,8 @@
 
 use crate::report::RunRecord;
 use crate::score_answer;
-use metarag_agent::attribute::ATTRIBUTES_CONFIRM;
-use metarag_agent::compare::DATES_CONFIRM;
 use metarag_agent::graph::StopReason;
-use metarag_agent::kin::KIN_CONFIRM;
-use metarag_agent::link::LINK_CONFIRM;
-use metarag_agent::measure::QUANTITIES_CONFIRM;
 use metarag_agent::monitor::{FEATURES, MonitorModel, Signals};
-use metarag_agent::parts::PARTS_CONFIRM;
-use metarag_agent::shared::SHARED_CONFIRM;
 use metarag_agent::trace::{Remediation, Round, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -147,43 +140,31 @@ fn fold_check(score: f64, check: Option<bool>) -> f64 {
     }
 }
 
-/// Which check in code judged a trace's first answer and what it said
-/// ([`FirstAnswer::code_check`]), from what the trace records: the stop reason
-/// [`DATES_CONFIRM`], [`PARTS_CONFIRM`], [`QUANTITIES_CONFIRM`], [`KIN_CONFIRM`],
-/// [`LINK_CONFIRM`], [`ATTRIBUTES_CONFIRM`] or [`SHARED_CONFIRM`], or a `Compare`, `Parts`,
-/// `Measure`, `Kin`, `Link` or `Attribute` remediation on the first round (the shared
-/// check only confirms). The name is the signal's in the tables ("date_check",
-/// "parts_check", "quantity_check", "kin_check", "link_check", "attribute_check",
-/// "shared_check").
+/// The stop reasons with which the readers of particular question wordings (the date,
+/// quantity, kinship, link, parts, attribute and shared checks, replaced by the question
+/// program) confirmed a first answer, as traces before the program record them.
+const READER_CONFIRMS: &[&str] = &[
+    "the dates confirm the answer",
+    "the quantities confirm the answer",
+    "the relation chain confirms the answer",
+    "the link confirms the answer",
+    "the parts confirm the answer",
+    "the pages confirm the answer",
+    "both pages state the answer",
+];
+
+/// Whether a check in code judged a trace's first answer and what it said
+/// ([`FirstAnswer::code_check`]): in traces of the readers the program replaced, one of
+/// [`READER_CONFIRMS`] (confirmed) or a retired reader's remediation on the first round
+/// (contradicted). The name is the signal's in the tables.
 fn code_check(trace: &Trace) -> Option<(&'static str, bool)> {
-    if trace.stop == StopReason::Done(DATES_CONFIRM.to_string()) {
-        return Some(("date_check", true));
-    }
-    if trace.stop == StopReason::Done(PARTS_CONFIRM.to_string()) {
-        return Some(("parts_check", true));
-    }
-    if trace.stop == StopReason::Done(QUANTITIES_CONFIRM.to_string()) {
-        return Some(("quantity_check", true));
-    }
-    if trace.stop == StopReason::Done(KIN_CONFIRM.to_string()) {
-        return Some(("kin_check", true));
-    }
-    if trace.stop == StopReason::Done(LINK_CONFIRM.to_string()) {
-        return Some(("link_check", true));
-    }
-    if trace.stop == StopReason::Done(ATTRIBUTES_CONFIRM.to_string()) {
-        return Some(("attribute_check", true));
-    }
-    if trace.stop == StopReason::Done(SHARED_CONFIRM.to_string()) {
-        return Some(("shared_check", true));
+    if let StopReason::Done(why) = &trace.stop
+        && READER_CONFIRMS.contains(&why.as_str())
+    {
+        return Some(("code_check", true));
     }
     match trace.rounds.first()?.remediation {
-        Some(Remediation::Compare { .. }) => Some(("date_check", false)),
-        Some(Remediation::Parts { .. }) => Some(("parts_check", false)),
-        Some(Remediation::Measure { .. }) => Some(("quantity_check", false)),
-        Some(Remediation::Kin { .. }) => Some(("kin_check", false)),
-        Some(Remediation::Link { .. }) => Some(("link_check", false)),
-        Some(Remediation::Attribute { .. }) => Some(("attribute_check", false)),
+        Some(Remediation::Retired) => Some(("code_check", false)),
         _ => None,
     }
 }
@@ -212,55 +193,6 @@ fn legacy_features(r: &Round) -> Option<(BTreeMap<String, f64>, (f64, bool))> {
 /// Every first answer of `strategy` in the record whose trace the monitor (or the older
 /// gate) assessed.
 pub fn first_answers(record: &RunRecord, strategy: &str) -> Vec<FirstAnswer> {
-    first_answers_with(record, strategy, Replay::default())
-}
-
-/// Checks in code to apply afresh to recorded first answers whose run predates them.
-///
-/// The attribute check ([`metarag_agent::attribute`]) and the shared check
-/// ([`metarag_agent::shared`]) make no model call: they read the question, the sources the
-/// first answer was written over and that answer, all of which a trace records, and they
-/// run after the first answer's assessment, so they change none of the signals. Replayed
-/// on a trace that no other check judged, each says exactly what it would have said in the
-/// run (the two never read the same question). `metarag bench monitor
-/// --replay-attribute-check --replay-shared-check` prints what it replayed, beside the
-/// tables.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Replay {
-    /// Apply the attribute check to first answers no check judged.
-    pub attribute_check: bool,
-    /// Apply the shared check to first answers no check judged.
-    pub shared_check: bool,
-}
-
-/// A check replayed on a recorded trace: its verdict on the first answer.
-type ReplayedCheck = fn(&Trace) -> Option<bool>;
-
-/// The shared check's verdict on a trace's first answer, replayed: `Some(true)` when both
-/// things' own pages state it, `None` otherwise (the check only confirms).
-pub fn replayed_shared_check(trace: &Trace) -> Option<bool> {
-    let q = metarag_agent::shared::SharedQuestion::of(&trace.question)?;
-    let first = trace.rounds.first()?;
-    q.confirms(&first.short_answer, &trace.sources)
-        .map(|_| true)
-}
-
-/// The attribute check's verdict on a trace's first answer, replayed: `Some(true)` when
-/// the pages make the written answer, `Some(false)` when they make another, `None` when
-/// the question is no attribute question or its pages do not settle it.
-pub fn replayed_attribute_check(trace: &Trace) -> Option<bool> {
-    let q = metarag_agent::attribute::AttributeQuestion::of(&trace.question)?;
-    let first = trace.rounds.first()?;
-    let d = q.decide(&trace.sources)?;
-    Some(metarag_agent::monitor::says(
-        &first.short_answer,
-        &d.answer,
-        &q.things,
-    ))
-}
-
-/// [`first_answers`], with the checks `replay` names applied afresh ([`Replay`]).
-pub fn first_answers_with(record: &RunRecord, strategy: &str, replay: Replay) -> Vec<FirstAnswer> {
     let mut out = Vec::new();
     for r in &record.results {
         if r.strategy.as_str() != strategy {
@@ -272,21 +204,7 @@ pub fn first_answers_with(record: &RunRecord, strategy: &str, replay: Replay) ->
         let Some(round) = trace.rounds.first() else {
             continue;
         };
-        // The replayed checks read different questions, so at most one of them judges.
-        let replayed: [(bool, &'static str, ReplayedCheck); 2] = [
-            (
-                replay.attribute_check,
-                "attribute_check",
-                replayed_attribute_check,
-            ),
-            (replay.shared_check, "shared_check", replayed_shared_check),
-        ];
-        let check = code_check(trace).or_else(|| {
-            replayed
-                .iter()
-                .filter(|(on, ..)| *on)
-                .find_map(|(_, name, check)| check(trace).map(|confirmed| (*name, confirmed)))
-        });
+        let check = code_check(trace);
         let right = score_answer(&round.short_answer, &r.answers).f1 >= 0.5;
         let (mut features, signals, gate) = if let Some(a) = &round.assessment {
             let features: BTreeMap<String, f64> = FEATURES
@@ -349,12 +267,7 @@ pub struct MonitorTable {
 
 /// The monitor's tables for `strategy`, one per half that has questions.
 pub fn tables(record: &RunRecord, strategy: &str) -> Vec<MonitorTable> {
-    tables_with(record, strategy, Replay::default())
-}
-
-/// [`tables`], with the checks `replay` names applied afresh ([`Replay`]).
-pub fn tables_with(record: &RunRecord, strategy: &str, replay: Replay) -> Vec<MonitorTable> {
-    let all = first_answers_with(record, strategy, replay);
+    let all = first_answers(record, strategy);
     let mut out = Vec::new();
     for split in [Split::Tune, Split::Report] {
         let xs: Vec<&FirstAnswer> = all.iter().filter(|a| a.split == split).collect();
@@ -465,11 +378,6 @@ pub struct FitReport {
 /// record, using `features` (the names in [`FEATURES`]), and evaluates the fit on the
 /// reporting half.
 pub fn fit(records: &[RunRecord], strategy: &str, features: &[&str]) -> Fit {
-    fit_with(records, strategy, features, Replay::default())
-}
-
-/// [`fit`], with the checks `replay` names applied afresh ([`Replay`]).
-pub fn fit_with(records: &[RunRecord], strategy: &str, features: &[&str], replay: Replay) -> Fit {
     let label = |r: &RunRecord| {
         format!(
             "{} {} n{}",
@@ -483,7 +391,7 @@ pub fn fit_with(records: &[RunRecord], strategy: &str, features: &[&str], replay
     let per_record: Vec<Vec<FirstAnswer>> = records
         .iter()
         .map(|r| {
-            first_answers_with(r, strategy, replay)
+            first_answers(r, strategy)
                 .into_iter()
                 .filter(|a| a.signals.is_some())
                 .collect()

@@ -661,15 +661,7 @@ async fn read<E: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::Passage;
-
-    fn src(n: usize, title: &str, text: &str) -> Source {
-        Source {
-            n,
-            passage: Passage::paragraph(title, text),
-            spans: vec![text.to_string()],
-        }
-    }
+    use crate::evidence::test_source as src;
 
     fn reply(quote: &str, value: &str, source: u32) -> ReadReply {
         ReadReply {

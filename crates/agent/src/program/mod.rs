@@ -484,10 +484,18 @@ impl RawProgram {
 }
 
 impl Program {
-    /// Whether the program does more than one read: a single `find` or `follow` is the
-    /// question asked again, which the written answer already is.
+    /// Whether the program does more than the write would: several steps, or a yes/no
+    /// read (decided in code, negation included). A single `find` or `follow` of a name or
+    /// a value is the question asked again, which the written answer already is.
     pub fn reasons(&self) -> bool {
         self.steps.len() > 1
+            || matches!(
+                self.steps.first(),
+                Some(Op::Find {
+                    kind: Kind::YesNo,
+                    ..
+                })
+            )
     }
 
     /// The steps as lines, `#1 = find(...)`.

@@ -23,7 +23,7 @@ pub use direct::Direct;
 pub use flare::{Flare, FlareConfig};
 pub use ircot::{Ircot, IrcotConfig};
 pub use mcts::{Mcts, MctsConfig, NodeKind, TreeNode, best_node, check_tree};
-pub use metarag::{Metarag, MetaragConfig};
+pub use metarag::{Metarag, MetaragConfig, PROGRAM_RESOLVED};
 pub use react::{React, ReactConfig};
 pub use reflexion::{Reflexion, ReflexionConfig};
 pub use router::{Router, RouterConfig};

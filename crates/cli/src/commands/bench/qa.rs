@@ -150,17 +150,6 @@ pub struct MonitorArgs {
     /// (`monitor_open` when every record is open-domain).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Apply the attribute check (no model call: each thing's own page read in code) to
-    /// first answers whose run predates it and that no other check judged, as
-    /// "attribute_check": what the check would have said in the run, from what the trace
-    /// records.
-    #[arg(long)]
-    pub replay_attribute_check: bool,
-    /// Apply the shared check (no model call: an answer to what two things share, both
-    /// their own pages read in code) to first answers whose run predates it and that no
-    /// other check judged, as "shared_check".
-    #[arg(long)]
-    pub replay_shared_check: bool,
 }
 
 /// Where a named data set is looked up without `--data-dir`: `./data/qa` (a checkout's root),
@@ -598,26 +587,9 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| record_or_results(p))
         .collect::<Result<Vec<_>>>()?;
-    let replay = monitor::Replay {
-        attribute_check: args.replay_attribute_check,
-        shared_check: args.replay_shared_check,
-    };
-    let replayed: Vec<&str> = [
-        (replay.attribute_check, "the attribute check"),
-        (replay.shared_check, "the shared check"),
-    ]
-    .into_iter()
-    .filter_map(|(on, name)| on.then_some(name))
-    .collect();
-    if !replayed.is_empty() {
-        println!(
-            "replayed: {}, on first answers no recorded check judged\n",
-            replayed.join(" and ")
-        );
-    }
     let mut tables = Vec::new();
     for r in &records {
-        for t in monitor::tables_with(r, &args.strategy, replay) {
+        for t in monitor::tables(r, &args.strategy) {
             tables.push((
                 format!("{} {}", r.config.dataset, r.config.protocol.as_str()),
                 t,
@@ -647,12 +619,7 @@ pub fn monitor(app: &App, args: MonitorArgs) -> Result<ExitCode> {
         } else {
             args.features.iter().map(String::as_str).collect()
         };
-        Some(monitor::fit_with(
-            &records,
-            &args.strategy,
-            &features,
-            replay,
-        ))
+        Some(monitor::fit(&records, &args.strategy, &features))
     } else {
         None
     };

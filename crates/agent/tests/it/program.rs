@@ -1,0 +1,483 @@
+//! The question program on the scripted fake LLM: each op, negation, "neither", an
+//! unresolved step, an invalid program, and a chain whose second subject is searched for
+//! over an index. Every question is worded plainly, with invented things, never a
+//! benchmark's template.
+
+use crate::{context, index};
+use metarag_agent::program::exec::{Outcome, ProgramRun, StepStatus};
+use metarag_agent::strategies::PROGRAM_RESOLVED;
+use metarag_agent::{Agent, AgentConfig, Ask, Registry, StopReason, StrategySections, Trace};
+use metarag_core::{DynLlm, DynRetriever};
+use metarag_testkit::ScriptedLlm;
+use std::sync::Arc;
+
+const PLAN: &str = "Write a small program that answers the question";
+const WRITE: &str = "Answer the question using the sources. After every fact";
+const SAMPLE: &str = "with the answer alone";
+const CLOSED: &str = "Answer from your own knowledge with only the answer itself";
+
+/// The read prompt for `property` of `subject`.
+fn asks(property: &str, subject: &str) -> String {
+    format!("what is the {property} of {subject}?")
+}
+
+/// The yes/no read prompt.
+fn checks(property: &str, subject: &str) -> String {
+    format!("is this true of {subject}: {property}?")
+}
+
+fn read(quote: &str, value: &str, source: u32) -> String {
+    serde_json::json!({"quote": quote, "value": value, "source": source}).to_string()
+}
+
+fn agent(llm: ScriptedLlm, retriever: Option<Arc<dyn DynRetriever>>) -> (Agent, Arc<ScriptedLlm>) {
+    agent_with(
+        llm,
+        retriever,
+        AgentConfig {
+            plan_with_llm: false,
+            ..AgentConfig::default()
+        },
+    )
+}
+
+fn agent_with(
+    llm: ScriptedLlm,
+    retriever: Option<Arc<dyn DynRetriever>>,
+    config: AgentConfig,
+) -> (Agent, Arc<ScriptedLlm>) {
+    let llm = Arc::new(llm);
+    let dynllm: Arc<dyn DynLlm> = llm.clone();
+    let mut sections = StrategySections::new();
+    sections.insert("metarag".into(), serde_json::json!({"samples": 2}));
+    let mut b = Agent::builder(dynllm)
+        .registry(Registry::builtin_with(&sections).unwrap())
+        .config(config);
+    if let Some(r) = retriever {
+        b = b.retriever(r);
+    }
+    (b.build().unwrap(), llm)
+}
+
+/// The scripted model with a written answer and samples for runs the program leaves to
+/// the write.
+fn writer(short: &str) -> ScriptedLlm {
+    ScriptedLlm::new()
+        .on(
+            &[WRITE],
+            serde_json::json!({"answer": format!("{short} [1]."), "short_answer": short})
+                .to_string(),
+        )
+        .on(
+            &[SAMPLE],
+            serde_json::json!({"short_answer": short}).to_string(),
+        )
+        .on(&[CLOSED], "unknown")
+}
+
+fn program_of(t: &Trace) -> ProgramRun {
+    serde_json::from_value(t.records["program"].clone()).unwrap()
+}
+
+const FILMS: [(&str, &str); 2] = [
+    (
+        "Blue Harbour",
+        "Blue Harbour is a 1958 drama film. It premiered on 3 May 1958 in Lisbon.",
+    ),
+    (
+        "The Glass Fox",
+        "The Glass Fox is a thriller film first shown in March 1957.",
+    ),
+];
+
+fn films_plan() -> String {
+    serde_json::json!({"steps": [
+        {"op": "find", "subject": "Blue Harbour", "property": "premiere date", "type": "date"},
+        {"op": "find", "subject": "The Glass Fox", "property": "premiere date", "type": "date"},
+        {"op": "compare", "args": ["#1", "#2"], "by": "earlier"}
+    ]})
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_reworded_comparison_is_decided_by_the_dates_each_source_states() {
+    let q = "Of Blue Harbour and The Glass Fox, which film premiered before the other?";
+    let (agent, llm) = agent(
+        writer("Blue Harbour")
+            .on(&[PLAN], films_plan())
+            .on(
+                &[&asks("premiere date", "Blue Harbour")],
+                read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
+            )
+            .on(
+                &[&asks("premiere date", "The Glass Fox")],
+                read(
+                    "The Glass Fox is a thriller film first shown in March 1957.",
+                    "March 1957",
+                    2,
+                ),
+            ),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "metarag").with_context(context(&FILMS)))
+        .await
+        .unwrap();
+    assert_eq!(t.stop, StopReason::Done(PROGRAM_RESOLVED.into()));
+    assert_eq!(t.short_answer, "The Glass Fox");
+    // No write: the program's answer, citing both dates.
+    assert_eq!(llm.hits(&[WRITE]), 0);
+    assert!(
+        t.answer.contains("[1]") && t.answer.contains("[2]"),
+        "{}",
+        t.answer
+    );
+    let run = program_of(&t);
+    assert_eq!(run.steps.len(), 3);
+    assert!(
+        run.steps[..2]
+            .iter()
+            .all(|s| s.status == StepStatus::Grounded)
+    );
+    assert_eq!(run.steps[2].status, StepStatus::Computed);
+    assert_eq!(run.steps[1].value.as_ref().unwrap().display(), "March 1957");
+    assert_eq!(t.metrics.get("program_resolved"), Some(&1.0));
+}
+
+#[tokio::test]
+async fn a_negated_fact_is_read_as_false_even_when_the_model_says_yes() {
+    let q = "Are the billing service and the search service both deprecated?";
+    let docs = [
+        (
+            "Billing service",
+            "The billing service handles invoices. The billing service is not deprecated.",
+        ),
+        (
+            "Search service",
+            "The search service indexes documents. The search service is not deprecated either.",
+        ),
+    ];
+    let plan = serde_json::json!({"steps": [
+        {"op": "find", "subject": "billing service", "property": "deprecated", "type": "yes_no"},
+        {"op": "find", "subject": "search service", "property": "deprecated", "type": "yes_no"},
+        {"op": "all", "args": ["#1", "#2"]}
+    ]});
+    let (agent, _) = agent(
+        writer("yes")
+            .on(&[PLAN], plan.to_string())
+            .on(
+                &[&checks("deprecated", "billing service")],
+                read("The billing service is not deprecated.", "yes", 1),
+            )
+            .on(
+                &[&checks("deprecated", "search service")],
+                read("The search service is not deprecated either.", "yes", 2),
+            ),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "metarag").with_context(context(&docs)))
+        .await
+        .unwrap();
+    assert_eq!(t.stop, StopReason::Done(PROGRAM_RESOLVED.into()));
+    assert_eq!(t.short_answer, "no");
+    let run = program_of(&t);
+    assert!(
+        run.steps[..2]
+            .iter()
+            .all(|s| s.value.as_ref().unwrap().display() == "no")
+    );
+}
+
+#[tokio::test]
+async fn an_either_or_question_both_of_whose_options_are_wrong_is_answered_neither() {
+    let q = "Which database does the analytics team use, Postgres or MySQL?";
+    let docs = [(
+        "Analytics platform",
+        "In 2023 the analytics team moved to ClickHouse, which replaced both Postgres and MySQL.",
+    )];
+    let plan = serde_json::json!({"steps": [
+        {"op": "find", "subject": "analytics team", "property": "database it uses", "type": "text"},
+        {"op": "pick", "args": ["#1"], "options": ["Postgres", "MySQL"]}
+    ]});
+    let (agent, _) = agent(
+        writer("MySQL").on(&[PLAN], plan.to_string()).on(
+            &[&asks("database it uses", "analytics team")],
+            read(
+                "In 2023 the analytics team moved to ClickHouse, which replaced both Postgres and MySQL.",
+                "ClickHouse",
+                1,
+            ),
+        ),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "metarag").with_context(context(&docs)))
+        .await
+        .unwrap();
+    assert_eq!(t.short_answer, "ClickHouse");
+    assert!(t.answer.starts_with("Neither: ClickHouse"), "{}", t.answer);
+    assert!(matches!(
+        program_of(&t).outcome,
+        Outcome::Resolved { neither: true, .. }
+    ));
+}
+
+#[tokio::test]
+async fn an_option_the_sources_name_is_picked_and_a_shared_country_is_told_by_its_demonym() {
+    let docs = [
+        (
+            "Marek Dunn",
+            "Marek Dunn is an American sculptor born in Ohio.",
+        ),
+        (
+            "Sofia Ehle",
+            "Sofia Ehle is a painter from the United States.",
+        ),
+    ];
+    let plan = serde_json::json!({"steps": [
+        {"op": "find", "subject": "Marek Dunn", "property": "nationality", "type": "place"},
+        {"op": "find", "subject": "Sofia Ehle", "property": "nationality", "type": "place"},
+        {"op": "same", "args": ["#1", "#2"]}
+    ]});
+    let (agent, _) = agent(
+        writer("no")
+            .on(&[PLAN], plan.to_string())
+            .on(
+                &[&asks("nationality", "Marek Dunn")],
+                read(
+                    "Marek Dunn is an American sculptor born in Ohio.",
+                    "American",
+                    1,
+                ),
+            )
+            .on(
+                &[&asks("nationality", "Sofia Ehle")],
+                read(
+                    "Sofia Ehle is a painter from the United States.",
+                    "United States",
+                    2,
+                ),
+            ),
+        None,
+    );
+    let t = agent
+        .ask(
+            &Ask::new(
+                "Did Marek Dunn and Sofia Ehle hold the same citizenship?",
+                "metarag",
+            )
+            .with_context(context(&docs)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(t.short_answer, "yes");
+}
+
+#[tokio::test]
+async fn what_two_lists_share_and_how_many_items_one_holds_are_computed() {
+    let docs = [
+        (
+            "Pell Arno",
+            "Pell Arno plays the cello, the piano and the organ.",
+        ),
+        ("Mira Sand", "Mira Sand plays the violin and the piano."),
+    ];
+    let shared = serde_json::json!({"steps": [
+        {"op": "find", "subject": "Pell Arno", "property": "instruments played", "type": "list"},
+        {"op": "find", "subject": "Mira Sand", "property": "instruments played", "type": "list"},
+        {"op": "intersect", "args": ["#1", "#2"]}
+    ]});
+    let reads = |llm: ScriptedLlm| {
+        llm.on(
+            &[&asks("instruments played", "Pell Arno")],
+            read(
+                "Pell Arno plays the cello, the piano and the organ.",
+                "cello, piano, organ",
+                1,
+            ),
+        )
+        .on(
+            &[&asks("instruments played", "Mira Sand")],
+            read(
+                "Mira Sand plays the violin and the piano.",
+                "violin, piano",
+                2,
+            ),
+        )
+    };
+    let (a, _) = agent(reads(writer("cello").on(&[PLAN], shared.to_string())), None);
+    let t = a
+        .ask(
+            &Ask::new(
+                "Which instrument is played by both Pell Arno and Mira Sand?",
+                "metarag",
+            )
+            .with_context(context(&docs)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(t.short_answer, "piano");
+    let count = serde_json::json!({"steps": [
+        {"op": "find", "subject": "Pell Arno", "property": "instruments played", "type": "list"},
+        {"op": "count", "args": ["#1"]}
+    ]});
+    let (a, _) = agent(reads(writer("2").on(&[PLAN], count.to_string())), None);
+    let t = a
+        .ask(
+            &Ask::new("How many instruments does Pell Arno play?", "metarag")
+                .with_context(context(&docs)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(t.short_answer, "3");
+}
+
+#[tokio::test]
+async fn a_step_no_source_grounds_leaves_the_answer_to_the_write_and_says_which_step() {
+    let q = "Which film was shown to audiences first: Blue Harbour or The Glass Fox?";
+    // The Glass Fox's date "quoted" from a sentence no source holds.
+    let (agent, llm) = agent(
+        writer("Blue Harbour")
+            .on(&[PLAN], films_plan())
+            .on(
+                &[&asks("premiere date", "Blue Harbour")],
+                read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
+            )
+            .on(
+                &[&asks("premiere date", "The Glass Fox")],
+                read("The Glass Fox premiered in 1960.", "1960", 2),
+            ),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "metarag").with_context(context(&FILMS)))
+        .await
+        .unwrap();
+    assert_ne!(t.stop, StopReason::Done(PROGRAM_RESOLVED.into()));
+    assert_eq!(llm.hits(&[WRITE]), 1);
+    assert_eq!(t.short_answer, "Blue Harbour");
+    match program_of(&t).outcome {
+        Outcome::Unresolved {
+            step, op, reason, ..
+        } => {
+            assert_eq!((step, op.as_str()), (2, "find"));
+            assert!(reason.contains("no source holds"), "{reason}");
+        }
+        other => panic!("expected unresolved, got {other:?}"),
+    }
+    let note = t
+        .graph
+        .events
+        .iter()
+        .find(|e| e.node == "program")
+        .and_then(|e| e.note.clone())
+        .unwrap();
+    assert!(note.starts_with("step 2 unresolved"), "{note}");
+}
+
+#[tokio::test]
+async fn a_program_that_does_not_type_is_recorded_and_the_write_answers() {
+    // A compare of two names: not dates or quantities.
+    let plan = serde_json::json!({"steps": [
+        {"op": "follow", "subject": "Blue Harbour", "property": "director"},
+        {"op": "follow", "subject": "The Glass Fox", "property": "director"},
+        {"op": "compare", "args": ["#1", "#2"], "by": "earlier"}
+    ]});
+    let (agent, llm) = agent(writer("Blue Harbour").on(&[PLAN], plan.to_string()), None);
+    let t = agent
+        .ask(
+            &Ask::new(
+                "Whose director was born first, Blue Harbour's or The Glass Fox's?",
+                "metarag",
+            )
+            .with_context(context(&FILMS)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(llm.hits(&[WRITE]), 1);
+    match program_of(&t).outcome {
+        Outcome::Invalid { reason } => assert!(reason.starts_with("step 3"), "{reason}"),
+        other => panic!("expected invalid, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_chain_searches_for_the_page_of_the_entity_its_first_step_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let passages: Vec<(String, String)> = [
+        (
+            "Quarry Bells",
+            "Quarry Bells is a 1971 film directed by Ivo Marsh.",
+        ),
+        (
+            "Ivo Marsh",
+            "Ivo Marsh (1921-1990) was a film director born in Dundee.",
+        ),
+        ("Dundee", "Dundee is a city on the east coast of Scotland."),
+        ("Harbour lights", "Harbour lights guide ships at night."),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let retriever = index(dir.path(), &passages).await;
+    let plan = serde_json::json!({"steps": [
+        {"op": "follow", "subject": "Quarry Bells", "property": "director"},
+        {"op": "find", "subject": "#1", "property": "birthplace", "type": "place"}
+    ]});
+    let mut config = AgentConfig {
+        plan_with_llm: false,
+        bridge_hop: false,
+        follow_entities: false,
+        ..AgentConfig::default()
+    };
+    for route in [
+        &mut config.simple,
+        &mut config.complex,
+        &mut config.multi_hop,
+    ] {
+        route.top_k = 1;
+        route.hops = 1;
+    }
+    let (agent, llm) = agent_with(
+        writer("1971")
+            .on(&[PLAN], plan.to_string())
+            .on(
+                &[&asks("director", "Quarry Bells")],
+                read(
+                    "Quarry Bells is a 1971 film directed by Ivo Marsh.",
+                    "Ivo Marsh",
+                    1,
+                ),
+            )
+            .on(
+                &[&asks("birthplace", "Ivo Marsh")],
+                read(
+                    "Ivo Marsh (1921-1990) was a film director born in Dundee.",
+                    "Dundee",
+                    2,
+                ),
+            ),
+        Some(retriever),
+        config,
+    );
+    let t = agent
+        .ask(&Ask::new(
+            "In which city was the man who directed Quarry Bells born?",
+            "metarag",
+        ))
+        .await
+        .unwrap();
+    let run = program_of(&t);
+    assert_eq!(t.short_answer, "Dundee", "{run:?}");
+    assert_eq!(run.steps[1].subject.as_deref(), Some("Ivo Marsh"));
+    assert!(
+        t.sources.iter().any(|s| s.passage.title == "Ivo Marsh"),
+        "{:?}",
+        t.sources
+            .iter()
+            .map(|s| &s.passage.title)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(llm.hits(&[WRITE]), 0);
+}
