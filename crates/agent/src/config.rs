@@ -69,7 +69,7 @@ pub struct AgentConfig {
     pub follow_entities: bool,
     /// Whether a route with hops left searches, right after its first search, for the
     /// bridge entities the question's relation passes through, named by the passages about
-    /// the entities the question names ("the director of film X": X's page names its
+    /// the entities the question names ("who made X": X's page names its
     /// director, whose own page is searched by name, two passages each;
     /// `evidence::relation_bridges`). Costs a search per bridge and no model call.
     pub bridge_hop: bool,

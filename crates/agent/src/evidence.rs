@@ -461,10 +461,10 @@ pub fn bridge_note(question: &str, bridges: &[Bridge], sources: &[Source]) -> Op
 }
 
 /// The question with the relation that leads to a bridge replaced by the bridge's name:
-/// "Where did the director of film Jaws (Film) die?" with Steven Spielberg read off Jaws'
+/// "Where did the man who directed Jaws (Film) die?" with Steven Spielberg read off Jaws'
 /// page becomes "Where did Steven Spielberg die?"; "Who is Jaws's director?" becomes "Who
 /// is Steven Spielberg?". The relation is read as "the R of [one word] subject" ("the
-/// director of film Jaws") or as the word after the subject's possessive; `None` when the
+/// maker of the film Jaws") or as the word after the subject's possessive; `None` when the
 /// question does not name the subject either way (a comparison's "the director who is
 /// older, A or B" does not).
 pub fn bridged_question(question: &str, bridge: &Bridge) -> Option<String> {

@@ -38,6 +38,17 @@ pub struct QaRecord {
     /// The context paragraphs in the data set's order.
     #[serde(default)]
     pub contexts: Vec<QaContext>,
+    /// For a question reworded from another (`*-reworded.jsonl`), the original's id: the
+    /// split follows it, so a wording and its original fall in the same half.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_id: Option<String>,
+}
+
+impl QaRecord {
+    /// The id the split is drawn from: the original's for a reworded question.
+    pub fn split_id(&self) -> &str {
+        self.original_id.as_deref().unwrap_or(&self.id)
+    }
 }
 
 /// Loads questions from any supported layout: the normalised JSONL, HotpotQA's official
@@ -134,6 +145,7 @@ fn official_hotpot_style(v: &serde_json::Value) -> Option<QaRecord> {
         kind: str_of("type"),
         supporting_titles,
         contexts,
+        original_id: None,
     })
 }
 
@@ -177,6 +189,7 @@ fn musique(v: &serde_json::Value) -> Option<QaRecord> {
         answers,
         supporting_titles,
         contexts,
+        original_id: None,
     })
 }
 

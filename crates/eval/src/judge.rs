@@ -146,6 +146,7 @@ mod tests {
             kind: None,
             supporting_titles: Vec::new(),
             contexts: Vec::new(),
+            original_id: None,
         };
         let mut r = QuestionResult::failed(&record, &"standard".into(), String::new());
         r.scores.em = em;

@@ -346,7 +346,7 @@ pub fn sample_split(
     order
         .into_iter()
         .map(|i| &records[i])
-        .filter(|r| split.is_none_or(|s| split_of(&r.id) == s))
+        .filter(|r| split.is_none_or(|s| split_of(r.split_id()) == s))
         .take(n)
         .cloned()
         .collect()
@@ -389,6 +389,7 @@ mod tests {
             answers: vec!["a".into()],
             kind: None,
             supporting_titles: vec!["S".into()],
+            original_id: None,
             contexts: vec![
                 QaContext {
                     title: "D".into(),

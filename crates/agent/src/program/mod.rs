@@ -16,11 +16,11 @@
 //! - `find(subject, property, kind)`: every question needs at least one fact read about
 //!   one thing; a small model reads one fact well when asked for that fact alone.
 //! - `follow(subject, relation)`: chains ("where was the director of X born", "the
-//!   paternal grandfather", "the option the man page of tar refers to") name their next
+//!   father's father", "the option the man page of tar refers to") name their next
 //!   subject through a relation; its value is an entity a later step is asked about.
 //! - `compare(a, b, by)`: "which came out first", "which is taller", "who lived longer":
 //!   an order of two typed values, which small models get wrong when asked whole.
-//! - `same(a, b)`: "the same nationality", "born in the same city", "the same default".
+//! - `same(a, b)`: "citizens of one country", "born in the same city", "the same default".
 //! - `all` / `any`: "are both A and B ferns", "is either of them deprecated": a verdict
 //!   over several yes/no steps, so that one "not" decides it.
 //! - `pick(options, steps)`: "which of A or B ...": the option a verdict or a value picks,

@@ -111,7 +111,9 @@ async fn a_confident_first_answer_stops_after_one_write_and_the_monitor() {
     // The program node passes through: it is off here.
     assert_eq!(
         nodes(&t),
-        ["plan", "retrieve", "check", "read", "program", "write", "assess"]
+        [
+            "plan", "retrieve", "check", "read", "program", "write", "assess"
+        ]
     );
     assert_eq!(t.rounds.len(), 1);
     let a = t.rounds[0].assessment.as_ref().unwrap();

@@ -22,6 +22,7 @@ fn record(id: &str, kind: &str, country: &str) -> QaRecord {
         answers: vec![country.into()],
         kind: Some(kind.into()),
         supporting_titles: vec![format!("School {id}")],
+        original_id: None,
         contexts: vec![
             QaContext {
                 title: format!("School {id}"),
@@ -581,6 +582,7 @@ async fn the_hop_measure_counts_pools_that_reach_the_bridge_page() {
         kind: Some("bridge".into()),
         supporting_titles: vec!["Salt and Ember".into(), "Orrin Dalby".into()],
         contexts: vec![],
+        original_id: None,
     };
     let reports = evaluate_hops(&retriever, &[question], 1).await.unwrap();
     let methods: Vec<HopMethod> = reports.iter().map(|r| r.method).collect();
@@ -680,8 +682,10 @@ fn the_date_check_is_read_from_traces_and_lifts_the_monitor_on_2wiki() {
     let t = &tables(&record, "metarag")[0];
     assert_eq!(t.split, Split::Report);
     let (gate, checked) = (t.combined.unwrap(), t.with_checks.unwrap());
-    assert!((gate - 0.589).abs() < 0.005, "{gate}");
-    assert!((checked - 0.728).abs() < 0.005, "{checked}");
+    // On the whole reporting half (before a quarter was held out as the final split) these
+    // were 0.589 and 0.728, the figures monitor.md reports; the same traces give these now.
+    eprintln!("gate {gate}, with the checks {checked}");
+    assert!(checked > gate + 0.05, "{gate} -> {checked}");
     let signal = t.signals.iter().find(|(n, _)| n == "code_check").unwrap();
     assert!(signal.1.unwrap() > 0.8, "{signal:?}");
     // Standard RAG has no monitor: no table.
@@ -732,11 +736,13 @@ fn a_fit_is_reported_on_each_records_reporting_half_with_the_checks() {
     ))
     .unwrap();
     let f = fit(&[tuning, reporting], "metarag", FEATURES);
-    assert!(f.tune_n >= 40, "{}", f.tune_n);
+    // A quarter of each half is held out as the final split since the question program.
+    assert!(f.tune_n >= 30, "{}", f.tune_n);
     // The tuning record has no reporting half: one row, the reporting record's.
     assert_eq!(f.by_record.len(), 1, "{:?}", f.by_record);
     let r = &f.by_record[0];
-    assert_eq!((r.run.as_str(), r.n), ("2wikimultihopqa open n100", 100));
+    assert_eq!(r.run.as_str(), "2wikimultihopqa open n100");
+    assert!((60..100).contains(&r.n), "{}", r.n);
     assert_eq!(r.auroc, f.report_auroc);
     let (alone, checked) = (r.auroc.unwrap(), r.with_checks.unwrap());
     assert!(checked > alone, "{alone} -> {checked}");

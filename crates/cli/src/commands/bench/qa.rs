@@ -98,8 +98,9 @@ pub struct ReportArgs {
     /// Directory for the markdown and SVG files (default: beside the record).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Report only one half of the questions (`tuning` or `reporting`: the FNV-1a hash of
-    /// the id, even or odd), e.g. the half no weight or threshold was fitted on.
+    /// Report only one split of the questions (`tuning` or `reporting`: the FNV-1a hash of
+    /// the id, even or odd, a quarter held out of both as `final`), e.g. the half no weight
+    /// or threshold was fitted on.
     #[arg(long, value_enum)]
     pub split: Option<SplitArg>,
     /// Score the answers not scored yet with RAGAS-style metrics and keep the scores in
@@ -118,6 +119,8 @@ pub enum SplitArg {
     Tuning,
     /// Where results are reported.
     Reporting,
+    /// Held out of both: read once, at the end of a piece of work.
+    Final,
 }
 
 impl SplitArg {
@@ -125,6 +128,7 @@ impl SplitArg {
         match self {
             SplitArg::Tuning => metarag_eval::monitor::Split::Tune,
             SplitArg::Reporting => metarag_eval::monitor::Split::Report,
+            SplitArg::Final => metarag_eval::monitor::Split::Final,
         }
     }
 }
