@@ -91,11 +91,14 @@ pub struct RawStep {
     /// The op.
     pub op: OpName,
     /// `find` / `follow`: what the step is about: a name, or `#n` for step n's value.
+    /// Required in the planner's grammar ([`plan::plan`]), empty for other ops.
     #[serde(default)]
     pub subject: String,
     /// `find`: the property read ("release date", "is deprecated"); `follow`: the
-    /// relation ("director", "father").
+    /// relation ("director", "father"). Required in the planner's grammar and never empty
+    /// there (an op that needs none may write anything: it is not read).
     #[serde(default)]
+    #[schemars(length(min = 1, max = 48))]
     pub property: String,
     /// `find`: the kind of value.
     #[serde(default, rename = "type")]
@@ -115,6 +118,7 @@ pub struct RawStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RawProgram {
     /// The steps in order; the last one's value is the answer.
+    #[schemars(length(min = 1, max = 6))]
     pub steps: Vec<RawStep>,
 }
 

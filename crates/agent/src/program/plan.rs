@@ -7,7 +7,7 @@
 
 use super::RawProgram;
 use crate::prompts::SYSTEM_CLOSED;
-use metarag_core::{ChatRequest, Message};
+use metarag_core::{ChatRequest, Message, OutputSchema};
 
 /// The instructions and examples every plan starts with.
 pub const PLAN_INSTRUCTIONS: &str = r##"Write a small program that answers the question from documents. Steps:
@@ -45,14 +45,29 @@ Q: How long is the warranty on the Pexa 3 printer?
 
 /// Asks for the program of `question`.
 pub fn plan(question: &str) -> ChatRequest {
-    ChatRequest::new(vec![
+    let request = ChatRequest::new(vec![
         Message::system(SYSTEM_CLOSED),
         Message::user(format!(
             "{PLAN_INSTRUCTIONS}\nQ: {question}\nReply with the program in JSON only."
         )),
-    ])
-    .json_schema::<RawProgram>()
-    .max_tokens(320)
+    ]);
+    // The grammar requires every step's subject and a non-empty property, which parsing
+    // does not (ops that need neither leave them out in tests and examples): a grammar
+    // that lets the 0.5B model leave a field out let it write finds with no property.
+    let mut schema = OutputSchema::of::<RawProgram>();
+    if let Some(step) = schema
+        .schema
+        .pointer_mut("/$defs/RawStep")
+        .and_then(|s| s.as_object_mut())
+    {
+        step.insert(
+            "required".into(),
+            serde_json::json!(["op", "subject", "property", "type", "args"]),
+        );
+    }
+    let mut request = request;
+    request.schema = Some(schema);
+    request.max_tokens(400)
 }
 
 #[cfg(test)]

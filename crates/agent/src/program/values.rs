@@ -113,7 +113,7 @@ pub fn same_name(a: &str, b: &str) -> bool {
     if let (Some(x), Some(y)) = (nation(a), nation(b)) {
         return x == y;
     }
-    let (ta, tb) = (content_terms(&bare(a)), content_terms(&bare(b)));
+    let (ta, tb) = (content_terms(bare(a)), content_terms(bare(b)));
     if ta.is_empty() || tb.is_empty() {
         return a.trim().eq_ignore_ascii_case(b.trim());
     }
