@@ -85,32 +85,39 @@ pub enum OpName {
 }
 
 /// One step as the model writes it: every field present (the grammar asks for all), the
-/// ones an op does not use left empty.
+/// ones an op does not use left empty. The JSON keys (`do`, `of`, `read`, `type`,
+/// `versus`, `wins`, `with`) sort in the order a step is thought out, because the grammar
+/// a local backend builds from the schema asks for the keys in sorted order: with the
+/// field names, the 1.5B model had to write a step's arguments before its op, and wrote
+/// nonsense.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RawStep {
     /// The op.
+    #[serde(rename = "do")]
     pub op: OpName,
     /// `find` / `follow`: what the step is about: a name, or `#n` for step n's value.
     /// Required in the planner's grammar ([`plan::plan`]), empty for other ops.
-    #[serde(default)]
+    #[serde(default, rename = "of")]
     pub subject: String,
     /// `find`: the property read ("release date", "is deprecated"); `follow`: the
-    /// relation ("director", "father"). Required in the planner's grammar and never empty
-    /// there (an op that needs none may write anything: it is not read).
-    #[serde(default)]
-    #[schemars(length(min = 1, max = 48))]
+    /// relation ("director", "father"). Required in the planner's grammar, and short
+    /// there (a small model otherwise writes a sentence until the token limit).
+    #[serde(default, rename = "read")]
+    #[schemars(length(max = 48))]
     pub property: String,
     /// `find`: the kind of value.
     #[serde(default, rename = "type")]
     pub kind: Option<Kind>,
     /// The steps an op works on, as `#n`.
-    #[serde(default)]
+    #[serde(default, rename = "with")]
+    #[schemars(length(max = 4))]
     pub args: Vec<String>,
     /// `compare`: the order asked for.
-    #[serde(default)]
+    #[serde(default, rename = "wins")]
     pub by: Option<Order>,
     /// `pick`: the options the question offers.
-    #[serde(default)]
+    #[serde(default, rename = "versus")]
+    #[schemars(length(max = 4))]
     pub options: Vec<String>,
 }
 
@@ -524,9 +531,9 @@ mod tests {
     #[test]
     fn a_comparison_program_types_its_steps() {
         let p = raw(serde_json::json!({"steps": [
-            {"op": "find", "subject": "Velmora", "property": "release date", "type": "date", "args": [], "by": null, "options": []},
-            {"op": "find", "subject": "Quill Lake", "property": "release date", "type": "date", "args": [], "by": null, "options": []},
-            {"op": "compare", "subject": "", "property": "", "type": null, "args": ["#1", "#2"], "by": "earlier", "options": []}
+            {"do": "find", "of": "Velmora", "read": "release date", "type": "date", "with": [], "wins": null, "versus": []},
+            {"do": "find", "of": "Quill Lake", "read": "release date", "type": "date", "with": [], "wins": null, "versus": []},
+            {"do": "compare", "of": "", "read": "", "type": null, "with": ["#1", "#2"], "wins": "earlier", "versus": []}
         ]}))
         .validate()
         .unwrap();
@@ -540,25 +547,25 @@ mod tests {
     #[test]
     fn references_forward_and_kinds_that_do_not_fit_are_refused() {
         let forward = raw(serde_json::json!({"steps": [
-            {"op": "compare", "args": ["#1", "#2"], "by": "earlier"}
+            {"do": "compare", "with": ["#1", "#2"], "wins": "earlier"}
         ]}));
         assert_eq!(forward.validate().unwrap_err().step, 1);
         let names = raw(serde_json::json!({"steps": [
-            {"op": "follow", "subject": "Velmora", "property": "director"},
-            {"op": "follow", "subject": "Quill Lake", "property": "director"},
-            {"op": "compare", "args": ["#1", "#2"], "by": "earlier"}
+            {"do": "follow", "of": "Velmora", "read": "director"},
+            {"do": "follow", "of": "Quill Lake", "read": "director"},
+            {"do": "compare", "with": ["#1", "#2"], "wins": "earlier"}
         ]}));
         let e = names.validate().unwrap_err();
         assert_eq!(e.step, 3);
         assert!(e.reason.contains("two dates or two quantities"), "{e}");
         let date_subject = raw(serde_json::json!({"steps": [
-            {"op": "find", "subject": "Velmora", "property": "release date", "type": "date"},
-            {"op": "find", "subject": "#1", "property": "director", "type": "person"}
+            {"do": "find", "of": "Velmora", "read": "release date", "type": "date"},
+            {"do": "find", "of": "#1", "read": "director", "type": "person"}
         ]}));
         assert!(date_subject.validate().is_err());
         let one_option = raw(serde_json::json!({"steps": [
-            {"op": "find", "subject": "the analytics team", "property": "database", "type": "text"},
-            {"op": "pick", "args": ["#1"], "options": ["Postgres"]}
+            {"do": "find", "of": "the analytics team", "read": "database", "type": "text"},
+            {"do": "pick", "with": ["#1"], "versus": ["Postgres"]}
         ]}));
         assert!(one_option.validate().is_err());
     }
@@ -566,8 +573,8 @@ mod tests {
     #[test]
     fn a_chain_refers_to_the_entity_an_earlier_step_found() {
         let p = raw(serde_json::json!({"steps": [
-            {"op": "follow", "subject": "Velmora", "property": "director"},
-            {"op": "find", "subject": "#1", "property": "place of birth", "type": "place"}
+            {"do": "follow", "of": "Velmora", "read": "director"},
+            {"do": "find", "of": "#1", "read": "place of birth", "type": "place"}
         ]}))
         .validate()
         .unwrap();

@@ -10,50 +10,64 @@ use crate::prompts::SYSTEM_CLOSED;
 use metarag_core::{ChatRequest, Message, OutputSchema};
 
 /// The instructions and examples every plan starts with.
-pub const PLAN_INSTRUCTIONS: &str = r##"Write a small program that answers the question from documents. Steps:
-- find: read one fact about a subject. "property" names the fact; "type" is person, place, date, quantity, yes_no (does the statement in "property" hold for the subject?), text or list.
-- follow: the thing a relation of a subject names (its director, its father, its parent company); a later step can use it as subject "#n".
-- compare: which of two found dates or quantities ("args") is earlier, later, more or less ("by").
-- same: whether two found values ("args") are the same.
-- all / any: whether all / any of the yes_no steps ("args") hold.
-- pick: which of the question's "options" the steps ("args") pick: one yes_no step per option, or one found value.
-- count: how many items a list step holds. intersect: the items two list steps share.
+pub const PLAN_INSTRUCTIONS: &str = r##"Write a small program that answers the question from documents. Each step has "do" (the op), "of" (a subject), "read" (a fact or relation), "type", "versus" (options), "wins" and "with" (earlier steps); leave what an op does not use empty. Ops:
+- find: read one fact "read" about the subject "of". "type" is person, place, date, quantity, yes_no (does the statement in "read" hold for the subject?), text or list.
+- follow: the thing a relation "read" of the subject "of" names (its director, its father, its parent company); a later step can use it as "of": "#n".
+- compare: which of two found dates or quantities ("with") "wins": earlier, later, more or less.
+- same: whether two found values ("with") are the same.
+- all / any: whether all / any of the yes_no steps ("with") hold.
+- pick: which of the question's options ("versus") the steps ("with") pick: one yes_no step per option, or one found value.
+- count: how many items a list step ("with") holds. intersect: the items two list steps share.
 The last step is the answer. Refer to step n as "#n". Use the names as the question writes them.
 
 Examples:
 Q: Which was released first, Velmora or The Quill Lake?
-{"steps": [{"op": "find", "subject": "Velmora", "property": "release date", "type": "date"}, {"op": "find", "subject": "The Quill Lake", "property": "release date", "type": "date"}, {"op": "compare", "args": ["#1", "#2"], "by": "earlier"}]}
+{"steps": [{"do": "find", "of": "Velmora", "read": "release date", "type": "date"}, {"do": "find", "of": "The Quill Lake", "read": "release date", "type": "date"}, {"do": "compare", "with": ["#1", "#2"], "wins": "earlier"}]}
 Q: In which city was the founder of Tarnwick Press born?
-{"steps": [{"op": "follow", "subject": "Tarnwick Press", "property": "founder"}, {"op": "find", "subject": "#1", "property": "city of birth", "type": "place"}]}
+{"steps": [{"do": "follow", "of": "Tarnwick Press", "read": "founder"}, {"do": "find", "of": "#1", "read": "city of birth", "type": "place"}]}
 Q: Are the Orlo gateway and the Brandt queue both deprecated?
-{"steps": [{"op": "find", "subject": "Orlo gateway", "property": "deprecated", "type": "yes_no"}, {"op": "find", "subject": "Brandt queue", "property": "deprecated", "type": "yes_no"}, {"op": "all", "args": ["#1", "#2"]}]}
+{"steps": [{"do": "find", "of": "Orlo gateway", "read": "deprecated", "type": "yes_no"}, {"do": "find", "of": "Brandt queue", "read": "deprecated", "type": "yes_no"}, {"do": "all", "with": ["#1", "#2"]}]}
 Q: Does the Hessel service cache with Redis or with Memcached?
-{"steps": [{"op": "find", "subject": "Hessel service", "property": "cache it uses", "type": "text"}, {"op": "pick", "args": ["#1"], "options": ["Redis", "Memcached"]}]}
+{"steps": [{"do": "find", "of": "Hessel service", "read": "cache it uses", "type": "text"}, {"do": "pick", "with": ["#1"], "versus": ["Redis", "Memcached"]}]}
 Q: Of Ilse Varga and Tomas Brel, who won more titles?
-{"steps": [{"op": "find", "subject": "Ilse Varga", "property": "number of titles won", "type": "quantity"}, {"op": "find", "subject": "Tomas Brel", "property": "number of titles won", "type": "quantity"}, {"op": "compare", "args": ["#1", "#2"], "by": "more"}]}
+{"steps": [{"do": "find", "of": "Ilse Varga", "read": "number of titles won", "type": "quantity"}, {"do": "find", "of": "Tomas Brel", "read": "number of titles won", "type": "quantity"}, {"do": "compare", "with": ["#1", "#2"], "wins": "more"}]}
 Q: What instrument do Pell Arno and Mira Sand both play?
-{"steps": [{"op": "find", "subject": "Pell Arno", "property": "instruments played", "type": "list"}, {"op": "find", "subject": "Mira Sand", "property": "instruments played", "type": "list"}, {"op": "intersect", "args": ["#1", "#2"]}]}
+{"steps": [{"do": "find", "of": "Pell Arno", "read": "instruments played", "type": "list"}, {"do": "find", "of": "Mira Sand", "read": "instruments played", "type": "list"}, {"do": "intersect", "with": ["#1", "#2"]}]}
 Q: Were Marek Dunn and Sofia Ehle citizens of the same country?
-{"steps": [{"op": "find", "subject": "Marek Dunn", "property": "nationality", "type": "place"}, {"op": "find", "subject": "Sofia Ehle", "property": "nationality", "type": "place"}, {"op": "same", "args": ["#1", "#2"]}]}
+{"steps": [{"do": "find", "of": "Marek Dunn", "read": "nationality", "type": "place"}, {"do": "find", "of": "Sofia Ehle", "read": "nationality", "type": "place"}, {"do": "same", "with": ["#1", "#2"]}]}
 Q: Which of the two bands, Frostgard and Kelpie Lane, formed in Norway?
-{"steps": [{"op": "find", "subject": "Frostgard", "property": "formed in Norway", "type": "yes_no"}, {"op": "find", "subject": "Kelpie Lane", "property": "formed in Norway", "type": "yes_no"}, {"op": "pick", "args": ["#1", "#2"], "options": ["Frostgard", "Kelpie Lane"]}]}
+{"steps": [{"do": "find", "of": "Frostgard", "read": "formed in Norway", "type": "yes_no"}, {"do": "find", "of": "Kelpie Lane", "read": "formed in Norway", "type": "yes_no"}, {"do": "pick", "with": ["#1", "#2"], "versus": ["Frostgard", "Kelpie Lane"]}]}
 Q: Who was the mother of Queen Elsbet's husband?
-{"steps": [{"op": "follow", "subject": "Queen Elsbet", "property": "husband"}, {"op": "follow", "subject": "#1", "property": "mother"}]}
+{"steps": [{"do": "follow", "of": "Queen Elsbet", "read": "husband"}, {"do": "follow", "of": "#1", "read": "mother"}]}
 Q: How long is the warranty on the Pexa 3 printer?
-{"steps": [{"op": "find", "subject": "Pexa 3 printer", "property": "warranty length", "type": "quantity"}]}
+{"steps": [{"do": "find", "of": "Pexa 3 printer", "read": "warranty length", "type": "quantity"}]}
 "##;
 
 /// Asks for the program of `question`.
 pub fn plan(question: &str) -> ChatRequest {
-    let request = ChatRequest::new(vec![
-        Message::system(SYSTEM_CLOSED),
-        Message::user(format!(
-            "{PLAN_INSTRUCTIONS}\nQ: {question}\nReply with the program in JSON only."
-        )),
-    ]);
-    // The grammar requires every step's subject and a non-empty property, which parsing
-    // does not (ops that need neither leave them out in tests and examples): a grammar
-    // that lets the 0.5B model leave a field out let it write finds with no property.
+    // The examples as turns of the conversation, each question the user's and its program
+    // the assistant's: a small model copies the shape of its own earlier replies far more
+    // closely than examples inside one message (the 1.5B model, shown them inline, wrote
+    // one-step programs with names where step references go).
+    let (rules, examples) = PLAN_INSTRUCTIONS
+        .split_once("\nExamples:\n")
+        .unwrap_or((PLAN_INSTRUCTIONS, ""));
+    let mut messages = vec![Message::system(format!("{SYSTEM_CLOSED}\n\n{rules}"))];
+    let mut lines = examples.lines();
+    while let (Some(q), Some(program)) = (lines.next(), lines.next()) {
+        messages.push(Message::user(q.trim_start_matches("Q: ").to_string()));
+        // Every field written, as the grammar asks for them all.
+        let full = serde_json::from_str::<RawProgram>(program)
+            .ok()
+            .and_then(|p| serde_json::to_string(&p).ok())
+            .unwrap_or_else(|| program.to_string());
+        messages.push(Message::assistant(full));
+    }
+    messages.push(Message::user(question.to_string()));
+    let request = ChatRequest::new(messages);
+    // The grammar requires every field of a step, which parsing does not (ops that need
+    // few leave the rest out in tests): a grammar that lets the 0.5B model leave a field
+    // out let it write finds with no property.
     let mut schema = OutputSchema::of::<RawProgram>();
     if let Some(step) = schema
         .schema
@@ -62,7 +76,7 @@ pub fn plan(question: &str) -> ChatRequest {
     {
         step.insert(
             "required".into(),
-            serde_json::json!(["op", "subject", "property", "type", "args"]),
+            serde_json::json!(["do", "of", "read", "type", "versus", "wins", "with"]),
         );
     }
     let mut request = request;

@@ -488,7 +488,11 @@ async fn run_program(s: &mut S) -> NodeResult {
         Outcome::Invalid { .. } => "invalid",
         Outcome::Skipped => "skipped",
     };
-    s.metrics.insert(format!("program_{outcome}"), 1.0);
+    // All four, so that a report's averages over questions are the shares of each.
+    for o in ["resolved", "unresolved", "invalid", "skipped"] {
+        s.metrics
+            .insert(format!("program_{o}"), f64::from(u8::from(o == outcome)));
+    }
     s.records.insert(
         "program".into(),
         serde_json::to_value(&run).unwrap_or_default(),

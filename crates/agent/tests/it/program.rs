@@ -92,9 +92,9 @@ const FILMS: [(&str, &str); 2] = [
 
 fn films_plan() -> String {
     serde_json::json!({"steps": [
-        {"op": "find", "subject": "Blue Harbour", "property": "premiere date", "type": "date"},
-        {"op": "find", "subject": "The Glass Fox", "property": "premiere date", "type": "date"},
-        {"op": "compare", "args": ["#1", "#2"], "by": "earlier"}
+        {"do": "find", "of": "Blue Harbour", "read": "premiere date", "type": "date"},
+        {"do": "find", "of": "The Glass Fox", "read": "premiere date", "type": "date"},
+        {"do": "compare", "with": ["#1", "#2"], "wins": "earlier"}
     ]})
     .to_string()
 }
@@ -158,9 +158,9 @@ async fn a_negated_fact_is_read_as_false_even_when_the_model_says_yes() {
         ),
     ];
     let plan = serde_json::json!({"steps": [
-        {"op": "find", "subject": "billing service", "property": "deprecated", "type": "yes_no"},
-        {"op": "find", "subject": "search service", "property": "deprecated", "type": "yes_no"},
-        {"op": "all", "args": ["#1", "#2"]}
+        {"do": "find", "of": "billing service", "read": "deprecated", "type": "yes_no"},
+        {"do": "find", "of": "search service", "read": "deprecated", "type": "yes_no"},
+        {"do": "all", "with": ["#1", "#2"]}
     ]});
     let (agent, _) = agent(
         writer("yes")
@@ -197,8 +197,8 @@ async fn an_either_or_question_both_of_whose_options_are_wrong_is_answered_neith
         "In 2023 the analytics team moved to ClickHouse, which replaced both Postgres and MySQL.",
     )];
     let plan = serde_json::json!({"steps": [
-        {"op": "find", "subject": "analytics team", "property": "database it uses", "type": "text"},
-        {"op": "pick", "args": ["#1"], "options": ["Postgres", "MySQL"]}
+        {"do": "find", "of": "analytics team", "read": "database it uses", "type": "text"},
+        {"do": "pick", "with": ["#1"], "versus": ["Postgres", "MySQL"]}
     ]});
     let (agent, _) = agent(
         writer("MySQL").on(&[PLAN], plan.to_string()).on(
@@ -236,9 +236,9 @@ async fn an_option_the_sources_name_is_picked_and_a_shared_country_is_told_by_it
         ),
     ];
     let plan = serde_json::json!({"steps": [
-        {"op": "find", "subject": "Marek Dunn", "property": "nationality", "type": "place"},
-        {"op": "find", "subject": "Sofia Ehle", "property": "nationality", "type": "place"},
-        {"op": "same", "args": ["#1", "#2"]}
+        {"do": "find", "of": "Marek Dunn", "read": "nationality", "type": "place"},
+        {"do": "find", "of": "Sofia Ehle", "read": "nationality", "type": "place"},
+        {"do": "same", "with": ["#1", "#2"]}
     ]});
     let (agent, _) = agent(
         writer("no")
@@ -284,9 +284,9 @@ async fn what_two_lists_share_and_how_many_items_one_holds_are_computed() {
         ("Mira Sand", "Mira Sand plays the violin and the piano."),
     ];
     let shared = serde_json::json!({"steps": [
-        {"op": "find", "subject": "Pell Arno", "property": "instruments played", "type": "list"},
-        {"op": "find", "subject": "Mira Sand", "property": "instruments played", "type": "list"},
-        {"op": "intersect", "args": ["#1", "#2"]}
+        {"do": "find", "of": "Pell Arno", "read": "instruments played", "type": "list"},
+        {"do": "find", "of": "Mira Sand", "read": "instruments played", "type": "list"},
+        {"do": "intersect", "with": ["#1", "#2"]}
     ]});
     let reads = |llm: ScriptedLlm| {
         llm.on(
@@ -319,8 +319,8 @@ async fn what_two_lists_share_and_how_many_items_one_holds_are_computed() {
         .unwrap();
     assert_eq!(t.short_answer, "piano");
     let count = serde_json::json!({"steps": [
-        {"op": "find", "subject": "Pell Arno", "property": "instruments played", "type": "list"},
-        {"op": "count", "args": ["#1"]}
+        {"do": "find", "of": "Pell Arno", "read": "instruments played", "type": "list"},
+        {"do": "count", "with": ["#1"]}
     ]});
     let (a, _) = agent(reads(writer("2").on(&[PLAN], count.to_string())), None);
     let t = a
@@ -380,9 +380,9 @@ async fn a_step_no_source_grounds_leaves_the_answer_to_the_write_and_says_which_
 async fn a_program_that_does_not_type_is_recorded_and_the_write_answers() {
     // A compare of two names: not dates or quantities.
     let plan = serde_json::json!({"steps": [
-        {"op": "follow", "subject": "Blue Harbour", "property": "director"},
-        {"op": "follow", "subject": "The Glass Fox", "property": "director"},
-        {"op": "compare", "args": ["#1", "#2"], "by": "earlier"}
+        {"do": "follow", "of": "Blue Harbour", "read": "director"},
+        {"do": "follow", "of": "The Glass Fox", "read": "director"},
+        {"do": "compare", "with": ["#1", "#2"], "wins": "earlier"}
     ]});
     let (agent, llm) = agent(writer("Blue Harbour").on(&[PLAN], plan.to_string()), None);
     let t = agent
@@ -422,8 +422,8 @@ async fn a_chain_searches_for_the_page_of_the_entity_its_first_step_found() {
     .collect();
     let retriever = index(dir.path(), &passages).await;
     let plan = serde_json::json!({"steps": [
-        {"op": "follow", "subject": "Quarry Bells", "property": "director"},
-        {"op": "find", "subject": "#1", "property": "birthplace", "type": "place"}
+        {"do": "follow", "of": "Quarry Bells", "read": "director"},
+        {"do": "find", "of": "#1", "read": "birthplace", "type": "place"}
     ]});
     let mut config = AgentConfig {
         plan_with_llm: false,

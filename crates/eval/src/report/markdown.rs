@@ -422,6 +422,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         }
     }
     token_section(&mut out, record);
+    program_section(&mut out, record);
     let counted: Vec<_> = record
         .summary
         .iter()
@@ -442,6 +443,65 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         }
     }
     out
+}
+
+/// How the question programs ran, per strategy and program shape (its ops in order): how
+/// many resolved (every step grounded), stopped at an unresolved step, did not type, or
+/// were one plain read, and the F1 of the resolved programs' answers against the gold:
+/// the per-op accuracy of the programs that answered.
+fn program_section(out: &mut String, record: &RunRecord) {
+    use metarag_agent::program::exec::{Outcome, ProgramRun};
+    // (strategy, shape) -> [resolved, unresolved, invalid, skipped], F1 of resolved.
+    let mut rows: BTreeMap<(String, String), ([usize; 4], Vec<f64>)> = BTreeMap::new();
+    for r in &record.results {
+        let Some(run) = r
+            .trace
+            .as_ref()
+            .and_then(|t| t.records.get("program"))
+            .and_then(|v| serde_json::from_value::<ProgramRun>(v.clone()).ok())
+        else {
+            continue;
+        };
+        let shape = match run.outcome {
+            Outcome::Invalid { .. } => "(invalid)".to_string(),
+            _ => run
+                .program
+                .lines()
+                .filter_map(|l| l.split(" = ").nth(1)?.split('(').next())
+                .collect::<Vec<_>>()
+                .join(" > "),
+        };
+        let row = rows
+            .entry((r.strategy.as_str().to_string(), shape))
+            .or_default();
+        let i = match run.outcome {
+            Outcome::Resolved { .. } => {
+                row.1.push(r.scores.f1);
+                0
+            }
+            Outcome::Unresolved { .. } => 1,
+            Outcome::Invalid { .. } => 2,
+            Outcome::Skipped => 3,
+        };
+        row.0[i] += 1;
+    }
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\n## Question programs\n\nEach question's program by shape (its ops in order): resolved (every step grounded: the program's answer), unresolved (a step did not ground: the write answered), invalid (did not parse or type), skipped (one plain read, left to the write); F1 of the resolved programs' answers, in percent.\n\n| strategy | program | n | resolved | unresolved | invalid | skipped | F1 resolved |\n|---|---|---|---|---|---|---|---|\n");
+    for ((strategy, shape), (counts, f1)) in rows {
+        let n: usize = counts.iter().sum();
+        let mean = if f1.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.1}", 100.0 * f1.iter().sum::<f64>() / f1.len() as f64)
+        };
+        let _ = writeln!(
+            out,
+            "| {strategy} | {shape} | {n} | {} | {} | {} | {} | {mean} |",
+            counts[0], counts[1], counts[2], counts[3]
+        );
+    }
 }
 
 /// Where each strategy's prompt tokens go: what the model evaluated and what the local
