@@ -7,10 +7,11 @@ use super::values::{Date, Kind, Quantity, Value, bare, negated, numbers, same_na
 use super::{Op, Program, Subject};
 use crate::evidence::{self, Source};
 use crate::graph::NodeError;
+use crate::monitor::says;
 use crate::nodes;
 use crate::prompts::over_sources;
 use crate::state::Run;
-use crate::text::content_terms;
+use crate::text::{content_terms, tokens};
 use crate::trace::{EvidenceMode, RetrievalReason};
 use metarag_core::{ChatRequest, OutputSchema};
 use schemars::JsonSchema;
@@ -171,24 +172,15 @@ pub fn read_request(sources: &[Source], subject: &str, property: &str, kind: Kin
     request.max_tokens(if kind == Kind::List { 120 } else { 96 })
 }
 
-/// The words of `text`, lower-cased, for finding one text inside another.
-fn words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 /// Whether `source` holds `quote`: its words in order (a model may drop punctuation), or
 /// nearly all its content words within one of the source's sentences.
 fn holds(source: &Source, quote: &str) -> bool {
-    let q = words(quote);
+    let q = tokens(quote);
     if q.is_empty() {
         return false;
     }
     let text = &source.passage.text;
-    let t = words(text);
+    let t = tokens(text);
     if t.windows(q.len()).any(|w| w == q.as_slice()) {
         return true;
     }
@@ -510,7 +502,16 @@ pub async fn run<E: Send>(
                 } else {
                     let v = &values[of[0]];
                     let said = v.display();
-                    match options.iter().find(|o| same_name(o, &said)) {
+                    // The option the value names: the monitor's test for "this answer is
+                    // that option" (closer to it than to the other), else the only option
+                    // naming the same thing (a country by its demonym).
+                    let naming: Vec<&String> =
+                        options.iter().filter(|o| same_name(o, &said)).collect();
+                    let option = options
+                        .iter()
+                        .find(|o| says(&said, o, options))
+                        .or_else(|| (naming.len() == 1).then(|| naming[0]));
+                    match option {
                         Some(o) => Ok(Value::Name(o.clone())),
                         None => {
                             neither = true;
@@ -609,8 +610,8 @@ fn order(a: &Value, b: &Value) -> Option<Ordering> {
 }
 
 /// The thing the question names that step `i`'s value belongs to: its subject, followed
-/// back through the steps it refers to ("the film whose director was born first" is the
-/// film, not the director).
+/// back through the steps it refers to ("the release whose maintainer joined first" is the
+/// release, not the maintainer).
 fn root(program: &Program, i: usize, values: &[Value]) -> String {
     match &program.steps[i] {
         Op::Find { subject, .. } | Op::Follow { subject, .. } => match subject {

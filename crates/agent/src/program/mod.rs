@@ -18,8 +18,9 @@
 //! - `follow(subject, relation)`: chains ("where was the director of X born", "the
 //!   father's father", "the option the man page of tar refers to") name their next
 //!   subject through a relation; its value is an entity a later step is asked about.
-//! - `compare(a, b, by)`: "which came out first", "which is taller", "who lived longer":
-//!   an order of two typed values, which small models get wrong when asked whole.
+//! - `compare(a, b, by)`: "which was released earlier", "which has the larger default",
+//!   "who held the post longer": an order of two typed values, which small models get
+//!   wrong when asked whole.
 //! - `same(a, b)`: "citizens of one country", "born in the same city", "the same default".
 //! - `all` / `any`: "are both A and B ferns", "is either of them deprecated": a verdict
 //!   over several yes/no steps, so that one "not" decides it.
