@@ -7,7 +7,7 @@ use super::values::{Date, Kind, Quantity, Value, bare, negated, numbers, same_na
 use super::{Op, Program, Subject};
 use crate::evidence::{self, Source};
 use crate::graph::NodeError;
-use crate::monitor::says;
+use crate::monitor::{AnswerForm, says};
 use crate::nodes;
 use crate::prompts::over_sources;
 use crate::state::Run;
@@ -354,6 +354,9 @@ pub async fn run<E: Send>(
     let mut records: Vec<StepRecord> = Vec::new();
     let mut cited: Vec<(usize, String)> = Vec::new();
     let mut neither = false;
+    // Whether the last compare's first value won: a yes/no question asks that ("is A's
+    // timeout longer than B's?"), not which one won.
+    let mut first_wins = None;
     for (i, op) in program.steps.iter().enumerate() {
         let mut record = StepRecord {
             step: i + 1,
@@ -423,6 +426,7 @@ pub async fn run<E: Send>(
                 )),
                 Some(o) => {
                     let a_wins = (o == Ordering::Less) == by.smaller_wins();
+                    first_wins = Some(a_wins);
                     let winner = if a_wins { *a } else { *b };
                     let name = root(program, winner, &values);
                     record.note = format!(
@@ -573,7 +577,12 @@ pub async fn run<E: Send>(
             }
         }
     }
-    let last = values.last().cloned().unwrap_or(Value::Name(String::new()));
+    let mut last = values.last().cloned().unwrap_or(Value::Name(String::new()));
+    if let (Some(Op::Compare { .. }), Some(a_wins)) = (program.steps.last(), first_wins)
+        && AnswerForm::of(&s.question) == AnswerForm::YesNo
+    {
+        last = Value::Bool(a_wins);
+    }
     let short = last.display();
     cited.dedup();
     let facts = cited

@@ -1,8 +1,9 @@
 //! Typed question programs: one general reasoner in place of readers of particular
 //! question wordings.
 //!
-//! The planner ([`plan`]) asks the model, through the JSON grammar, for a small program
-//! over the question; [`Program::validate`] types it (every reference points back, every
+//! The planner ([`plan`]) asks the model, through the JSON grammar, for the question's
+//! program in slots (what it is about, the relations followed, the fact read, how the facts
+//! combine), which compiles into steps; [`Program::validate`] types it (every reference points back, every
 //! op gets values of the kinds it works on); the executor ([`exec`]) runs it: each `find`
 //! and `follow` is a retrieval scoped to its subject and one model read of a typed value
 //! with the sentence that states it, and the value counts only if code finds it stated
@@ -37,8 +38,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 pub use values::{Date, Kind, Quantity, Value};
 
-/// The most steps a program may have: every question of the tuning halves fits in five.
-pub const MAX_STEPS: usize = 6;
+/// The most steps a program may have: the largest plan (three subjects, a chain of two
+/// relations from each, a fact read at its end, one op over them) compiles to ten, and
+/// every question of the tuning halves fits in seven.
+pub const MAX_STEPS: usize = 10;
 
 /// The order a `compare` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -126,7 +129,7 @@ pub struct RawStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RawProgram {
     /// The steps in order; the last one's value is the answer.
-    #[schemars(length(min = 1, max = 6))]
+    #[schemars(length(min = 1, max = 10))]
     pub steps: Vec<RawStep>,
 }
 

@@ -35,7 +35,7 @@ use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
 use crate::program::exec::{Outcome, ProgramRun};
-use crate::program::{self, RawProgram};
+use crate::program::{self, plan::Plan};
 use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
@@ -467,11 +467,16 @@ async fn run_program(s: &mut S) -> NodeResult {
         steps: Vec::new(),
         outcome: Outcome::Invalid { reason },
     };
-    let run = match c.parsed::<RawProgram>() {
+    let run = match c.parsed::<Plan>() {
         Err(e) => invalid(c.text().unwrap_or_default().to_string(), e),
-        Ok(raw) => match raw.validate() {
+        Ok(plan) => match plan
+            .clone()
+            .repaired(&s.question)
+            .compile()
+            .and_then(|raw| raw.validate())
+        {
             Err(e) => invalid(
-                serde_json::to_string(&raw).unwrap_or_default(),
+                serde_json::to_string(&plan).unwrap_or_default(),
                 e.to_string(),
             ),
             Ok(p) if !p.reasons() => ProgramRun {

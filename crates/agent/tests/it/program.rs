@@ -11,7 +11,7 @@ use metarag_core::{DynLlm, DynRetriever};
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
 
-const PLAN: &str = "Write a small program that answers the question";
+const PLAN: &str = "Plan how to answer the question from documents";
 const WRITE: &str = "Answer the question using the sources. After every fact";
 const SAMPLE: &str = "with the answer alone";
 const CLOSED: &str = "Answer from your own knowledge with only the answer itself";
@@ -91,12 +91,57 @@ const FILMS: [(&str, &str); 2] = [
 ];
 
 fn films_plan() -> String {
-    serde_json::json!({"steps": [
-        {"do": "find", "of": "Blue Harbour", "read": "premiere date", "type": "date"},
-        {"do": "find", "of": "The Glass Fox", "read": "premiere date", "type": "date"},
-        {"do": "compare", "with": ["#1", "#2"], "wins": "earlier"}
-    ]})
+    serde_json::json!({"about": ["Blue Harbour", "The Glass Fox"], "chain": [],
+        "combine": "earlier", "options": [], "read": "premiere date", "type": "date"})
     .to_string()
+}
+
+/// The scripted reads of both films' premiere dates.
+fn premiere_reads(llm: ScriptedLlm) -> ScriptedLlm {
+    llm.on(
+        &[&asks("premiere date", "Blue Harbour")],
+        read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
+    )
+    .on(
+        &[&asks("premiere date", "The Glass Fox")],
+        read(
+            "The Glass Fox is a thriller film first shown in March 1957.",
+            "March 1957",
+            2,
+        ),
+    )
+}
+
+#[tokio::test]
+async fn a_yes_no_comparison_answers_whether_the_first_named_wins() {
+    for (q, plan, want) in [
+        (
+            "Did Blue Harbour premiere after The Glass Fox?",
+            ["Blue Harbour", "The Glass Fox"],
+            "yes",
+        ),
+        (
+            "Was Blue Harbour shown before The Glass Fox was?",
+            ["Blue Harbour", "The Glass Fox"],
+            "no",
+        ),
+    ] {
+        let combine = if want == "yes" { "later" } else { "earlier" };
+        let frame = serde_json::json!({"about": plan, "chain": [], "combine": combine,
+            "options": [], "read": "premiere date", "type": "date"});
+        // The writer would say the opposite: the program decides.
+        let wrong = if want == "yes" { "no" } else { "yes" };
+        let (agent, _) = agent(
+            premiere_reads(writer(wrong).on(&[PLAN], frame.to_string())),
+            None,
+        );
+        let t = agent
+            .ask(&Ask::new(q, "metarag").with_context(context(&FILMS)))
+            .await
+            .unwrap();
+        assert_eq!(t.stop, StopReason::Done(PROGRAM_RESOLVED.into()), "{q}");
+        assert_eq!(t.short_answer, want, "{q}");
+    }
 }
 
 #[tokio::test]
@@ -157,11 +202,8 @@ async fn a_negated_fact_is_read_as_false_even_when_the_model_says_yes() {
             "The search service indexes documents. The search service is not deprecated either.",
         ),
     ];
-    let plan = serde_json::json!({"steps": [
-        {"do": "find", "of": "billing service", "read": "deprecated", "type": "yes_no"},
-        {"do": "find", "of": "search service", "read": "deprecated", "type": "yes_no"},
-        {"do": "all", "with": ["#1", "#2"]}
-    ]});
+    let plan = serde_json::json!({"about": ["billing service", "search service"],
+        "chain": [], "combine": "all", "options": [], "read": "deprecated", "type": "yes_no"});
     let (agent, _) = agent(
         writer("yes")
             .on(&[PLAN], plan.to_string())
@@ -196,10 +238,9 @@ async fn an_either_or_question_both_of_whose_options_are_wrong_is_answered_neith
         "Analytics platform",
         "In 2023 the analytics team moved to ClickHouse, which replaced both Postgres and MySQL.",
     )];
-    let plan = serde_json::json!({"steps": [
-        {"do": "find", "of": "analytics team", "read": "database it uses", "type": "text"},
-        {"do": "pick", "with": ["#1"], "versus": ["Postgres", "MySQL"]}
-    ]});
+    let plan = serde_json::json!({"about": ["analytics team"], "chain": [],
+        "combine": "pick", "options": ["Postgres", "MySQL"], "read": "database it uses",
+        "type": "text"});
     let (agent, _) = agent(
         writer("MySQL").on(&[PLAN], plan.to_string()).on(
             &[&asks("database it uses", "analytics team")],
@@ -235,11 +276,8 @@ async fn an_option_the_sources_name_is_picked_and_a_shared_country_is_told_by_it
             "Sofia Ehle is a painter from the United States.",
         ),
     ];
-    let plan = serde_json::json!({"steps": [
-        {"do": "find", "of": "Marek Dunn", "read": "nationality", "type": "place"},
-        {"do": "find", "of": "Sofia Ehle", "read": "nationality", "type": "place"},
-        {"do": "same", "with": ["#1", "#2"]}
-    ]});
+    let plan = serde_json::json!({"about": ["Marek Dunn", "Sofia Ehle"], "chain": [],
+        "combine": "same", "options": [], "read": "nationality", "type": "place"});
     let (agent, _) = agent(
         writer("no")
             .on(&[PLAN], plan.to_string())
@@ -283,11 +321,8 @@ async fn what_two_lists_share_and_how_many_items_one_holds_are_computed() {
         ),
         ("Mira Sand", "Mira Sand plays the violin and the piano."),
     ];
-    let shared = serde_json::json!({"steps": [
-        {"do": "find", "of": "Pell Arno", "read": "instruments played", "type": "list"},
-        {"do": "find", "of": "Mira Sand", "read": "instruments played", "type": "list"},
-        {"do": "intersect", "with": ["#1", "#2"]}
-    ]});
+    let shared = serde_json::json!({"about": ["Pell Arno", "Mira Sand"], "chain": [],
+        "combine": "intersect", "options": [], "read": "instruments played", "type": "list"});
     let reads = |llm: ScriptedLlm| {
         llm.on(
             &[&asks("instruments played", "Pell Arno")],
@@ -318,10 +353,8 @@ async fn what_two_lists_share_and_how_many_items_one_holds_are_computed() {
         .await
         .unwrap();
     assert_eq!(t.short_answer, "piano");
-    let count = serde_json::json!({"steps": [
-        {"do": "find", "of": "Pell Arno", "read": "instruments played", "type": "list"},
-        {"do": "count", "with": ["#1"]}
-    ]});
+    let count = serde_json::json!({"about": ["Pell Arno"], "chain": [], "combine": "count",
+        "options": [], "read": "instruments played", "type": "list"});
     let (a, _) = agent(reads(writer("2").on(&[PLAN], count.to_string())), None);
     let t = a
         .ask(
@@ -379,11 +412,8 @@ async fn a_step_no_source_grounds_leaves_the_answer_to_the_write_and_says_which_
 #[tokio::test]
 async fn a_program_that_does_not_type_is_recorded_and_the_write_answers() {
     // A compare of two names: not dates or quantities.
-    let plan = serde_json::json!({"steps": [
-        {"do": "follow", "of": "Blue Harbour", "read": "director"},
-        {"do": "follow", "of": "The Glass Fox", "read": "director"},
-        {"do": "compare", "with": ["#1", "#2"], "wins": "earlier"}
-    ]});
+    let plan = serde_json::json!({"about": ["Blue Harbour", "The Glass Fox"],
+        "chain": ["director"], "combine": "earlier", "options": [], "read": "", "type": "date"});
     let (agent, llm) = agent(writer("Blue Harbour").on(&[PLAN], plan.to_string()), None);
     let t = agent
         .ask(
@@ -421,10 +451,8 @@ async fn a_chain_searches_for_the_page_of_the_entity_its_first_step_found() {
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
     let retriever = index(dir.path(), &passages).await;
-    let plan = serde_json::json!({"steps": [
-        {"do": "follow", "of": "Quarry Bells", "read": "director"},
-        {"do": "find", "of": "#1", "read": "birthplace", "type": "place"}
-    ]});
+    let plan = serde_json::json!({"about": ["Quarry Bells"], "chain": ["director"],
+        "combine": "none", "options": [], "read": "birthplace", "type": "place"});
     let mut config = AgentConfig {
         plan_with_llm: false,
         bridge_hop: false,
