@@ -8,6 +8,7 @@
 //! cargo run --release -p metarag-agent --example plan -- MODEL.gguf QUESTIONS.jsonl OUT.jsonl
 //! ```
 
+use metarag_agent::monitor::AnswerForm;
 use metarag_agent::program::plan::{Plan, plan};
 use metarag_core::Llm;
 use metarag_models::{LocalLlm, LocalLlmConfig};
@@ -59,6 +60,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 p.repaired(question)
                     .compile()
                     .and_then(|raw| raw.validate())
+                    .and_then(|p| p.fits(&AnswerForm::of(question)).map(|()| p))
                     .map_err(|e| e.to_string())
             });
         let (shape, program) = match &typed {

@@ -11,7 +11,7 @@
 //! 0.51 2Wiki gold, 0.50 HotpotQA open; the facts check and the judge's confidence between
 //! 0.42 and 0.57; docs/results/monitor.md), so it was replaced.
 
-use crate::prompts::CriticReply;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The outcome of the older monitoring gate (trace versions before 3).
@@ -117,4 +117,17 @@ pub struct Diagnosis {
     pub critic_error: Option<String>,
     /// The rules that fired, in words.
     pub reasons: Vec<String>,
+}
+
+/// An evaluator-critic's reply, as traces before version 3 recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CriticReply {
+    /// Could the question be answered reliably without the sources?
+    pub internal_sufficient: bool,
+    /// Do the sources contain what the question needs?
+    pub external_sufficient: bool,
+    /// Any of incomplete_reasoning, answer_redundance, ambiguity_understanding.
+    pub error_types: Vec<String>,
+    /// One search query that would find the missing information.
+    pub suggested_query: String,
 }

@@ -34,6 +34,7 @@ pub mod exec;
 pub mod plan;
 pub mod values;
 
+use crate::monitor::AnswerForm;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 pub use values::{Date, Kind, Quantity, Value};
@@ -511,6 +512,53 @@ impl Program {
                     ..
                 })
             )
+    }
+
+    /// The kind of value the program answers with: its last step's.
+    pub fn answer_kind(&self) -> Kind {
+        match self.steps.last() {
+            Some(Op::Find { kind, .. }) => *kind,
+            Some(Op::Same { .. } | Op::All { .. } | Op::Any { .. }) => Kind::YesNo,
+            Some(Op::Count { .. }) => Kind::Quantity,
+            Some(Op::Intersect { .. }) => Kind::List,
+            Some(Op::Follow { .. } | Op::Compare { .. } | Op::Pick { .. }) | None => Kind::Text,
+        }
+    }
+
+    /// Whether the program answers in the form the question asks for: a verdict for a
+    /// yes/no question (a comparison answers one: whether the first named wins), a date for
+    /// "when", a number for "how many", and no verdict otherwise. Checked before the
+    /// program runs, so a plan that misread the question ("when did the city become a
+    /// country?" planned as a comparison of two things) costs no reads.
+    pub fn fits(&self, form: &AnswerForm) -> Result<(), Invalid> {
+        let kind = self.answer_kind();
+        let compares = matches!(self.steps.last(), Some(Op::Compare { .. }));
+        let fits = match form {
+            AnswerForm::YesNo => kind == Kind::YesNo || compares,
+            AnswerForm::Date => kind == Kind::Date,
+            AnswerForm::Number => kind == Kind::Quantity,
+            AnswerForm::Name => !matches!(kind, Kind::YesNo | Kind::Date),
+            AnswerForm::Choice(_) | AnswerForm::Free => kind != Kind::YesNo,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(Invalid {
+                step: self.steps.len(),
+                reason: format!(
+                    "the program answers with a {}; the question asks for {}",
+                    if compares { "name" } else { kind.as_str() },
+                    match form {
+                        AnswerForm::YesNo => "yes or no",
+                        AnswerForm::Date => "a date",
+                        AnswerForm::Number => "a number",
+                        AnswerForm::Name => "a name",
+                        AnswerForm::Choice(_) => "one of its options",
+                        AnswerForm::Free => "a phrase",
+                    }
+                ),
+            })
+        }
     }
 
     /// The steps as lines, `#1 = find(...)`.

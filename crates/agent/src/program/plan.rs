@@ -95,7 +95,11 @@ impl Plan {
     /// - a name the question writes with a comma ("Anna Veltz, Countess of Orm") split
     ///   into two subjects where one is asked about: joined again;
     /// - a chain whose last relation is the fact read ("nationality", then "nationality of
-    ///   the husband"): the relation goes, the read stays.
+    ///   the husband"): the relation goes, the read stays;
+    /// - a fact read through a relation in the possessive ("director's birth date"): the
+    ///   relation joins the chain's end, the rest is the fact;
+    /// - a comparison of one subject ("earlier" over the one thing asked about, written
+    ///   when the fact is a date): nothing to compare, so its fact is the answer.
     pub fn repaired(mut self, question: &str) -> Plan {
         let takes = match self.combine {
             Combine::None | Combine::Count => 1,
@@ -124,11 +128,36 @@ impl Plan {
                 self.chain = chain;
             }
         }
-        if self.about.len() > takes && takes == 1 {
-            let joined = self.about.join(", ");
+        // Neighbours the question writes joined by a comma are one name.
+        let mut i = 0;
+        while self.about.len() > takes && i + 1 < self.about.len() {
+            let joined = format!("{}, {}", self.about[i].trim(), self.about[i + 1].trim());
             if question.contains(&joined) {
-                self.about = vec![joined];
+                self.about[i] = joined;
+                self.about.remove(i + 1);
+            } else {
+                i += 1;
             }
+        }
+        if let Some((relation, fact)) = self.read.split_once("'s ")
+            && !relation.trim().is_empty()
+            && !relation.chars().any(char::is_uppercase)
+            && !relation.contains(' ')
+            && !fact.trim().is_empty()
+        {
+            let (relation, fact) = (relation.trim().to_string(), fact.trim().to_string());
+            if self.chain.last().map(|c| key(c)) != Some(key(&relation)) {
+                self.chain.push(relation);
+            }
+            self.read = fact;
+        }
+        if self.about.len() == 1
+            && matches!(
+                self.combine,
+                Combine::Earlier | Combine::Later | Combine::More | Combine::Less
+            )
+        {
+            self.combine = Combine::None;
         }
         if let Some(last) = self.chain.last()
             && !self.read.trim().is_empty()
@@ -271,6 +300,8 @@ Q: Does the Hessel service cache with Redis or with Memcached?
 {"about": ["Hessel service"], "chain": [], "combine": "pick", "options": ["Redis", "Memcached"], "read": "cache it uses", "type": "text"}
 Q: Of the novels Salt Road and The Amber Key, which one's author died earlier?
 {"about": ["Salt Road", "The Amber Key"], "chain": ["author"], "combine": "earlier", "options": [], "read": "date of death", "type": "date"}
+Q: Who is younger, Ansel Brody or Kip Moraine?
+{"about": ["Ansel Brody", "Kip Moraine"], "chain": [], "combine": "later", "options": [], "read": "date of birth", "type": "date"}
 Q: Is the Karn client's default timeout longer than the Vell client's?
 {"about": ["Karn client", "Vell client"], "chain": [], "combine": "more", "options": [], "read": "default timeout", "type": "quantity"}
 Q: What instrument do Pell Arno and Mira Sand both play?
@@ -356,14 +387,14 @@ mod tests {
     #[test]
     fn every_example_is_a_valid_program_and_every_combine_is_shown() {
         let plans = examples();
-        assert_eq!(plans.len(), 12);
+        assert_eq!(plans.len(), 13);
         let mut shown = std::collections::BTreeSet::new();
         for p in &plans {
             p.compile().unwrap().validate().unwrap();
             shown.insert(serde_json::to_string(&p.combine).unwrap());
         }
-        // Every way to combine but the mirror images of one shown ("later" of "earlier",
-        // "less" of "more", "any" of "all").
+        // Every way to combine but the mirror images of one shown ("less" of "more", "any"
+        // of "all").
         for c in [
             "none",
             "earlier",
@@ -523,5 +554,44 @@ mod tests {
         // A relation that is not the fact stays.
         assert!(!same_fact("director", "place of birth"));
         assert!(!same_fact("birth", "birthplace of the father"));
+    }
+
+    #[test]
+    fn a_possessive_fact_reads_through_its_relation() {
+        let p = repaired(
+            serde_json::json!({"about": ["Salt Road", "The Amber Key"], "chain": [],
+                "combine": "earlier", "options": [], "read": "author's birth date",
+                "type": "date"}),
+            "Of Salt Road and The Amber Key, whose author was born first?",
+        );
+        assert_eq!(
+            (p.chain.as_slice(), p.read.as_str()),
+            (&["author".to_string()][..], "birth date")
+        );
+        // A name's possessive is not a relation.
+        let p = repaired(
+            serde_json::json!({"about": ["Velmora"], "chain": [], "combine": "none",
+                "options": [], "read": "Velmora's release date", "type": "date"}),
+            "When was Velmora released?",
+        );
+        assert!(p.chain.is_empty());
+    }
+
+    #[test]
+    fn one_subject_compared_is_its_fact_read() {
+        let p = repaired(
+            serde_json::json!({"about": ["Salt Road"], "chain": ["author"],
+                "combine": "earlier", "options": [], "read": "date of death", "type": "date"}),
+            "When did the author of Salt Road die?",
+        );
+        assert_eq!(p.combine, Combine::None);
+        // Neighbours joined by a comma in the question are one name, where the combine
+        // takes fewer subjects than written.
+        let p = repaired(
+            serde_json::json!({"about": ["Orm", "Velmora", "North Tessa"], "chain": [],
+                "combine": "same", "options": [], "read": "country", "type": "place"}),
+            "Are Orm and Velmora, North Tessa in one country?",
+        );
+        assert_eq!(p.about, ["Orm", "Velmora, North Tessa"]);
     }
 }

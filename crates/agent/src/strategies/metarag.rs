@@ -474,6 +474,7 @@ async fn run_program(s: &mut S) -> NodeResult {
             .repaired(&s.question)
             .compile()
             .and_then(|raw| raw.validate())
+            .and_then(|p| p.fits(&AnswerForm::of(&s.question)).map(|()| p))
         {
             Err(e) => invalid(
                 serde_json::to_string(&plan).unwrap_or_default(),

@@ -523,7 +523,7 @@ fn prompts_snapshot() {
     insta::assert_snapshot!("prompt_plan", render(&prompts::plan(Q).messages));
     insta::assert_snapshot!(
         "prompt_injection_screen",
-        render(&prompts::injection_screen(SPIELBERG.1).messages)
+        render(&metarag_agent::injection::request(SPIELBERG.1).messages)
     );
     insta::assert_snapshot!(
         "prompt_write",

@@ -6,6 +6,7 @@ mod baselines;
 mod branches;
 mod cot;
 mod critic;
+mod layers;
 mod program;
 mod real;
 mod router;
