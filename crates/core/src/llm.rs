@@ -177,6 +177,13 @@ pub struct ChatRequest {
     /// When set, the completion must be JSON matching this schema.
     #[serde(default)]
     pub schema: Option<OutputSchema>,
+    /// The prompt's start is shared by many requests to come (a planner's instructions
+    /// and examples, with only the question after them): a backend that keeps evaluated
+    /// prompts may keep this one's start for them. A hint that never changes the result,
+    /// so it is not serialized (a call cache's key stays that of the same request without
+    /// it).
+    #[serde(skip)]
+    pub keep_prefix: bool,
 }
 
 impl ChatRequest {
@@ -186,12 +193,20 @@ impl ChatRequest {
             messages,
             params: GenParams::default(),
             schema: None,
+            keep_prefix: false,
         }
     }
 
     /// A single user message.
     pub fn user(content: impl Into<String>) -> Self {
         Self::new(vec![Message::user(content)])
+    }
+
+    /// Marks the prompt's start as shared by many requests to come (see
+    /// [`ChatRequest::keep_prefix`]).
+    pub fn keeping_prefix(mut self) -> Self {
+        self.keep_prefix = true;
+        self
     }
 
     /// Sets the most tokens to generate.

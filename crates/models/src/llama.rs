@@ -387,8 +387,9 @@ fn worker(
         .with_n_threads_batch(threads as i32)
         // Samples of one call decode side by side as sequences sharing the prompt's cells;
         // a unified cache lets each use the whole window instead of an equal share of it.
-        // Two ids more: the parked prompt and a scratch id to swap it with (`Engine::arrange`).
-        .with_n_seq_max(metarag_core::MAX_SAMPLES + 2)
+        // Three ids more: the parked prompt, a scratch id to swap it with, and the kept
+        // prefix (`Engine::arrange`).
+        .with_n_seq_max(metarag_core::MAX_SAMPLES + 3)
         .with_kv_unified(true);
     // Hidden states per token: no pooling, so that a chat call's outputs stay per token.
     let params = if config.hidden_states {
@@ -420,6 +421,7 @@ fn worker(
         ctx,
         kv: Vec::new(),
         parked: Vec::new(),
+        kept: Vec::new(),
         template,
         model_id: config.model_id.clone(),
         prefix_reuse: config.prefix_reuse,
@@ -492,6 +494,11 @@ struct Engine<'m> {
     /// call over the same sources finds it again (metarag writes over its sources, asks a
     /// closed-book question, then checks the answer over the same sources).
     parked: Vec<LlamaToken>,
+    /// A prompt start kept as sequence [`KEPT`] (empty when none) for the requests that
+    /// mark theirs as shared ([`ChatRequest::keep_prefix`]: the planner's instructions and
+    /// examples), which the calls of a question in between (reads over sources, a write, a
+    /// closed-book probe) would otherwise push out of both sequence 0 and the parked slot.
+    kept: Vec<LlamaToken>,
     template: Option<LlamaChatTemplate>,
     model_id: String,
     prefix_reuse: bool,
@@ -508,6 +515,55 @@ impl Engine<'_> {
         self.ctx.clear_kv_cache();
         self.kv.clear();
         self.parked.clear();
+        self.kept.clear();
+    }
+
+    /// Drops the kept prefix, freeing the cells only it holds.
+    fn drop_kept(&mut self) {
+        if self.kept.is_empty() {
+            return;
+        }
+        if matches!(
+            self.ctx.clear_kv_cache_seq(Some(KEPT as u32), None, None),
+            Ok(true)
+        ) {
+            self.kept.clear();
+        } else {
+            self.reset();
+        }
+    }
+
+    /// After sequence 0 was brought to hold `tokens` for a request marking its start as
+    /// shared: keeps that start as sequence [`KEPT`]. The first such request keeps its
+    /// whole prompt; each later one trims the kept tokens to what the two share, which is
+    /// the common instructions once two questions were asked. Relabels cells only.
+    fn keep(&mut self, tokens: &[LlamaToken]) -> Result<()> {
+        let relabel = |e: KvCacheConversionError| llama_err("keeping a prefix")(e.to_string());
+        let shared = common_prefix(&self.kept, tokens);
+        if shared >= PARK_MIN_TOKENS {
+            if shared < self.kept.len() {
+                let trimmed = self
+                    .ctx
+                    .clear_kv_cache_seq(Some(KEPT as u32), Some(shared as u32), None)
+                    .map_err(|e| llama_err("trimming the kept prefix")(e.to_string()))?;
+                if !trimmed {
+                    self.drop_kept();
+                    return Ok(());
+                }
+                self.kept.truncate(shared);
+            }
+            return Ok(());
+        }
+        let len = self.kv.len().min(tokens.len().saturating_sub(1));
+        if len < PARK_MIN_TOKENS {
+            return Ok(());
+        }
+        self.drop_kept();
+        self.ctx
+            .copy_kv_cache_seq(0, KEPT, Some(0), Some(len as u32))
+            .map_err(relabel)?;
+        self.kept = tokens[..len].to_vec();
+        Ok(())
     }
 
     /// Empties sequence 0 alone (a parked prompt stays).
@@ -547,8 +603,24 @@ impl Engine<'_> {
         }
         let here = common_prefix(&self.kv, tokens);
         let there = common_prefix(&self.parked, tokens);
+        let kept = common_prefix(&self.kept, tokens);
         let relabel = |e: KvCacheConversionError| llama_err("relabelling KV cells")(e.to_string());
-        if there > here {
+        if kept > here && kept >= there {
+            // Sequence 0 is set aside as it would be for any call sharing little with it,
+            // then starts again from the kept prefix's cells.
+            if self.kv.len().saturating_sub(here) >= PARK_MIN_TOKENS {
+                self.drop_parked();
+                self.ctx
+                    .copy_kv_cache_seq(0, PARKED, None, None)
+                    .map_err(relabel)?;
+                self.parked = self.kv.clone();
+            }
+            self.clear_active();
+            self.ctx
+                .copy_kv_cache_seq(KEPT, 0, Some(0), Some(kept as u32))
+                .map_err(relabel)?;
+            self.kv = tokens[..kept].to_vec();
+        } else if there > here {
             // Sequence 0 to the scratch id, the parked prompt to 0, the scratch to parked.
             self.ctx
                 .copy_kv_cache_seq(0, SWAP, None, None)
@@ -577,8 +649,11 @@ impl Engine<'_> {
             self.parked = self.kv.clone();
         }
         let n_ctx = self.ctx.n_ctx() as usize;
-        if tokens.len() + extra + self.parked.len() > n_ctx {
+        if tokens.len() + extra + self.parked.len() + self.kept.len() > n_ctx {
             self.drop_parked();
+        }
+        if tokens.len() + extra + self.kept.len() > n_ctx {
+            self.drop_kept();
         }
         Ok(())
     }
@@ -799,6 +874,9 @@ impl Engine<'_> {
         let prompt_started = Instant::now();
         let (reused, logits_index) =
             self.prepare(tokens, seeds.len() * request.params.max_tokens as usize)?;
+        if request.keep_prefix && self.park_prompts {
+            self.keep(tokens)?;
+        }
         for d in &mut seqs {
             d.logits_index = logits_index;
             if d.seq > 0 {
@@ -1140,6 +1218,9 @@ const PARKED: i32 = metarag_core::MAX_SAMPLES as i32;
 
 /// Scratch sequence id for swapping the parked prompt with sequence 0.
 const SWAP: i32 = PARKED + 1;
+
+/// Sequence id of the kept prefix ([`Engine::keep`]).
+const KEPT: i32 = SWAP + 1;
 
 /// Least cached tokens a call must be about to discard for them to be parked: a shorter
 /// prompt is cheap to evaluate again and not worth holding cells for.

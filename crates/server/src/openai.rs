@@ -220,6 +220,7 @@ fn to_request(wire: WireRequest, limits: &ServeLimits) -> Result<ChatRequest, St
             n: if wire.stream { 1 } else { wire.n.unwrap_or(1) },
         },
         schema,
+        keep_prefix: false,
     };
     request.validate().map_err(|e| e.to_string())?;
     Ok(request)

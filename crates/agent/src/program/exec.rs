@@ -3,7 +3,9 @@
 //! only where code finds it stated in the sentence the model quotes from a source about
 //! the subject; the other ops run in code on those values.
 
-use super::values::{Date, Kind, Quantity, Value, bare, negated, numbers, same_name, stems};
+use super::values::{
+    Date, Kind, Quantity, Value, bare, nation, negated, numbers, same_name, stems,
+};
 use super::{Op, Program, Subject};
 use crate::evidence::{self, Source};
 use crate::graph::NodeError;
@@ -205,7 +207,20 @@ pub fn about(source: &Source, quote: &str, subject: &str) -> bool {
     let mut seen = content_terms(&source.passage.title);
     seen.extend(content_terms(quote));
     let covered = wanted.iter().filter(|w| seen.contains(*w)).count();
-    covered > 0 && covered * 2 >= wanted.len()
+    if covered > 0 && covered * 2 >= wanted.len() {
+        return true;
+    }
+    // The same name written with its parts run together or apart ("Abbas Uddin Ahmed",
+    // "Abbasuddin Ahmed").
+    let squeezed = |t: &str| -> String {
+        t.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let name = squeezed(bare(subject));
+    name.chars().count() >= 6
+        && (squeezed(&source.passage.title).contains(&name) || squeezed(quote).contains(&name))
 }
 
 /// A read's value checked against its quote: the typed value that sentence states, or why
@@ -254,7 +269,12 @@ pub fn stated(
             let vt = content_terms(value);
             let st = content_terms(&said);
             let found = vt.iter().filter(|w| st.contains(*w)).count();
-            if !vt.is_empty() && found * 3 >= vt.len() * 2 {
+            // A country the quote names another way ("Iran" where it says "Iranian").
+            let nation = kind == Kind::Place
+                && said
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|w| !w.is_empty() && nation(w).is_some() && same_name(w, value));
+            if (!vt.is_empty() && found * 3 >= vt.len() * 2) || nation {
                 Ok(Value::Name(value.to_string()))
             } else {
                 Err(format!("the quote does not state {value:?}"))
@@ -304,6 +324,25 @@ pub fn stated(
     }
 }
 
+/// `text` without the prompt's source markers (`[2]`).
+fn without_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('[') {
+        let after = &rest[i + 1..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(']') {
+            out.push_str(&rest[..i]);
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(&rest[..=i]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The model's read, grounded: the value, the source stating it and the quote; or why
 /// not, and whether the fact was missing from the sources.
 fn ground(
@@ -319,6 +358,13 @@ fn ground(
             true,
         ));
     }
+    // A small model copies the source's number along with its words ("[1] Hypsicratea
+    // was ..."): the marker is the prompt's, not the source's.
+    let unmarked = ReadReply {
+        quote: without_markers(&reply.quote),
+        ..reply.clone()
+    };
+    let reply = &unmarked;
     // The cited source first, then any (a small model often cites the wrong number).
     let cited = sources.iter().filter(|s| s.n == reply.source as usize);
     let rest = sources.iter().filter(|s| s.n != reply.source as usize);
@@ -335,7 +381,7 @@ fn ground(
         match stated(kind, property, subject, reply, &src.passage.title) {
             Ok(v) => return Ok((v, src.n, reply.quote.trim().to_string())),
             Err(e) => {
-                why = format!("[{}]: {e}", src.n);
+                why = format!("[{}]: {e} (quote {:?})", src.n, reply.quote.trim());
                 missing = false;
             }
         }
@@ -701,6 +747,62 @@ mod tests {
                 .0,
             Value::Bool(false)
         );
+    }
+
+    #[test]
+    fn a_quote_with_the_prompts_markers_and_a_name_run_together_still_ground() {
+        assert_eq!(
+            without_markers("[1] Hypsicratea was [12] his wife."),
+            "Hypsicratea was his wife."
+        );
+        assert_eq!(without_markers("a [b] c [x1]"), "a [b] c [x1]");
+        let source = |title: &str, text: &str| Source {
+            n: 2,
+            passage: crate::evidence::Passage::paragraph(title, text),
+            spans: Vec::new(),
+        };
+        let src = source(
+            "Abbasuddin Ahmed",
+            "Abbasuddin Ahmed was a Bengali folk singer born in Cooch Behar, British India.",
+        );
+        let r = ReadReply {
+            quote:
+                "[2] Abbasuddin Ahmed was a Bengali folk singer born in Cooch Behar, British India."
+                    .into(),
+            value: "British India".into(),
+            source: 2,
+        };
+        let (v, n, _) = ground(
+            &r,
+            std::slice::from_ref(&src),
+            "Abbas Uddin Ahmed",
+            "nationality",
+            Kind::Place,
+        )
+        .unwrap();
+        assert_eq!((v.display().as_str(), n), ("British India", 2));
+        // A country the quote states by its demonym, and not one it does not name.
+        let src = source(
+            "Ali Abbasi",
+            "Ali Abbasi is an Iranian-born Danish film director.",
+        );
+        let read = |value: &str| ReadReply {
+            quote: "Ali Abbasi is an Iranian-born Danish film director.".into(),
+            value: value.into(),
+            source: 2,
+        };
+        let ground_as = |value: &str| {
+            ground(
+                &read(value),
+                std::slice::from_ref(&src),
+                "Ali Abbasi",
+                "nationality",
+                Kind::Place,
+            )
+        };
+        assert!(ground_as("Iran").is_ok());
+        assert!(ground_as("Denmark").is_ok());
+        assert!(ground_as("Sweden").is_err());
     }
 
     #[test]

@@ -345,7 +345,9 @@ pub fn plan(question: &str) -> ChatRequest {
         );
     }
     request.schema = Some(schema);
-    request.max_tokens(160)
+    // The instructions and examples come before every question's plan: a local model keeps
+    // them evaluated across the questions (and the calls each one makes in between).
+    request.keeping_prefix().max_tokens(160)
 }
 
 /// Whether a relation names the fact read: its words are all the read's ("nationality" and

@@ -51,6 +51,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             ..GenParams::default()
         },
         schema: None,
+        keep_prefix: false,
     };
     request.validate().map_err(|e| UserError(e.to_string()))?;
     let completion = if app.json {

@@ -309,6 +309,43 @@ async fn a_prompt_set_aside_for_an_unrelated_call_is_found_again() {
 }
 
 #[tokio::test]
+async fn a_kept_prefix_outlives_the_unrelated_calls_between_two_requests() {
+    let llm = own_local_llm(2048);
+    let plan = |q: &str| {
+        ChatRequest::new(vec![
+            Message::system(format!(
+                "Name the film each question is about.\n\n{EVIDENCE}"
+            )),
+            Message::user(q.to_string()),
+        ])
+        .max_tokens(8)
+        .keeping_prefix()
+    };
+    let first = llm.chat(&plan("Who directed Jaws?")).await.unwrap();
+    // Two unrelated prompts, each long enough to be parked in place of the other: without
+    // the kept prefix, the first prompt is gone from both sequence 0 and the parked slot.
+    for q in ["Who wrote the novel?", "When was the director born?"] {
+        let other = ChatRequest::new(vec![
+            Message::system(format!("{q} Answer in one word.\n\n{EVIDENCE}")),
+            Message::user("Go.".to_string()),
+        ])
+        .max_tokens(4);
+        let c = llm.chat(&other).await.unwrap();
+        assert!(c.usage.cached_prompt_tokens < 10, "{:?}", c.usage);
+    }
+    let again = llm
+        .chat(&plan("Which film did Benchley write?"))
+        .await
+        .unwrap();
+    assert!(
+        again.usage.cached_prompt_tokens + 20 >= first.usage.prompt_tokens,
+        "the shared start should be kept: {:?} after {:?}",
+        again.usage,
+        first.usage
+    );
+}
+
+#[tokio::test]
 async fn a_parked_prompt_gives_way_when_a_call_needs_its_cells() {
     // A 512-token window: the parked prompt and a long unrelated call with its longest
     // completion cannot both fit, so the parked one is dropped first (kept, a completion
