@@ -117,7 +117,10 @@ impl ProgramRun {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadReply {
     /// The sentence of a source about the subject that states the value, copied word for
-    /// word; empty if none does.
+    /// word; empty if none does. Bounded in the grammar: a long sentence copied whole ran
+    /// past the token limit and left the reply unparsed, where its first 300 characters
+    /// are still the source's words in order.
+    #[schemars(length(max = 300))]
     pub quote: String,
     /// The value as the source states it; empty if no source does ("yes" / "no" for a
     /// yes/no read).
@@ -171,7 +174,7 @@ pub fn read_request(sources: &[Source], subject: &str, property: &str, kind: Kin
         field.insert("enum".into(), serde_json::json!(["yes", "no", ""]));
     }
     request.schema = Some(schema);
-    request.max_tokens(if kind == Kind::List { 120 } else { 96 })
+    request.max_tokens(if kind == Kind::List { 200 } else { 160 })
 }
 
 /// Whether `source` holds `quote`: its words in order (a model may drop punctuation), or
