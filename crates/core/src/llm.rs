@@ -445,7 +445,10 @@ pub trait Llm: Send + Sync {
     /// answers a question: otherwise the second strategy finds the sources the first one
     /// evaluated and is timed as if it had read them for free. Answers stay the same up to
     /// the order llama.cpp accumulates in, which a different batch split can change.
-    /// Backends that keep nothing of the kind do nothing.
+    /// A prefix a request marked as shared by every request to come
+    /// ([`ChatRequest::keep_prefix`]: instructions that hold no question's content) may
+    /// stay, as it stays in a long-running server. Backends that keep nothing of the kind
+    /// do nothing.
     fn forget_context(&self) -> impl Future<Output = ()> + Send {
         async {}
     }

@@ -156,7 +156,8 @@ enum Job {
         completion: String,
         reply: oneshot::Sender<Result<HiddenState>>,
     },
-    /// Clear the KV cache: the next call evaluates its whole prompt.
+    /// Clear the KV cache but the kept prefix: the next call evaluates its whole prompt
+    /// unless it starts with that prefix.
     Forget { reply: oneshot::Sender<()> },
 }
 
@@ -477,7 +478,7 @@ fn worker(
                 let _ = reply.send(result);
             }
             Job::Forget { reply } => {
-                engine.reset();
+                engine.forget();
                 let _ = reply.send(());
             }
         }
@@ -516,6 +517,14 @@ impl Engine<'_> {
         self.kv.clear();
         self.parked.clear();
         self.kept.clear();
+    }
+
+    /// Forgets every prompt but the kept prefix ([`Llm::forget_context`]): it holds
+    /// instructions shared by every request to come, no question's content, and a
+    /// long-running server keeps it too.
+    fn forget(&mut self) {
+        self.clear_active();
+        self.drop_parked();
     }
 
     /// Drops the kept prefix, freeing the cells only it holds.
