@@ -260,7 +260,8 @@ pub fn stated(
                 .iter()
                 .any(|n| (n - v.value).abs() <= 1e-9 * n.abs().max(1.0))
             {
-                Ok(Value::Quantity(v))
+                let written = Quantity::written_in(quote, v.value).unwrap_or(v.written.clone());
+                Ok(Value::Quantity(Quantity { written, ..v }))
             } else {
                 Err(format!("the quote does not state the number {value:?}"))
             }

@@ -283,7 +283,7 @@ impl Plan {
 pub const PLAN_INSTRUCTIONS: &str = r##"Plan how to answer the question from documents by filling these fields:
 - "about": the things the question names and asks about, as it writes them: one, or each of the ones it compares or combines.
 - "chain": the relations to follow from each of them, in order, to reach the thing the fact is about: ["director"] for a film's director, ["husband", "mother"] for the mother of someone's husband; [] when the fact is about them.
-- "combine": how their facts give the answer: "none" (one thing asked about), "earlier" or "later" (dates), "more" or "less" (numbers), "same", "all" or "any" (whether a statement holds for all or any of them), "pick" (which of the question's options), "count" (how many items), "intersect" (what two lists share).
+- "combine": how their facts give the answer: "none" (one thing asked about), "earlier" or "later" (dates: the older one was born earlier, the younger one later), "more" or "less" (numbers), "same", "all" or "any" (whether a statement holds for all or any of them), "pick" (which of the question's options), "count" (how many items), "intersect" (what two lists share).
 - "options": for "pick", the options the question offers; otherwise [].
 - "read": the fact to read at the end of the chain: a date, a number, a place, a name, or a statement that holds or not; "" when the chain's last entity is itself the answer.
 - "type": the fact's kind: person, place, date, quantity, yes_no, text or list.

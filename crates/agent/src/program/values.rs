@@ -414,6 +414,49 @@ impl Quantity {
         })
     }
 
+    /// How `quote` writes the number `value` ("9,984", "1.2 million", "16 km"), for the
+    /// answer to read as the source does rather than as the model typed it (which may be
+    /// anything, a JSON object included).
+    pub fn written_in(quote: &str, value: f64) -> Option<String> {
+        let bytes = quote.as_bytes();
+        let close = |x: f64| (x - value).abs() <= 1e-9 * value.abs().max(1.0);
+        for (i, c) in quote.char_indices() {
+            let follows_number =
+                i > 0 && (bytes[i - 1].is_ascii_digit() || matches!(bytes[i - 1], b'.' | b','));
+            if !c.is_ascii_digit() || follows_number {
+                continue;
+            }
+            let Some(q) = Quantity::parse(&quote[i..]) else {
+                continue;
+            };
+            if !close(q.value) {
+                continue;
+            }
+            let end = quote[i..]
+                .find(|c: char| !(c.is_ascii_digit() || c == ',' || c == '.'))
+                .map_or(quote.len(), |e| i + e);
+            let number = quote[i..end].trim_end_matches(['.', ',']);
+            let plain = number.replace(',', "").parse::<f64>().ok();
+            let unit = q
+                .unit
+                .as_deref()
+                .is_some_and(|u| CONVERSIONS.iter().any(|(c, ..)| *c == u));
+            // The word after the number belongs to it when it scales it ("million") or is
+            // a unit that converts.
+            return Some(if unit || plain.is_some_and(|p| !close(p)) {
+                let next = quote[end..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(|c: char| !c.is_alphanumeric());
+                format!("{number} {next}").trim().to_string()
+            } else {
+                number.to_string()
+            });
+        }
+        None
+    }
+
     /// This quantity in its base unit ("ft" as "m"), or as it is when the unit does not
     /// convert.
     fn base(&self) -> (f64, Option<&str>) {
@@ -689,5 +732,20 @@ mod tests {
             "By default, find does not follow symbolic links.",
             &follows
         ));
+    }
+
+    #[test]
+    fn a_quantity_is_written_as_its_quote_writes_it() {
+        let q = "Brown County had a population of 9,984 at the 2010 census.";
+        assert_eq!(Quantity::written_in(q, 9984.0).as_deref(), Some("9,984"));
+        assert_eq!(
+            Quantity::written_in("It covers 16 km of coast.", 16.0).as_deref(),
+            Some("16 km")
+        );
+        assert_eq!(
+            Quantity::written_in("About 1.2 million people live there.", 1.2e6).as_deref(),
+            Some("1.2 million")
+        );
+        assert_eq!(Quantity::written_in("No numbers here.", 3.0), None);
     }
 }
