@@ -529,14 +529,29 @@ impl Engine<'_> {
 
     /// Drops the kept prefix, freeing the cells only it holds.
     fn drop_kept(&mut self) {
-        if self.kept.is_empty() {
+        self.drop_spare(KEPT);
+    }
+
+    /// Drops a spare sequence ([`PARKED`] or [`KEPT`]) and the tokens it is recorded as
+    /// holding, freeing the cells only it holds; a cache that refuses is cleared whole.
+    fn drop_spare(&mut self, seq: i32) {
+        let held = if seq == KEPT {
+            &self.kept
+        } else {
+            &self.parked
+        };
+        if held.is_empty() {
             return;
         }
         if matches!(
-            self.ctx.clear_kv_cache_seq(Some(KEPT as u32), None, None),
+            self.ctx.clear_kv_cache_seq(Some(seq as u32), None, None),
             Ok(true)
         ) {
-            self.kept.clear();
+            if seq == KEPT {
+                self.kept.clear();
+            } else {
+                self.parked.clear();
+            }
         } else {
             self.reset();
         }
@@ -586,17 +601,7 @@ impl Engine<'_> {
 
     /// Drops the parked prompt, freeing the cells only it holds.
     fn drop_parked(&mut self) {
-        if self.parked.is_empty() {
-            return;
-        }
-        if matches!(
-            self.ctx.clear_kv_cache_seq(Some(PARKED as u32), None, None),
-            Ok(true)
-        ) {
-            self.parked.clear();
-        } else {
-            self.reset();
-        }
+        self.drop_spare(PARKED);
     }
 
     /// Gets the cache ready for a call over `tokens` that needs `extra` cells beyond them

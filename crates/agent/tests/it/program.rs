@@ -148,20 +148,7 @@ async fn a_yes_no_comparison_answers_whether_the_first_named_wins() {
 async fn a_reworded_comparison_is_decided_by_the_dates_each_source_states() {
     let q = "Of Blue Harbour and The Glass Fox, which film premiered before the other?";
     let (agent, llm) = agent(
-        writer("Blue Harbour")
-            .on(&[PLAN], films_plan())
-            .on(
-                &[&asks("premiere date", "Blue Harbour")],
-                read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
-            )
-            .on(
-                &[&asks("premiere date", "The Glass Fox")],
-                read(
-                    "The Glass Fox is a thriller film first shown in March 1957.",
-                    "March 1957",
-                    2,
-                ),
-            ),
+        premiere_reads(writer("Blue Harbour").on(&[PLAN], films_plan())),
         None,
     );
     let t = agent
