@@ -51,6 +51,22 @@ pub enum Combine {
     Intersect,
 }
 
+impl Combine {
+    /// How many subjects it combines: exactly one or two, or any number from one (`None`).
+    pub fn subjects(self) -> Option<usize> {
+        match self {
+            Combine::None | Combine::Count => Some(1),
+            Combine::Earlier
+            | Combine::Later
+            | Combine::More
+            | Combine::Less
+            | Combine::Same
+            | Combine::Intersect => Some(2),
+            Combine::All | Combine::Any | Combine::Pick => None,
+        }
+    }
+}
+
 /// A question's program in slots, as the model writes it. The JSON keys sort in the order
 /// the plan is thought out (the grammar a local backend builds from the schema asks for the
 /// keys in sorted order): what the question is about, the chain from it, how the answer
@@ -101,16 +117,7 @@ impl Plan {
     /// - a comparison of one subject ("earlier" over the one thing asked about, written
     ///   when the fact is a date): nothing to compare, so its fact is the answer.
     pub fn repaired(mut self, question: &str) -> Plan {
-        let takes = match self.combine {
-            Combine::None | Combine::Count => 1,
-            Combine::Earlier
-            | Combine::Later
-            | Combine::More
-            | Combine::Less
-            | Combine::Same
-            | Combine::Intersect => 2,
-            Combine::All | Combine::Any | Combine::Pick => usize::MAX,
-        };
+        let takes = self.combine.subjects().unwrap_or(usize::MAX);
         let key = |s: &str| s.trim().to_lowercase();
         let chain: Vec<String> = self.chain.iter().map(|c| key(c)).collect();
         // The subjects the question names that are relations of the chain.
@@ -174,17 +181,7 @@ impl Plan {
     /// steps type is [`RawProgram::validate`]'s to say.
     pub fn compile(&self) -> Result<RawProgram, Invalid> {
         let n = self.about.len();
-        let fits = match self.combine {
-            Combine::None | Combine::Count => n == 1,
-            Combine::Earlier
-            | Combine::Later
-            | Combine::More
-            | Combine::Less
-            | Combine::Same
-            | Combine::Intersect => n == 2,
-            Combine::All | Combine::Any | Combine::Pick => n >= 1,
-        };
-        if !fits {
+        if self.combine.subjects().map_or(n == 0, |want| n != want) {
             return Err(Invalid {
                 step: 0,
                 reason: format!(
