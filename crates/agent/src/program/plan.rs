@@ -78,7 +78,7 @@ pub struct Plan {
     #[schemars(length(min = 1, max = 3))]
     pub about: Vec<String>,
     /// The relations followed from each of them, in order, to reach the thing the fact is
-    /// about ("director", then "father"); empty when the fact is about them.
+    /// about ("founder", then "mother"); empty when the fact is about them.
     #[serde(default)]
     #[schemars(length(max = 2))]
     pub chain: Vec<String>,
@@ -101,8 +101,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan with two slips of small models mended, each one that would otherwise leave
-    /// the plan invalid or read a fact twice; the slots are otherwise as written:
+    /// The plan with the slips a small model makes mended, each one that would otherwise
+    /// leave the plan invalid or read a fact twice; the slots are otherwise as written:
     /// - a relation written among the subjects as well as in the chain, or among the
     ///   subjects only, where the way they combine takes fewer subjects
     ///   (`about: ["Quarry Bells", "director"]`, one subject's fact asked): it is a
@@ -279,8 +279,8 @@ impl Plan {
 /// The instructions and examples every plan starts with.
 pub const PLAN_INSTRUCTIONS: &str = r##"Plan how to answer the question from documents by filling these fields:
 - "about": the things the question names and asks about, as it writes them: one, or each of the ones it compares or combines.
-- "chain": the relations to follow from each of them, in order, to reach the thing the fact is about: ["director"] for a film's director, ["husband", "mother"] for the mother of someone's husband; [] when the fact is about them.
-- "combine": how their facts give the answer: "none" (one thing asked about), "earlier" or "later" (dates: the older one was born earlier, the younger one later), "more" or "less" (numbers), "same", "all" or "any" (whether a statement holds for all or any of them), "pick" (which of the question's options), "count" (how many items), "intersect" (what two lists share).
+- "chain": the relations to follow from each of them, in order, to reach the thing the fact is about: ["author"] for a book's author, ["husband", "mother"] for the mother of someone's husband; [] when the fact is about them.
+- "combine": how their facts give the answer: "none" (one thing asked about), "earlier" or "later" (dates: older means earlier, younger means later), "more" or "less" (numbers), "same", "all" or "any" (whether a statement holds for all or any of them), "pick" (which of the question's options), "count" (how many items), "intersect" (what two lists share).
 - "options": for "pick", the options the question offers; otherwise [].
 - "read": the fact to read at the end of the chain: a date, a number, a place, a name, or a statement that holds or not; "" when the chain's last entity is itself the answer.
 - "type": the fact's kind: person, place, date, quantity, yes_no, text or list.
