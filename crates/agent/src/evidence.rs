@@ -464,7 +464,7 @@ pub fn bridge_note(question: &str, bridges: &[Bridge], sources: &[Source]) -> Op
 /// "Where did the man who directed Jaws (Film) die?" with Steven Spielberg read off Jaws'
 /// page becomes "Where did Steven Spielberg die?"; "Who is Jaws's director?" becomes "Who
 /// is Steven Spielberg?". The relation is read as "the R of [one word] subject" ("the
-/// maker of the film Jaws") or as the word after the subject's possessive; `None` when the
+/// maker of Jaws", "the author of novel Jaws") or as the word after the subject's possessive; `None` when the
 /// question does not name the subject either way (a comparison's "the director who is
 /// older, A or B" does not).
 pub fn bridged_question(question: &str, bridge: &Bridge) -> Option<String> {
@@ -831,7 +831,7 @@ mod tests {
         ];
         assert_eq!(
             relation_bridges(
-                "Where was the director of film Hellcats Of The Navy born?",
+                "Where was the director of the film Hellcats Of The Navy born?",
                 &pool,
                 4
             ),
@@ -934,9 +934,9 @@ mod tests {
         };
         let cases = [
             (
-                "Where was the place of death of the director of film Lantern Years (Film)?",
+                "Where did the director of Lantern Years (Film) die?",
                 "Lantern Years (film)",
-                Some("Where was the place of death of Edda K. Marrow?"),
+                Some("Where did Edda K. Marrow die?"),
             ),
             (
                 "Who is the spouse of the founder of Oster Line?",

@@ -9,6 +9,7 @@
 //! answer's words, and the extracted answer's token probabilities.
 
 use crate::evidence::Passage;
+use crate::program::exec::{ProgramRun, StepStatus};
 use crate::text::content_terms;
 use metarag_core::LogprobSummary;
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,37 @@ impl ReasoningMemory {
             .map(|f| f.sub_question.as_str())
             .chain(self.open.iter().map(String::as_str))
             .any(|q| q == sub_question || (!terms.is_empty() && content_terms(q) == terms))
+    }
+
+    /// The memory a question program's run leaves, so that a planner that keeps a memory
+    /// starts where the program stopped: one fact per grounded read, asked as the read's
+    /// question ("What is the director of Jaws?"), stated by the quote code found the value in, with
+    /// confidence 1 since code checked it there. A read that did not ground is left out:
+    /// the planner may look for it again in its own words.
+    pub fn from_program(run: &ProgramRun, sources: &[crate::Source]) -> ReasoningMemory {
+        let facts = run
+            .steps
+            .iter()
+            .filter(|step| step.status == StepStatus::Grounded)
+            .filter_map(|step| {
+                Some(Fact {
+                    sub_question: step.asks.clone()?,
+                    answer: step.value.as_ref()?.display(),
+                    statement: step.quote.clone().unwrap_or_default(),
+                    sources: step
+                        .source
+                        .and_then(|n| sources.iter().find(|x| x.n == n))
+                        .map(|x| x.passage.title.clone())
+                        .into_iter()
+                        .collect(),
+                    confidence: 1.0,
+                })
+            })
+            .collect();
+        ReasoningMemory {
+            facts,
+            ..ReasoningMemory::default()
+        }
     }
 
     /// Facts at or above `min_confidence`.

@@ -791,7 +791,7 @@ mod tests {
         assert!(is_refusal(""));
         assert!(!is_refusal("American"));
         assert!(is_yes_no_question(
-            "Are Ed Wood and Scott Derrickson of the same nationality?"
+            "Are Ed Wood and Scott Derrickson from the same country?"
         ));
         assert!(!is_yes_no_question(
             "Which country is the director of Jaws from?"

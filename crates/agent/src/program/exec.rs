@@ -3,6 +3,7 @@
 //! only where code finds it stated in the sentence the model quotes from a source about
 //! the subject; the other ops run in code on those values.
 
+use super::plan::{Plan, plan};
 use super::values::{
     Date, Kind, Quantity, Value, bare, nation, negated, numbers, same_name, stems,
 };
@@ -42,6 +43,11 @@ pub struct StepRecord {
     /// The subject it was asked of, references resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// A read's question in words, references resolved ("What is the director of
+    /// Jaws?", as the read asked it): what a planner that keeps a reasoning memory records
+    /// the fact under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asks: Option<String>,
     /// The value it produced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
@@ -106,7 +112,43 @@ pub struct ProgramRun {
     pub outcome: Outcome,
 }
 
+impl Outcome {
+    /// The outcome's name, as the `program_<name>` metrics and reports write it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Resolved { .. } => "resolved",
+            Outcome::Unresolved { .. } => "unresolved",
+            Outcome::Invalid { .. } => "invalid",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
 impl ProgramRun {
+    /// The search for the fact an unresolved step found no source for.
+    pub fn missing_fact(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Unresolved {
+                missing: true,
+                query,
+                ..
+            } => query.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The question of the read that found no source ("What is the director of Jaws?"),
+    /// when that is why the run stopped.
+    pub fn missing_read(&self) -> Option<&str> {
+        self.missing_fact()?;
+        self.steps
+            .iter()
+            .rev()
+            .find(|step| step.status == StepStatus::Unresolved)?
+            .asks
+            .as_deref()
+    }
+
     /// Whether every step grounded.
     pub fn resolved(&self) -> bool {
         matches!(self.outcome, Outcome::Resolved { .. })
@@ -393,6 +435,52 @@ fn ground(
     Err((why, missing))
 }
 
+/// Plans the question's program, checks it and runs it over the run's sources: the one
+/// entry of every strategy that reasons through a program (`metarag`, `cot`, `mcts`).
+/// The plan is mended ([`Plan::repaired`]), compiled, typed and matched to the answer's
+/// form before any read, so a misread question costs no reads. Records the run
+/// (`records.program`) and a `program_<outcome>` metric for each outcome, so that a
+/// report's averages over questions are the shares of each, whatever the strategy.
+pub async fn solve<E: Send>(s: &mut Run<E>, node: &str) -> Result<ProgramRun, NodeError> {
+    let c = s.gw.chat(node, "program_plan", plan(&s.question)).await?;
+    let invalid = |program: String, reason: String| ProgramRun {
+        program,
+        steps: Vec::new(),
+        outcome: Outcome::Invalid { reason },
+    };
+    let run = match c.parsed::<Plan>() {
+        Err(e) => invalid(c.text().unwrap_or_default().to_string(), e),
+        Ok(planned) => match planned
+            .clone()
+            .repaired(&s.question)
+            .compile()
+            .and_then(|raw| raw.validate())
+            .and_then(|p| p.fits(&AnswerForm::of(&s.question)).map(|()| p))
+        {
+            Err(e) => invalid(
+                serde_json::to_string(&planned).unwrap_or_default(),
+                e.to_string(),
+            ),
+            Ok(p) if !p.reasons() => ProgramRun {
+                program: p.display(),
+                steps: Vec::new(),
+                outcome: Outcome::Skipped,
+            },
+            Ok(p) => run(s, node, &p).await?,
+        },
+    };
+    let outcome = run.outcome.name();
+    for o in ["resolved", "unresolved", "invalid", "skipped"] {
+        s.metrics
+            .insert(format!("program_{o}"), f64::from(u8::from(o == outcome)));
+    }
+    s.records.insert(
+        "program".into(),
+        serde_json::to_value(&run).unwrap_or_default(),
+    );
+    Ok(run)
+}
+
 /// Runs `program` over the run's sources, recording every step.
 pub async fn run<E: Send>(
     s: &mut Run<E>,
@@ -412,6 +500,7 @@ pub async fn run<E: Send>(
             step: i + 1,
             op: op.display(),
             subject: None,
+            asks: None,
             value: None,
             source: None,
             quote: None,
@@ -447,6 +536,11 @@ pub async fn run<E: Send>(
                     Subject::Step(r) => values[*r].display(),
                 };
                 record.subject = Some(name.clone());
+                record.asks = Some(if kind == Kind::YesNo {
+                    format!("Is this true of {name}: {property}?")
+                } else {
+                    format!("What is the {property} of {name}?")
+                });
                 let query = format!("{name} {property}");
                 match read(s, node, &name, property, kind).await? {
                     Ok((v, n, quote)) => {

@@ -34,10 +34,16 @@ pub mod exec;
 pub mod plan;
 pub mod values;
 
+use crate::graph::NodeId;
 use crate::monitor::AnswerForm;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 pub use values::{Date, Kind, Quantity, Value};
+
+/// The node that plans and runs a question's program, in every strategy that has one.
+pub const PROGRAM: NodeId = NodeId("program");
+/// The stop reason of a run whose program resolved.
+pub const PROGRAM_RESOLVED: &str = "the program resolved";
 
 /// The most steps a program may have: the largest plan (three subjects, a chain of two
 /// relations from each, a fact read at its end, one op over them) compiles to ten, and

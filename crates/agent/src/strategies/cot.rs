@@ -1,7 +1,11 @@
 //! `cot`: seed `004`'s linear planner (State-Aware RAG, Man et al.) over an explicit
 //! reasoning memory.
 //!
-//! retrieve (the question) -> **decompose**: the generator sees the question's
+//! retrieve (the question) -> **program**: the question's typed program
+//! ([`crate::program`]), planned and run as `metarag` runs it; resolved, it is the answer;
+//! otherwise its grounded reads are the memory's first facts
+//! ([`ReasoningMemory::from_program`]) and a read that found no source is the first
+//! sub-question -> **decompose**: the generator sees the question's
 //! sources and the memory and proposes the next sub-question, or a final answer ->
 //! **extract**: the sub-question is searched and the extractor answers it from what was
 //! found, citing the passages; the code scores the fact (are its words in the cited
@@ -14,11 +18,13 @@ use crate::evidence::{self, Passage};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::field_logprobs;
 use crate::nodes::{self, READ, RETRIEVE, WRITE};
+use crate::program::exec::Outcome;
+use crate::program::{self, PROGRAM, PROGRAM_RESOLVED};
 use crate::prompts::over_sources;
 use crate::reasoning::{Candidate, Fact, ReasoningMemory, fact_confidence};
 use crate::registry::Strategy;
 use crate::state::Run;
-use crate::trace::StepKind;
+use crate::trace::{EvidenceMode, StepKind};
 use crate::verify::without_citations;
 use metarag_core::ChatRequest;
 use schemars::JsonSchema;
@@ -39,6 +45,9 @@ pub struct CotConfig {
     pub k_per_step: usize,
     /// Facts below this confidence are shown as not found.
     pub min_confidence: f64,
+    /// Plan and run the question's program first ([`crate::program`]): the chain starts
+    /// from its grounded facts, or ends at its answer when every step grounds.
+    pub program: bool,
 }
 
 impl Default for CotConfig {
@@ -47,6 +56,7 @@ impl Default for CotConfig {
             max_steps: 4,
             k_per_step: 3,
             min_confidence: 0.5,
+            program: true,
         }
     }
 }
@@ -60,6 +70,8 @@ pub struct Cot(CotConfig);
 pub struct CotState {
     config: CotConfig,
     memory: ReasoningMemory,
+    /// Facts the program left in the memory: `max_steps` bounds the chain's own.
+    seeded: usize,
 }
 
 /// The generator's reply.
@@ -103,14 +115,23 @@ impl Strategy for Cot {
         CotState {
             config: self.0.clone(),
             memory: ReasoningMemory::default(),
+            seeded: 0,
         }
     }
 
     fn graph(&self) -> Graph<Run<CotState>> {
         Graph::new(RETRIEVE)
-            .node(RETRIEVE, &[(DECOMPOSE, "")], |s| {
-                Box::pin(nodes::retrieve(s, DECOMPOSE))
+            .node(RETRIEVE, &[(PROGRAM, "")], |s| {
+                Box::pin(nodes::retrieve(s, PROGRAM))
             })
+            .node(
+                PROGRAM,
+                &[
+                    (EXTRACT, "a read found no source"),
+                    (DECOMPOSE, "no program, or a step unsettled"),
+                ],
+                |s| Box::pin(run_program(s)),
+            )
             .node(
                 DECOMPOSE,
                 &[
@@ -182,6 +203,52 @@ pub fn extract_prompt(sub_question: &str, sources: &[crate::Source]) -> ChatRequ
 
 type S = Run<CotState>;
 
+/// Plans and runs the question's program: resolved, its answer ends the run, with its
+/// reads as the memory's facts; unresolved, the chain goes on from its grounded facts,
+/// asking first for the read that found no source.
+async fn run_program(s: &mut S) -> NodeResult {
+    if s.sources_version == 0 {
+        nodes::read(s, Transition::Goto(PROGRAM)).await?;
+    }
+    if !s.ext.config.program || s.sources.is_empty() || s.mode == EvidenceMode::ClosedBook {
+        return Ok(Transition::Goto(DECOMPOSE));
+    }
+    let run = program::exec::solve(s, PROGRAM.as_str()).await?;
+    s.ext.memory = ReasoningMemory::from_program(&run, &s.sources);
+    s.ext.seeded = s.ext.memory.facts.len();
+    if let Outcome::Resolved {
+        answer,
+        short_answer,
+        ..
+    } = &run.outcome
+    {
+        s.ext.memory.candidates.push(Candidate {
+            answer: short_answer.clone(),
+            confidence: 1.0,
+        });
+        let i = s.push_answer(answer.clone(), short_answer.clone());
+        s.chosen = Some(i);
+        finish(s, "the program resolved");
+        return Ok(Transition::done(PROGRAM_RESOLVED));
+    }
+    match run.missing_read() {
+        Some(sub) => {
+            s.step(PROGRAM.as_str(), StepKind::SubQuestion, sub.to_string());
+            s.ext.memory.open.push(sub.to_string());
+            s.note = Some(format!("{}: no source states {sub:?}", run.outcome.name()));
+            Ok(Transition::Goto(EXTRACT))
+        }
+        None => {
+            s.note = Some(format!(
+                "{}: {} facts grounded",
+                run.outcome.name(),
+                s.ext.memory.facts.len()
+            ));
+            Ok(Transition::Goto(DECOMPOSE))
+        }
+    }
+}
+
 async fn decompose(s: &mut S) -> NodeResult {
     let cfg = s.ext.config.clone();
     // The generator reads the question's own sources (read once, before the first step).
@@ -199,7 +266,7 @@ async fn decompose(s: &mut S) -> NodeResult {
     let sub = crate::reasoning::meaningful(&reply.sub_question);
     let final_answer = reply.final_answer.trim().to_string();
     let asked = s.ext.memory.asked(&sub);
-    let steps = s.ext.memory.facts.len();
+    let steps = s.ext.memory.facts.len() - s.ext.seeded;
     if sub.is_empty() || asked || steps >= cfg.max_steps {
         if !final_answer.is_empty() {
             s.step(DECOMPOSE.as_str(), StepKind::Answer, final_answer.clone());

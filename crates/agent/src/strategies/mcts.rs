@@ -1,7 +1,9 @@
 //! `mcts`: seed `004`'s tree planner (State-Aware RAG, Man et al.): Monte Carlo tree search
 //! over reasoning states, each node carrying its own [`ReasoningMemory`].
 //!
-//! retrieve (the question) -> **search** (one rollout per visit: select a leaf by UCT,
+//! retrieve (the question) -> the question's typed **program** ([`crate::program`]), as
+//! `metarag` runs it: resolved, its answer ends the run; otherwise its grounded reads are
+//! the root's memory -> **search** (one rollout per visit: select a leaf by UCT,
 //! expand it, evaluate one new child, back the reward up to the root) until `rollouts`
 //! -> read -> write with the best path's memory as notes.
 //!
@@ -21,10 +23,12 @@
 use super::cot::{DecomposeReply, ask_fact, decompose_prompt, extract_fact};
 use crate::graph::{Graph, NodeError, NodeId, NodeResult, Transition};
 use crate::nodes::{self, READ, RETRIEVE, WRITE};
+use crate::program::exec::Outcome;
+use crate::program::{self, PROGRAM_RESOLVED};
 use crate::reasoning::{Candidate, ReasoningMemory};
 use crate::registry::Strategy;
 use crate::state::Run;
-use crate::trace::StepKind;
+use crate::trace::{EvidenceMode, StepKind};
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +70,10 @@ pub struct MctsConfig {
     /// a trusted fact's confidence, the search prefers answers it has checked. A value
     /// other than 1.0 is to be chosen on the tuning half.
     pub unverified_confidence: f64,
+    /// Plan and run the question's program before the search ([`crate::program`]): its
+    /// grounded reads are the root's memory, and a program whose every step grounds is the
+    /// answer, with no search.
+    pub program: bool,
 }
 
 impl Default for MctsConfig {
@@ -81,6 +89,7 @@ impl Default for MctsConfig {
             seed: 0,
             sources_in_every_expansion: false,
             unverified_confidence: 1.0,
+            program: true,
         }
     }
 }
@@ -331,6 +340,24 @@ async fn search(s: &mut S) -> NodeResult {
             );
             s.metrics.insert("generator_temperature_zero".into(), 1.0);
         }
+        let mut memory = ReasoningMemory::default();
+        let mut resolved = None;
+        if cfg.program && !s.sources.is_empty() && s.mode != EvidenceMode::ClosedBook {
+            let run = program::exec::solve(s, SEARCH.as_str()).await?;
+            memory = ReasoningMemory::from_program(&run, &s.sources);
+            if let Outcome::Resolved {
+                answer,
+                short_answer,
+                ..
+            } = run.outcome
+            {
+                memory.candidates.push(Candidate {
+                    answer: short_answer.clone(),
+                    confidence: 1.0,
+                });
+                resolved = Some((answer, short_answer));
+            }
+        }
         s.ext.tree.push(TreeNode {
             id: 0,
             parent: None,
@@ -341,8 +368,15 @@ async fn search(s: &mut S) -> NodeResult {
             value: 0.0,
             reward: None,
             children: Vec::new(),
-            memory: ReasoningMemory::default(),
+            memory,
         });
+        // Every step grounded: the program's answer, with no search.
+        if let Some((answer, short_answer)) = resolved {
+            let i = s.push_answer(answer, short_answer);
+            s.chosen = Some(i);
+            finish(s);
+            return Ok(Transition::done(PROGRAM_RESOLVED));
+        }
     }
     let width = batch_width(s, &cfg);
     if width > 1 {

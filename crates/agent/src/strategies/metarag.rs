@@ -34,8 +34,8 @@ use crate::evidence::{self, Source};
 use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
+use crate::program;
 use crate::program::exec::{Outcome, ProgramRun};
-use crate::program::{self, plan::Plan};
 use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
@@ -51,10 +51,7 @@ pub const DIAGNOSE: NodeId = NodeId("diagnose");
 pub const REMEDIATE: NodeId = NodeId("remediate");
 /// After a re-retrieval: write again only if the new passages cover the missing hop.
 pub const CHECK: NodeId = NodeId("check");
-/// The question's program, planned and run before the first write ([`crate::program`]).
-pub const PROGRAM: NodeId = NodeId("program");
-/// The stop reason of a run whose program resolved.
-pub const PROGRAM_RESOLVED: &str = "the program resolved";
+pub use crate::program::{PROGRAM, PROGRAM_RESOLVED};
 
 /// MetaRAG's settings (`[strategies.metarag]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -455,54 +452,7 @@ async fn run_program(s: &mut S) -> NodeResult {
     {
         return Ok(Transition::Goto(WRITE));
     }
-    let c =
-        s.gw.chat(
-            PROGRAM.as_str(),
-            "program_plan",
-            program::plan::plan(&s.question),
-        )
-        .await?;
-    let invalid = |program: String, reason: String| ProgramRun {
-        program,
-        steps: Vec::new(),
-        outcome: Outcome::Invalid { reason },
-    };
-    let run = match c.parsed::<Plan>() {
-        Err(e) => invalid(c.text().unwrap_or_default().to_string(), e),
-        Ok(plan) => match plan
-            .clone()
-            .repaired(&s.question)
-            .compile()
-            .and_then(|raw| raw.validate())
-            .and_then(|p| p.fits(&AnswerForm::of(&s.question)).map(|()| p))
-        {
-            Err(e) => invalid(
-                serde_json::to_string(&plan).unwrap_or_default(),
-                e.to_string(),
-            ),
-            Ok(p) if !p.reasons() => ProgramRun {
-                program: p.display(),
-                steps: Vec::new(),
-                outcome: Outcome::Skipped,
-            },
-            Ok(p) => program::exec::run(s, PROGRAM.as_str(), &p).await?,
-        },
-    };
-    let outcome = match &run.outcome {
-        Outcome::Resolved { .. } => "resolved",
-        Outcome::Unresolved { .. } => "unresolved",
-        Outcome::Invalid { .. } => "invalid",
-        Outcome::Skipped => "skipped",
-    };
-    // All four, so that a report's averages over questions are the shares of each.
-    for o in ["resolved", "unresolved", "invalid", "skipped"] {
-        s.metrics
-            .insert(format!("program_{o}"), f64::from(u8::from(o == outcome)));
-    }
-    s.records.insert(
-        "program".into(),
-        serde_json::to_value(&run).unwrap_or_default(),
-    );
+    let run = program::exec::solve(s, PROGRAM.as_str()).await?;
     let next = match &run.outcome {
         Outcome::Resolved {
             answer,
@@ -539,18 +489,6 @@ async fn run_program(s: &mut S) -> NodeResult {
     };
     s.ext.program = Some(run);
     Ok(next)
-}
-
-/// The search for the fact an unresolved program's step found no source for.
-fn missing_fact(run: Option<&ProgramRun>) -> Option<String> {
-    match &run?.outcome {
-        Outcome::Unresolved {
-            missing: true,
-            query,
-            ..
-        } => query.clone(),
-        _ => None,
-    }
 }
 
 async fn diagnose(s: &mut S) -> NodeResult {
@@ -596,9 +534,13 @@ async fn remediate(s: &mut S) -> NodeResult {
     let query = match d.category {
         // The fact the program could not find is the missing hop, named by the step that
         // needed it; else the diagnosis' query.
-        Category::InsufficientKnowledge => {
-            Some(missing_fact(s.ext.program.as_ref()).unwrap_or_else(|| d.suggested_query.clone()))
-        }
+        Category::InsufficientKnowledge => Some(
+            s.ext
+                .program
+                .as_ref()
+                .and_then(|r| r.missing_fact().map(str::to_string))
+                .unwrap_or_else(|| d.suggested_query.clone()),
+        ),
         Category::InternalKnowledgeOnly => a
             .closed_book
             .as_ref()

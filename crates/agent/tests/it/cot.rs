@@ -50,6 +50,8 @@ async fn cot_asks_sub_questions_scores_each_fact_and_writes_from_the_memory() {
         nodes,
         [
             "retrieve",
+            // The program's plan: none here (no rule answers it), so the chain starts empty.
+            "program",
             "decompose",
             "extract",
             "decompose",
@@ -117,8 +119,9 @@ async fn cot_asks_sub_questions_scores_each_fact_and_writes_from_the_memory() {
     );
 }
 
-/// A budget of four calls: the chain's first step (decompose, extract) leaves room for
-/// the write but not for another step and the write, so it writes now; asking another
+/// A budget of four calls: the program's plan and the chain's first step (decompose,
+/// extract) leave room for the write but not for another step and the write, so it writes
+/// now; asking another
 /// sub-question would have had the budget refuse a call and end the run with no answer.
 #[tokio::test]
 async fn cot_writes_before_the_budget_runs_out() {
@@ -145,7 +148,7 @@ async fn cot_writes_before_the_budget_runs_out() {
     let t = chain.ask(&gold()).await.unwrap();
     assert_eq!(t.stop, StopReason::Done("answered".into()));
     assert_eq!(t.short_answer, "United States");
-    assert_eq!(t.usage.llm_calls, 3);
+    assert_eq!(t.usage.llm_calls, 4);
     assert_eq!(t.metrics["stopped_short_of_budget"], 1.0);
     let extract = t.graph.events.iter().find(|e| e.node == "extract").unwrap();
     assert!(
@@ -176,7 +179,7 @@ async fn cot_writes_before_the_budget_runs_out() {
         AgentConfig::default(),
     );
     let t = chain.ask(&gold()).await.unwrap();
-    assert_eq!(t.usage.llm_calls, 4);
+    assert_eq!(t.usage.llm_calls, 5);
     assert_eq!(t.metrics["stopped_short_of_budget"], 0.0);
 }
 
@@ -444,7 +447,8 @@ async fn mcts_stops_its_search_while_the_write_still_fits_the_budget() {
         .await
         .unwrap();
     assert_eq!(t.stop, StopReason::Done("answered".into()));
-    assert_eq!(t.usage.llm_calls, 4);
+    // The program's plan, the rollout's three calls, the write.
+    assert_eq!(t.usage.llm_calls, 5);
     assert_eq!(t.metrics["rollouts"], 1.0);
     assert_eq!(t.metrics["stopped_short_of_budget"], 1.0);
     let search = t.graph.events.iter().rfind(|e| e.node == "search").unwrap();
@@ -615,6 +619,7 @@ async fn the_extractor_role_answers_extract_calls_with_its_own_model_and_setting
     assert_eq!(
         by_purpose,
         [
+            ("program_plan", None),
             ("decompose", None),
             ("extract", Some("extractor-fake")),
             ("decompose", None),

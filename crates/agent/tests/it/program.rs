@@ -176,6 +176,115 @@ async fn a_reworded_comparison_is_decided_by_the_dates_each_source_states() {
     assert_eq!(t.metrics.get("program_resolved"), Some(&1.0));
 }
 
+const DECOMPOSE: &str = "what is the next simple question to look up";
+const EXTRACT: &str = "Write one sentence that states the answer";
+
+/// `cot` and `mcts` reason from the same program as `metarag`: resolved, its answer ends
+/// the run before any sub-question or write.
+#[tokio::test]
+async fn cot_and_mcts_answer_with_a_resolved_program_before_any_sub_question() {
+    let q = "Of Blue Harbour and The Glass Fox, which film premiered before the other?";
+    for strategy in ["cot", "mcts"] {
+        let (agent, llm) = agent(
+            premiere_reads(writer("Blue Harbour").on(&[PLAN], films_plan())),
+            None,
+        );
+        let t = agent
+            .ask(&Ask::new(q, strategy).with_context(context(&FILMS)))
+            .await
+            .unwrap();
+        assert_eq!(
+            t.stop,
+            StopReason::Done(PROGRAM_RESOLVED.into()),
+            "{strategy}"
+        );
+        assert_eq!(t.short_answer, "The Glass Fox", "{strategy}");
+        assert_eq!(llm.hits(&[DECOMPOSE]) + llm.hits(&[WRITE]), 0, "{strategy}");
+        assert_eq!(program_of(&t).steps.len(), 3, "{strategy}");
+        assert_eq!(t.metrics.get("program_resolved"), Some(&1.0), "{strategy}");
+    }
+    // The tree's root holds the program's facts, so `tree show` shows the reasoning.
+    let (agent, _) = agent(
+        premiere_reads(writer("Blue Harbour").on(&[PLAN], films_plan())),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "mcts").with_context(context(&FILMS)))
+        .await
+        .unwrap();
+    let facts = &t.records["tree"][0]["memory"]["facts"];
+    assert_eq!(facts.as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        facts[1]["sub_question"],
+        "What is the premiere date of The Glass Fox?"
+    );
+    assert_eq!(facts[1]["answer"], "March 1957");
+}
+
+/// Unresolved, the program's grounded reads are `cot`'s first facts and the read no
+/// source grounds is its first sub-question, searched and extracted as any other.
+#[tokio::test]
+async fn cot_goes_on_from_an_unresolved_program_with_the_read_it_could_not_ground() {
+    let q = "Which film was shown to audiences first: Blue Harbour or The Glass Fox?";
+    let (agent, llm) = agent(
+        writer("The Glass Fox")
+            .on(&[PLAN], films_plan())
+            .on(
+                &[&asks("premiere date", "Blue Harbour")],
+                read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
+            )
+            // A sentence no source holds: the read does not ground.
+            .on(
+                &[&asks("premiere date", "The Glass Fox")],
+                read("The Glass Fox premiered in 1960.", "1960", 2),
+            )
+            .on(
+                &[EXTRACT],
+                r#"{"statement": "The Glass Fox was first shown in March 1957 [2].", "answer": "March 1957"}"#,
+            )
+            .on(
+                &[DECOMPOSE],
+                r#"{"sub_question": "", "final_answer": "The Glass Fox"}"#,
+            ),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "cot").with_context(context(&FILMS)))
+        .await
+        .unwrap();
+    assert_eq!(t.stop, StopReason::Done("answered".into()));
+    assert_eq!(t.short_answer, "The Glass Fox");
+    let nodes: Vec<&str> = t.graph.events.iter().map(|e| e.node.as_str()).collect();
+    assert_eq!(
+        nodes,
+        [
+            "retrieve",
+            "program",
+            "extract",
+            "decompose",
+            "read",
+            "write"
+        ]
+    );
+    let extract = crate::last_prompt(&llm, EXTRACT);
+    assert!(
+        extract.contains("Question: What is the premiere date of The Glass Fox?"),
+        "{extract}"
+    );
+    let decompose = crate::last_prompt(&llm, DECOMPOSE);
+    assert!(
+        decompose.contains(
+            "- What is the premiere date of Blue Harbour? It premiered on 3 May 1958 in Lisbon. (from: Blue Harbour)"
+        ),
+        "{decompose}"
+    );
+    // Only the chain's own step counts against `max_steps`; both facts reach the write.
+    assert_eq!(t.metrics["sub_questions"], 2.0);
+    assert!(
+        crate::last_prompt(&llm, WRITE).contains("What is the premiere date of The Glass Fox?")
+    );
+}
+
 #[tokio::test]
 async fn a_negated_fact_is_read_as_false_even_when_the_model_says_yes() {
     let q = "Are the billing service and the search service both deprecated?";
