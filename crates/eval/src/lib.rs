@@ -20,6 +20,7 @@ pub mod report;
 mod retrieval;
 pub mod runs;
 pub mod stats;
+pub mod truth;
 
 pub use dataset::{QaContext, QaRecord, load_dataset};
 pub use error::{Error, Result};

@@ -131,6 +131,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             s.errors
         );
     }
+    truthfulness(&mut out, record);
     let base = baselines(&c.dataset);
     if !base.is_empty() {
         out.push_str("\n## Beside the published numbers\n\nThe paper rows are 500 questions with GPT-3.5-turbo (MetaRAG paper) and DeepSeek V3.2 (seed `000`), gold context; ours are this run's sample and model, so compare the ordering of methods more than the absolute numbers.\n\n| method | EM | F1 | precision | recall |\n|---|---|---|---|---|\n");
@@ -166,7 +167,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         t
     };
     if !types.is_empty() {
-        out.push_str("\n## By question type (F1 / EM)\n\n| type | n |");
+        out.push_str("\n## By question type (F1 / EM / truthfulness)\n\n| type | n |");
         for s in &record.summary {
             let _ = write!(out, " {} |", s.strategy);
         }
@@ -187,7 +188,13 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
             for s in &record.summary {
                 match s.by_type.get(t) {
                     Some(g) => {
-                        let _ = write!(out, " {:.1} / {:.1} |", g.f1 * 100.0, g.em * 100.0);
+                        let _ = write!(
+                            out,
+                            " {:.1} / {:.1} / {:+.0} |",
+                            g.f1 * 100.0,
+                            g.em * 100.0,
+                            g.truthfulness * 100.0
+                        );
                     }
                     None => out.push_str(" - |"),
                 }
@@ -538,5 +545,39 @@ fn token_section(out: &mut String, record: &RunRecord) {
                 p.prompt - p.reused
             );
         }
+    }
+}
+
+/// The truthfulness table: each answer correct, missing or hallucinated by CRAG's rules
+/// ([`crate::truth`]), with the score and, where the sample has unanswerable questions,
+/// abstention precision and recall.
+fn truthfulness(out: &mut String, record: &RunRecord) {
+    let pct = |e: &Estimate| {
+        format!(
+            "{:.1} [{:.1}, {:.1}]",
+            e.mean * 100.0,
+            e.lo * 100.0,
+            e.hi * 100.0
+        )
+    };
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0}%", v * 100.0));
+    out.push_str("\n## Truthfulness\n\nCRAG's scoring (Yang et al. 2024): an answer is correct (+1), missing (0: it says the sources do not say) or hallucinated (-1); truthfulness is accuracy minus hallucination, in percent with bootstrap 95% intervals. A match decides first (EM or Sub-EM), then a refusal, then no shared token; an unclear match goes to the LLM judge where `bench judge` ran, else counts as correct at F1 >= 0.5 (columns *judged* and *by F1*). A question with no gold answer is correct only when withheld.\n\n| strategy | n | accuracy | hallucination | missing | truthfulness | judged | by F1 | unanswerable | abstention precision | abstention recall |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for s in &record.summary {
+        let t = &s.truth;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.strategy,
+            t.n,
+            pct(&t.accuracy),
+            pct(&t.hallucination),
+            pct(&t.missing),
+            pct(&t.score),
+            t.judged,
+            t.by_f1,
+            t.unanswerable,
+            opt(t.abstention_precision),
+            opt(t.abstention_recall)
+        );
     }
 }

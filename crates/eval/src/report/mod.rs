@@ -15,6 +15,7 @@ use crate::metrics::score_answer;
 use crate::qa::{QuestionResult, RunConfig};
 use crate::retrieval::percentile;
 use crate::stats::{Estimate, bootstrap};
+use crate::truth::{Truth, TruthScores, classify, truth_scores};
 use crate::{Error, Result};
 use metarag_agent::{StopReason, StrategyId};
 use serde::{Deserialize, Serialize};
@@ -87,6 +88,12 @@ pub struct GroupScores {
     pub em: f64,
     /// Token F1.
     pub f1: f64,
+    /// Truthfulness (CRAG: +1 correct, 0 missing, -1 hallucinated; [`crate::truth`]).
+    #[serde(default)]
+    pub truthfulness: f64,
+    /// Share of answers hallucinated.
+    #[serde(default)]
+    pub hallucination: f64,
 }
 
 /// The summary of one strategy in a run.
@@ -156,6 +163,10 @@ pub struct StrategySummary {
     /// model and how many it judged (`bench judge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<(f64, String, usize)>,
+    /// Truthfulness by CRAG's rules ([`crate::truth`]): correct, missing (refused) or
+    /// hallucinated, and the score accuracy minus hallucination.
+    #[serde(default)]
+    pub truth: TruthScores,
 }
 
 /// Prompt and completion tokens of a strategy's LLM calls, per question, counted from each
@@ -300,6 +311,12 @@ fn group(rs: &[&QuestionResult]) -> GroupScores {
         n: rs.len(),
         em: rs.iter().map(|r| r.scores.em).sum::<f64>() / n,
         f1: rs.iter().map(|r| r.scores.f1).sum::<f64>() / n,
+        truthfulness: rs.iter().map(|r| classify(r).0.score()).sum::<f64>() / n,
+        hallucination: rs
+            .iter()
+            .filter(|r| classify(r).0 == Truth::Hallucinated)
+            .count() as f64
+            / n,
     }
 }
 
@@ -383,6 +400,7 @@ fn summarize_one(
         recall: bootstrap(&col(&|r| r.scores.recall), 1000, seed),
         sub_em: bootstrap(&col(&|r| r.scores.sub_em), 1000, seed),
         support_recall: (!support.is_empty()).then(|| bootstrap(&support, 1000, seed)),
+        truth: truth_scores(rs, 1000, seed),
         by_type: by_type.iter().map(|(k, v)| (k.clone(), group(v))).collect(),
         rounds,
         avg_rounds: total_rounds as f64 / n,

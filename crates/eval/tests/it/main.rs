@@ -259,6 +259,9 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         "| metarag vs standard | 3 |",
         "## LLM tokens",
         "| standard | write | 1.00 | 100 | 40 | 60 |",
+        // Every standard answer matches its gold: correct, none hallucinated or missing.
+        "## Truthfulness",
+        "| standard | 3 | 100.0 [100.0, 100.0] | 0.0 [0.0, 0.0] | 0.0 [0.0, 0.0] | 100.0 [100.0, 100.0] |",
         "## The metacognitive loop (metarag)",
         "## Monitor: does it tell right first answers from wrong?",
         "| sample_agreement |",
