@@ -42,6 +42,12 @@ pub struct QaRecord {
     /// split follows it, so a wording and its original fall in the same half.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_id: Option<String>,
+    /// The corpus does not answer it: its gold is "no answer", and a strategy is right
+    /// only if it withholds one ([`crate::truth`]). Set in a file, or by
+    /// [`crate::unanswerable::make_unanswerable`], which also removes its supporting
+    /// passages.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unanswerable: bool,
 }
 
 impl QaRecord {
@@ -88,18 +94,29 @@ pub fn load_dataset(path: &Path) -> Result<Vec<QaRecord>> {
         let v: serde_json::Value =
             serde_json::from_str(line).map_err(|e| record_err(i + 1, e.to_string()))?;
         let rec = if v.get("paragraphs").is_some() {
-            musique(&v).ok_or_else(|| {
-                record_err(
-                    i + 1,
-                    "not a MuSiQue record (needs id, question, answer, paragraphs)".into(),
-                )
-            })?
+            musique(&v)
+                .map(without_answers_if_unanswerable)
+                .ok_or_else(|| {
+                    record_err(
+                        i + 1,
+                        "not a MuSiQue record (needs id, question, answer, paragraphs)".into(),
+                    )
+                })?
         } else {
             serde_json::from_value(v).map_err(|e| record_err(i + 1, e.to_string()))?
         };
-        out.push(rec);
+        out.push(without_answers_if_unanswerable(rec));
     }
     Ok(out)
+}
+
+/// A question its file flags as unanswerable has no gold answer, whatever answers it
+/// lists (MuSiQue's full set keeps the answer of the question it was made from).
+fn without_answers_if_unanswerable(mut rec: QaRecord) -> QaRecord {
+    if rec.unanswerable {
+        rec.answers.clear();
+    }
+    rec
 }
 
 /// HotpotQA and 2WikiMultiHopQA share a layout: `context` is `[[title, [sentences]]]` and
@@ -146,6 +163,7 @@ fn official_hotpot_style(v: &serde_json::Value) -> Option<QaRecord> {
         supporting_titles,
         contexts,
         original_id: None,
+        unanswerable: false,
     })
 }
 
@@ -190,6 +208,8 @@ fn musique(v: &serde_json::Value) -> Option<QaRecord> {
         supporting_titles,
         contexts,
         original_id: None,
+        // MuSiQue's full set pairs each question with an unanswerable twin.
+        unanswerable: v.get("answerable").and_then(serde_json::Value::as_bool) == Some(false),
     })
 }
 
@@ -208,6 +228,21 @@ mod tests {
         .unwrap();
         let err = load_dataset(&p).unwrap_err().to_string();
         assert!(err.contains("q.jsonl:2"), "{err}");
+    }
+
+    #[test]
+    fn a_question_flagged_unanswerable_has_no_gold_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("q.jsonl");
+        std::fs::write(
+            &p,
+            "{\"id\":\"1\",\"question\":\"Which queue?\",\"answers\":[\"Kafka\"],\"unanswerable\":true}\n\
+             {\"id\":\"2\",\"question\":\"Which port?\",\"answers\":[\"5432\"]}\n",
+        )
+        .unwrap();
+        let r = load_dataset(&p).unwrap();
+        assert!(r[0].unanswerable && r[0].answers.is_empty());
+        assert!(!r[1].unanswerable && r[1].answers == ["5432"]);
     }
 
     #[test]

@@ -147,6 +147,7 @@ mod tests {
             supporting_titles: Vec::new(),
             contexts: Vec::new(),
             original_id: None,
+            unanswerable: false,
         };
         let mut r = QuestionResult::failed(&record, &"standard".into(), String::new());
         r.scores.em = em;

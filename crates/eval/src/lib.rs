@@ -21,6 +21,7 @@ mod retrieval;
 pub mod runs;
 pub mod stats;
 pub mod truth;
+pub mod unanswerable;
 
 pub use dataset::{QaContext, QaRecord, load_dataset};
 pub use error::{Error, Result};

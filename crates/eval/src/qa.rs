@@ -48,6 +48,10 @@ pub struct RunConfig {
     /// The half of the data the questions were drawn from (`None`: both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<Split>,
+    /// The share of questions made unanswerable (`bench --unanswerable`; see
+    /// [`crate::unanswerable`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unanswerable: Option<f64>,
     /// Strategies, in report order.
     pub strategies: Vec<StrategyId>,
     /// The chat model.
@@ -193,7 +197,18 @@ impl QuestionResult {
 
 /// The gold context of a record: its supporting paragraphs (all paragraphs when none are
 /// marked).
+///
+/// An unanswerable question's gold context is the rest: its distractors, without any
+/// paragraph of a supporting title.
 pub fn gold_context(record: &QaRecord) -> Vec<Passage> {
+    if record.unanswerable {
+        return record
+            .contexts
+            .iter()
+            .filter(|c| !c.is_supporting && !record.supporting_titles.contains(&c.title))
+            .map(|c| Passage::paragraph(c.title.clone(), c.text.clone()))
+            .collect();
+    }
     let supporting: Vec<&crate::QaContext> =
         record.contexts.iter().filter(|c| c.is_supporting).collect();
     let chosen: Vec<&crate::QaContext> = if supporting.is_empty() {
@@ -390,6 +405,7 @@ mod tests {
             kind: None,
             supporting_titles: vec!["S".into()],
             original_id: None,
+            unanswerable: false,
             contexts: vec![
                 QaContext {
                     title: "D".into(),
@@ -413,6 +429,13 @@ mod tests {
         let mut r = record("2");
         r.contexts.iter_mut().for_each(|c| c.is_supporting = false);
         assert_eq!(gold_context(&r).len(), 2);
+        // Unanswerable: the distractors only, even where the support is unmarked.
+        r.unanswerable = true;
+        let g = gold_context(&r);
+        assert_eq!(
+            g.iter().map(|p| p.title.as_str()).collect::<Vec<_>>(),
+            ["D"]
+        );
     }
 
     #[test]

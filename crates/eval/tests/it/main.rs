@@ -23,6 +23,7 @@ fn record(id: &str, kind: &str, country: &str) -> QaRecord {
         kind: Some(kind.into()),
         supporting_titles: vec![format!("School {id}")],
         original_id: None,
+        unanswerable: false,
         contexts: vec![
             QaContext {
                 title: format!("School {id}"),
@@ -214,6 +215,7 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         n: 3,
         seed: 42,
         split: None,
+        unanswerable: None,
         strategies: strategies.to_vec(),
         model: "scripted-fake".into(),
         embedder: None,
@@ -346,6 +348,7 @@ async fn open_protocol_retrieves_from_the_corpus_and_reports_support_recall() {
                 n: 2,
                 seed: 1,
                 split: None,
+                unanswerable: None,
                 strategies: vec![StrategyId::new("standard")],
                 model: "scripted-fake".into(),
                 embedder: Some("all-minilm-l6-v2".into()),
@@ -586,6 +589,7 @@ async fn the_hop_measure_counts_pools_that_reach_the_bridge_page() {
         supporting_titles: vec!["Salt and Ember".into(), "Orrin Dalby".into()],
         contexts: vec![],
         original_id: None,
+        unanswerable: false,
     };
     let reports = evaluate_hops(&retriever, &[question], 1).await.unwrap();
     let methods: Vec<HopMethod> = reports.iter().map(|r| r.method).collect();

@@ -10,6 +10,7 @@ use metarag_core::Embedder;
 use metarag_eval::qa::{Protocol, QuestionResult, RunConfig, run_all, sample_split};
 use metarag_eval::report::{RECORD_VERSION, RunRecord, markdown, plots, summarize};
 use metarag_eval::runs::Surface;
+use metarag_eval::unanswerable::{filter_corpus, make_unanswerable};
 use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -23,6 +24,18 @@ pub enum ModeArg {
     Gold,
     /// The data set's corpus is indexed; strategies retrieve from it.
     Open,
+}
+
+/// A share in `[0, 1]` (`--unanswerable 0.3`).
+fn share_in_unit(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a number: {e}"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not a share between 0 and 1"))
+    }
 }
 
 /// `metarag bench --dataset ...`
@@ -46,6 +59,13 @@ pub struct QaArgs {
     /// questions, in the same order, as that half of a run over both.
     #[arg(long, value_enum)]
     pub split: Option<SplitArg>,
+    /// Make this share of the questions unanswerable (0.3 is CRAG's kind of mix): each
+    /// drawn question (by a hash of its id) loses its supporting passages, from the indexed
+    /// corpus in open mode and from its context in gold mode, and its gold becomes "no
+    /// answer"; the report's truthfulness table scores withholding an answer there. A
+    /// question whose file flags it `unanswerable` is one already.
+    #[arg(long, value_parser = share_in_unit)]
+    pub unanswerable: Option<f64>,
     /// Questions answered at the same time.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
@@ -291,6 +311,17 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
         });
     let split = args.split.map(SplitArg::split);
     let questions = sample_split(records, args.n, args.seed, split);
+    let removal = make_unanswerable(questions, args.unanswerable.unwrap_or(0.0));
+    if args.unanswerable.is_some() {
+        eprintln!(
+            "{} of {} questions unanswerable ({} drawn but left answerable: another question needs their passages, or they name none); {} passage titles removed",
+            removal.count(),
+            removal.questions.len(),
+            removal.kept,
+            removal.removed.len()
+        );
+    }
+    let questions = removal.questions.clone();
     let registry = app.registry()?;
     let strategies: Vec<StrategyId> =
         registry.parse_list(args.strategy.iter().map(String::as_str))?;
@@ -324,6 +355,26 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
                 c
             }
         };
+        // Without the removed passages: a corpus of its own, so its own index.
+        let corpus = if removal.removed.is_empty() {
+            corpus
+        } else {
+            let stem = corpus
+                .file_stem()
+                .map_or_else(|| "corpus".into(), |s| s.to_string_lossy().into_owned());
+            let dir = app.config.home.join("bench");
+            std::fs::create_dir_all(&dir)?;
+            let out = dir.join(format!("{stem}-{}.jsonl", removal.corpus_tag()));
+            if !out.is_file() {
+                let dropped = filter_corpus(&corpus, &removal.removed, &out)?;
+                eprintln!(
+                    "{}: {dropped} passages removed from {}",
+                    out.display(),
+                    corpus.display()
+                );
+            }
+            out
+        };
         let embedder = app.embedder()?;
         embedder_id = Some(embedder.model_id().to_string());
         let (dir, _) = crate::bench::corpus_index_to_search(app, &corpus, None, &embedder).await?;
@@ -347,6 +398,7 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
         n: questions.len(),
         seed: args.seed,
         split,
+        unanswerable: args.unanswerable,
         strategies: strategies.clone(),
         model: model.clone(),
         embedder: embedder_id,
@@ -375,7 +427,7 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let stem: String = format!(
-        "{dataset}-{}-{}-{model}-n{}-s{}{}",
+        "{dataset}-{}-{}-{model}-n{}-s{}{}{}",
         protocol.as_str(),
         strategies
             .iter()
@@ -384,7 +436,11 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
             .join("+"),
         questions.len(),
         args.seed,
-        split.map_or(String::new(), |s| format!("-{}", s.as_str()))
+        split.map_or(String::new(), |s| format!("-{}", s.as_str())),
+        // A run with unanswerable questions is another experiment: never resumed as one
+        // without them.
+        args.unanswerable
+            .map_or(String::new(), |u| format!("-unanswerable{:.0}", u * 100.0))
     )
     .chars()
     .map(|c| {
