@@ -18,6 +18,7 @@
 
 use crate::qa::QuestionResult;
 use crate::stats::{Estimate, bootstrap};
+use metarag_agent::text::is_refusal;
 use serde::{Deserialize, Serialize};
 
 /// An answer's truthfulness class.
@@ -57,18 +58,13 @@ pub enum DecidedBy {
     F1,
 }
 
-/// Whether the run withheld an answer: its prediction is a refusal.
-fn abstained(r: &QuestionResult) -> bool {
-    metarag_agent::text::is_refusal(&r.prediction)
-}
-
 /// The F1 at or above which an unclear match no judge saw counts as correct.
 pub const UNCLEAR_F1: f64 = 0.5;
 
 /// Classifies one answer by the rules above.
 pub fn classify(r: &QuestionResult) -> (Truth, DecidedBy) {
     if r.answers.iter().all(|a| a.trim().is_empty()) {
-        let t = if r.error.is_some() || abstained(r) {
+        let t = if r.error.is_some() || is_refusal(&r.prediction) {
             Truth::Correct
         } else {
             Truth::Hallucinated
@@ -78,7 +74,7 @@ pub fn classify(r: &QuestionResult) -> (Truth, DecidedBy) {
     if r.error.is_none() && (r.scores.em >= 1.0 || r.scores.sub_em >= 1.0) {
         return (Truth::Correct, DecidedBy::Match);
     }
-    if r.error.is_some() || abstained(r) {
+    if r.error.is_some() || is_refusal(&r.prediction) {
         return (Truth::Missing, DecidedBy::Match);
     }
     if r.scores.f1 <= 0.0 {

@@ -112,6 +112,19 @@ fn premiere_reads(llm: ScriptedLlm) -> ScriptedLlm {
     )
 }
 
+/// Blue Harbour's premiere read as its source states it, The Glass Fox's "quoted" from a
+/// sentence no source holds, so that read does not ground.
+fn ungrounded_second_read(llm: ScriptedLlm) -> ScriptedLlm {
+    llm.on(
+        &[&asks("premiere date", "Blue Harbour")],
+        read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
+    )
+    .on(
+        &[&asks("premiere date", "The Glass Fox")],
+        read("The Glass Fox premiered in 1960.", "1960", 2),
+    )
+}
+
 #[tokio::test]
 async fn a_yes_no_comparison_answers_whether_the_first_named_wins() {
     for (q, plan, want) in [
@@ -227,17 +240,7 @@ async fn cot_and_mcts_answer_with_a_resolved_program_before_any_sub_question() {
 async fn cot_goes_on_from_an_unresolved_program_with_the_read_it_could_not_ground() {
     let q = "Which film was shown to audiences first: Blue Harbour or The Glass Fox?";
     let (agent, llm) = agent(
-        writer("The Glass Fox")
-            .on(&[PLAN], films_plan())
-            .on(
-                &[&asks("premiere date", "Blue Harbour")],
-                read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
-            )
-            // A sentence no source holds: the read does not ground.
-            .on(
-                &[&asks("premiere date", "The Glass Fox")],
-                read("The Glass Fox premiered in 1960.", "1960", 2),
-            )
+        ungrounded_second_read(writer("The Glass Fox").on(&[PLAN], films_plan()))
             .on(
                 &[EXTRACT],
                 r#"{"statement": "The Glass Fox was first shown in March 1957 [2].", "answer": "March 1957"}"#,
@@ -465,18 +468,8 @@ async fn what_two_lists_share_and_how_many_items_one_holds_are_computed() {
 #[tokio::test]
 async fn a_step_no_source_grounds_leaves_the_answer_to_the_write_and_says_which_step() {
     let q = "Which film was shown to audiences first: Blue Harbour or The Glass Fox?";
-    // The Glass Fox's date "quoted" from a sentence no source holds.
     let (agent, llm) = agent(
-        writer("Blue Harbour")
-            .on(&[PLAN], films_plan())
-            .on(
-                &[&asks("premiere date", "Blue Harbour")],
-                read("It premiered on 3 May 1958 in Lisbon.", "3 May 1958", 1),
-            )
-            .on(
-                &[&asks("premiere date", "The Glass Fox")],
-                read("The Glass Fox premiered in 1960.", "1960", 2),
-            ),
+        ungrounded_second_read(writer("Blue Harbour").on(&[PLAN], films_plan())),
         None,
     );
     let t = agent

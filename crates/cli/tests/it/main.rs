@@ -1,7 +1,7 @@
 //! End-to-end tests of the `metarag` binary with the real local embedding model.
 
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 struct Env {
@@ -934,16 +934,18 @@ fn an_unreachable_postgres_store_is_a_user_error_naming_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("store.url"));
 }
 
-#[test]
-fn bench_retrieval_measures_hops_and_searches_an_index_another_process_writes() {
-    let env = Env::new();
-    // The first three HotpotQA dev questions and a corpus of their paragraphs.
+/// The first `n` HotpotQA dev questions (`questions.jsonl` in `dir`) and a corpus of their
+/// paragraphs (`corpus.jsonl`); returns both paths and the questions.
+fn first_questions_and_their_corpus(dir: &Path, n: usize) -> (PathBuf, PathBuf, Vec<Value>) {
     let dev = metarag_testkit::qa_file("hotpotqa-dev.jsonl");
-    let lines: Vec<&str> = dev.lines().take(3).collect();
+    let lines: Vec<&str> = dev.lines().take(n).collect();
+    let questions: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let mut corpus = String::new();
     let mut seen = std::collections::HashSet::new();
-    for line in &lines {
-        let q: Value = serde_json::from_str(line).unwrap();
+    for q in &questions {
         for c in q["contexts"].as_array().unwrap() {
             let title = c["title"].as_str().unwrap();
             if seen.insert(title.to_string()) {
@@ -955,14 +957,91 @@ fn bench_retrieval_measures_hops_and_searches_an_index_another_process_writes() 
             }
         }
     }
-    let dir = env.home.path();
-    let (corpus_path, questions_path, index) = (
-        dir.join("corpus.jsonl"),
-        dir.join("questions.jsonl"),
-        dir.join("bench-index"),
-    );
+    let (corpus_path, questions_path) = (dir.join("corpus.jsonl"), dir.join("questions.jsonl"));
     std::fs::write(&corpus_path, corpus).unwrap();
     std::fs::write(&questions_path, lines.join("\n")).unwrap();
+    (corpus_path, questions_path, questions)
+}
+
+/// `bench --unanswerable 1.0` in open mode: every question loses its supporting passages
+/// from the index the strategy searches (no source of any answer is one of them), its
+/// gold becomes "no answer", and the report scores withholding one.
+#[test]
+fn unanswerable_questions_are_searched_without_their_passages() {
+    metarag_testkit::local_llm();
+    let env = Env::new();
+    let dir = env.home.path();
+    let (corpus, questions, records) = first_questions_and_their_corpus(dir, 2);
+    let supporting: std::collections::HashSet<&str> = records
+        .iter()
+        .flat_map(|q| q["supporting_titles"].as_array().unwrap())
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(!supporting.is_empty());
+    let out = dir.join("runs");
+    let run = env.run(&[
+        "bench",
+        "--dataset",
+        questions.to_str().unwrap(),
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--mode",
+        "open",
+        "--n",
+        "2",
+        "--unanswerable",
+        "1.0",
+        "--strategy",
+        "standard",
+        "--model",
+        metarag_testkit::LLM,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("2 of 2 questions unanswerable"), "{stderr}");
+    let stem = format!(
+        "hotpotqa-open-standard-{}-n2-s42-unanswerable100",
+        metarag_testkit::LLM
+    );
+    let rows: Vec<Value> = std::fs::read_to_string(out.join(format!("{stem}.jsonl")))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["answers"], serde_json::json!([]), "{row:#}");
+        let trace = &row["trace"];
+        let mut titles: Vec<&str> = trace["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["title"].as_str().unwrap())
+            .collect();
+        assert!(
+            !titles.is_empty(),
+            "the rest of the corpus is still searched"
+        );
+        titles.retain(|t| supporting.contains(t));
+        assert!(titles.is_empty(), "removed passages found: {titles:?}");
+    }
+    let record = out.join(format!("{stem}.json"));
+    let report = env.run(&["bench", "report", record.to_str().unwrap()]);
+    assert!(report.status.success());
+    let md = std::fs::read_to_string(out.join(format!("{stem}.md"))).unwrap();
+    assert!(md.contains("## Truthfulness"), "{md}");
+    assert!(md.contains("| standard | 2 |"), "{md}");
+}
+
+#[test]
+fn bench_retrieval_measures_hops_and_searches_an_index_another_process_writes() {
+    let env = Env::new();
+    let dir = env.home.path();
+    let (corpus_path, questions_path, _) = first_questions_and_their_corpus(dir, 3);
+    let index = dir.join("bench-index");
     let args = [
         "bench",
         "retrieval",

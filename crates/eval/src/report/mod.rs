@@ -307,16 +307,13 @@ pub fn timed(r: &QuestionResult) -> bool {
 
 fn group(rs: &[&QuestionResult]) -> GroupScores {
     let n = rs.len().max(1) as f64;
+    let truths: Vec<Truth> = rs.iter().map(|r| classify(r).0).collect();
     GroupScores {
         n: rs.len(),
         em: rs.iter().map(|r| r.scores.em).sum::<f64>() / n,
         f1: rs.iter().map(|r| r.scores.f1).sum::<f64>() / n,
-        truthfulness: rs.iter().map(|r| classify(r).0.score()).sum::<f64>() / n,
-        hallucination: rs
-            .iter()
-            .filter(|r| classify(r).0 == Truth::Hallucinated)
-            .count() as f64
-            / n,
+        truthfulness: truths.iter().map(|t| t.score()).sum::<f64>() / n,
+        hallucination: truths.iter().filter(|t| **t == Truth::Hallucinated).count() as f64 / n,
     }
 }
 

@@ -311,7 +311,7 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
         });
     let split = args.split.map(SplitArg::split);
     let questions = sample_split(records, args.n, args.seed, split);
-    let removal = make_unanswerable(questions, args.unanswerable.unwrap_or(0.0));
+    let mut removal = make_unanswerable(questions, args.unanswerable.unwrap_or(0.0));
     if args.unanswerable.is_some() {
         eprintln!(
             "{} of {} questions unanswerable ({} drawn but left answerable: another question needs their passages, or they name none); {} passage titles removed",
@@ -321,7 +321,7 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
             removal.removed.len()
         );
     }
-    let questions = removal.questions.clone();
+    let questions = std::mem::take(&mut removal.questions);
     let registry = app.registry()?;
     let strategies: Vec<StrategyId> =
         registry.parse_list(args.strategy.iter().map(String::as_str))?;
