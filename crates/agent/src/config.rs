@@ -43,6 +43,97 @@ fn off() -> bool {
     false
 }
 
+/// When a run may decline to answer (`[agent] abstain`): `"off"`, or a monitor confidence.
+///
+/// On (a number), every strategy's writer is told it may say the sources do not answer
+/// the question, and such a reply ends the run as abstained; metarag also declines when
+/// its monitor's confidence in the kept answer is under the number, or when a read of the
+/// question's program found no source for its fact and the monitor did not pass the
+/// written answer. 0 keeps only the writer's and the program's declines. Off, every
+/// strategy always answers (the papers' setting, and records written before this
+/// existed).
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Abstain {
+    /// Never decline.
+    Off,
+    /// Decline under this monitor confidence (0 to 1).
+    Below(f64),
+    /// The default threshold, [`Abstain::DEFAULT`].
+    #[default]
+    Default,
+}
+
+impl Abstain {
+    /// The monitor confidence under which metarag declines by default. See
+    /// docs/results/truthfulness.md for the tuning-half measurement it comes from.
+    pub const DEFAULT: f64 = 0.25;
+
+    /// Whether runs may decline at all.
+    pub fn is_on(self) -> bool {
+        !matches!(self, Abstain::Off)
+    }
+
+    /// The confidence threshold, when on.
+    pub fn threshold(self) -> Option<f64> {
+        match self {
+            Abstain::Off => None,
+            Abstain::Below(t) => Some(t),
+            Abstain::Default => Some(Abstain::DEFAULT),
+        }
+    }
+}
+
+impl PartialEq for Abstain {
+    /// Equal when they decline alike: the default equals its threshold written out.
+    fn eq(&self, other: &Self) -> bool {
+        self.threshold() == other.threshold()
+    }
+}
+
+impl Serialize for Abstain {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self.threshold() {
+            None => s.serialize_str("off"),
+            Some(t) => s.serialize_f64(t),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Abstain {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Word(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(t) => Ok(Abstain::Below(t)),
+            Raw::Word(w) if w == "off" => Ok(Abstain::Off),
+            Raw::Word(w) if w == "on" || w == "default" => Ok(Abstain::Default),
+            Raw::Word(w) => Err(serde::de::Error::custom(format!(
+                "`{w}` is neither \"off\", \"on\" nor a confidence between 0 and 1"
+            ))),
+        }
+    }
+}
+
+impl schemars::JsonSchema for Abstain {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Abstain".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "\"off\", \"on\" (the default threshold) or a monitor confidence between 0 and 1",
+            "anyOf": [
+                {"type": "string", "enum": ["off", "on"]},
+                {"type": "number", "minimum": 0.0, "maximum": 1.0}
+            ]
+        })
+    }
+}
+
 /// Thresholds and limits of the agent, deserialised directly from the `[agent]` section of
 /// `metarag.toml` (every field has a default; unknown fields are refused). Defaults follow
 /// seed `000`'s parameter table.
@@ -107,6 +198,8 @@ pub struct AgentConfig {
     pub judge_weight: f64,
     /// Most tokens a written answer may take.
     pub answer_max_tokens: u32,
+    /// When a run may decline to answer ([`Abstain`]).
+    pub abstain: Abstain,
     /// Limits on the whole run (`[agent.budget]`).
     pub budget: Budget,
 }
@@ -144,6 +237,7 @@ impl Default for AgentConfig {
             max_rounds: 3,
             judge_weight: 0.25,
             answer_max_tokens: 256,
+            abstain: Abstain::Default,
             budget: Budget::default(),
         }
     }
@@ -183,6 +277,11 @@ impl AgentConfig {
             ("support_threshold", self.support_threshold),
             ("judge_weight", self.judge_weight),
         ];
+        if let Abstain::Below(t) = self.abstain
+            && !(0.0..=1.0).contains(&t)
+        {
+            return Err(Error::config("abstain", format!("{t} is not in [0, 1]")));
+        }
         for (name, v) in unit {
             if !(0.0..=1.0).contains(&v) {
                 return Err(Error::config(name, format!("{v} is not in [0, 1]")));

@@ -41,7 +41,7 @@ pub mod trace;
 pub mod verify;
 
 pub use agent::{Agent, AgentBuilder, Ask};
-pub use config::{AgentConfig, Complexity, RouteConfig};
+pub use config::{Abstain, AgentConfig, Complexity, RouteConfig};
 pub use error::{Error, Result};
 pub use evidence::{Passage, Source};
 pub use gateway::{DEFAULT_RETRIEVER, Gateway, Generated, TokenTap};
@@ -55,4 +55,7 @@ pub use nodes::classify;
 pub use registry::{DynStrategy, Registry, Strategy, StrategyId, StrategySections};
 pub use roles::{Role, RoleModel, Roles};
 pub use state::Run;
-pub use trace::{EvidenceMode, Round, Step, StepKind, Trace};
+pub use trace::{
+    ABSTAINED_ANSWER, ABSTAINED_SHORT, AbstainedBy, Abstention, EvidenceMode, Round, Step, StepKind,
+    Trace,
+};

@@ -118,13 +118,17 @@ fn short_rule(form: &AnswerForm) -> String {
 /// answer's form follows the question: for a yes/no question the schema allows only yes
 /// or no, so a grammar-constrained backend cannot put a sentence there. An "A or B"
 /// question's short answer is not limited to the options: the sources may say it is
-/// neither.
+/// neither. With `may_decline` (`[agent] abstain` on) the writer may say the sources do
+/// not answer the question, the short answer then `unknown` (allowed by the schema too):
+/// the only way standard RAG declines, and the baseline metarag's own checks are measured
+/// against.
 pub fn write(
     question: &str,
     sources: &[Source],
     notes: Option<&str>,
     directive: Option<&str>,
     max_tokens: u32,
+    may_decline: bool,
 ) -> ChatRequest {
     let form = AnswerForm::of(question);
     let notes = notes
@@ -138,8 +142,17 @@ pub fn write(
             .map(|d| format!("Instruction for this attempt: {d}\n\n"))
             .unwrap_or_default()
     );
+    let may_decline = may_decline && !sources.is_empty();
+    let decline = if may_decline {
+        format!(
+            " If the sources do not state the answer, say so in the answer and write \"{}\" as the short_answer.",
+            crate::trace::ABSTAINED_SHORT
+        )
+    } else {
+        String::new()
+    };
     let shape = format!(
-        "Reply in JSON: {{\"answer\": \"...\", \"short_answer\": \"...\"}}. {}",
+        "Reply in JSON: {{\"answer\": \"...\", \"short_answer\": \"...\"}}. {}{decline}",
         short_rule(&form)
     );
     let mut request = if sources.is_empty() {
@@ -160,7 +173,13 @@ pub fn write(
             ),
         ))
     };
-    request.schema = Some(constrained::<WriteReply>(form.allowed()));
+    let allowed = form.allowed().map(|mut values| {
+        if may_decline {
+            values.push(crate::trace::ABSTAINED_SHORT.to_string());
+        }
+        values
+    });
+    request.schema = Some(constrained::<WriteReply>(allowed));
     request.max_tokens(max_tokens)
 }
 

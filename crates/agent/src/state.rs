@@ -7,8 +7,8 @@ use crate::evidence::{Passage, Source};
 use crate::gateway::Gateway;
 use crate::graph::{GraphState, GraphTrace, NodeError, Spend};
 use crate::trace::{
-    EvidenceMode, PlanRecord, RetrievalReason, RetrievalRecord, Round, Step, StepKind,
-    TRACE_VERSION, Trace,
+    ABSTAINED_ANSWER, ABSTAINED_SHORT, AbstainedBy, Abstention, EvidenceMode, PlanRecord,
+    RetrievalReason, RetrievalRecord, Round, Step, StepKind, TRACE_VERSION, Trace,
 };
 use metarag_core::SearchMode;
 use std::sync::Arc;
@@ -77,6 +77,9 @@ pub struct Run<E> {
     /// The round a strategy chose as its answer; unset, the best round by the gate's
     /// metrics is taken (see [`Run::into_trace`]).
     pub chosen: Option<usize>,
+    /// Set by a strategy that declines to answer (metarag's monitor or program); a writer's
+    /// own "the sources do not say" is found in [`Run::into_trace`].
+    pub abstention: Option<Abstention>,
     /// The running strategy's own state.
     pub ext: E,
 }
@@ -134,6 +137,7 @@ impl<E> Run<E> {
             records: Default::default(),
             note: None,
             chosen: None,
+            abstention: None,
             ext,
         }
     }
@@ -211,6 +215,32 @@ impl<E> Run<E> {
                 )
             })
             .unwrap_or_default();
+        // A writer that said the sources do not answer declined, whatever the strategy
+        // (when abstaining is on, every write prompt offers it).
+        let abstention = self.abstention.or_else(|| {
+            (self.config.abstain.is_on()
+                && best.is_some()
+                && crate::text::is_refusal(&short_answer))
+            .then(|| Abstention {
+                by: AbstainedBy::Writer,
+                reason: "the writer said the sources do not answer the question".into(),
+                sources_say: Vec::new(),
+                withheld: None,
+            })
+        });
+        // A strategy's decline replaces the answer it held back; the writer's own words
+        // stay (they often say what the sources do state).
+        let (answer, short_answer) = match &abstention {
+            Some(a) if a.by != AbstainedBy::Writer => {
+                let mut text = ABSTAINED_ANSWER.to_string();
+                if !a.sources_say.is_empty() {
+                    text.push_str(" What they do state: ");
+                    text.push_str(&a.sources_say.join(" "));
+                }
+                (text, ABSTAINED_SHORT.to_string())
+            }
+            _ => (answer, short_answer),
+        };
         Trace {
             version: TRACE_VERSION,
             strategy: strategy.to_string(),
@@ -227,6 +257,8 @@ impl<E> Run<E> {
             answer,
             short_answer,
             final_round: best,
+            abstained: abstention.is_some(),
+            abstention,
             stop: graph.stop.clone(),
             scope: self.gw.scope().clone(),
             calls: self.gw.calls,

@@ -154,11 +154,17 @@ fn push_trimmed(text: &str, start: usize, end: usize, out: &mut Vec<(usize, usiz
 /// mentioned in the sources").
 pub fn is_refusal(answer: &str) -> bool {
     let a = answer.trim().to_lowercase();
-    if a.is_empty() {
+    let bare = a.trim_end_matches(['.', '!']).trim();
+    if bare.is_empty() {
+        return true;
+    }
+    // Single words that decline only when they are the whole answer: "Unknown Pleasures"
+    // and "no answer came" are answers.
+    const WHOLE: &[&str] = &["unknown", "not known", "n/a", "no answer", "none given"];
+    if WHOLE.contains(&bare) {
         return true;
     }
     const PATTERNS: &[&str] = &[
-        "unknown",
         "i don't know",
         "i do not know",
         "cannot be determined",
@@ -173,13 +179,17 @@ pub fn is_refusal(answer: &str) -> bool {
         "not stated",
         "does not say",
         "do not say",
+        "doesn't say",
+        "don't say",
+        "does not state",
+        "do not state",
         "does not mention",
         "do not mention",
-        "unable to",
+        "unable to answer",
+        "unable to determine",
+        "unable to find",
         "cannot answer",
         "can't answer",
-        "no answer",
-        "n/a",
     ];
     PATTERNS.iter().any(|p| a.contains(p))
 }
@@ -790,6 +800,9 @@ mod tests {
         assert!(is_refusal("The sources do not mention it."));
         assert!(is_refusal(""));
         assert!(!is_refusal("American"));
+        assert!(is_refusal("Unknown."));
+        assert!(!is_refusal("Unknown Pleasures"));
+        assert!(is_refusal("The documents do not state which queue it uses [2]."));
         assert!(is_yes_no_question(
             "Are Ed Wood and Scott Derrickson from the same country?"
         ));

@@ -281,6 +281,54 @@ pub struct RunUsage {
     pub search_ms: f64,
 }
 
+/// Which check decided that a run declines to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AbstainedBy {
+    /// The writer itself said the sources do not answer the question (every strategy's
+    /// write prompt offers it when abstaining is on).
+    Writer,
+    /// The monitor's confidence in the kept answer was under `[agent] abstain`.
+    Monitor,
+    /// A read of the question's program found no source stating its fact, and the
+    /// monitor did not pass the written answer.
+    Program,
+}
+
+impl AbstainedBy {
+    /// The name, as traces and reports write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AbstainedBy::Writer => "writer",
+            AbstainedBy::Monitor => "monitor",
+            AbstainedBy::Program => "program",
+        }
+    }
+}
+
+/// Why a run declined to answer, and what it would have said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Abstention {
+    /// The check that decided it.
+    pub by: AbstainedBy,
+    /// Why, in words: the step that did not ground, or the confidence and the threshold.
+    pub reason: String,
+    /// What the sources do state that bears on the question (grounded facts, each with
+    /// its `[n]`); empty when nothing was grounded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources_say: Vec<String>,
+    /// The answer that was held back, for a strategy that wrote one and then judged it
+    /// unsupported; a user may still read it, marked as such.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
+}
+
+/// The answer of a run that declined to answer.
+pub const ABSTAINED_ANSWER: &str = "The sources do not say.";
+
+/// The short answer of a run that declined to answer.
+pub const ABSTAINED_SHORT: &str = "unknown";
+
 /// The record of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Trace {
@@ -322,6 +370,13 @@ pub struct Trace {
     /// Which round the final answer is from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_round: Option<usize>,
+    /// Whether the run declined to answer: the sources, as far as its checks tell, do not
+    /// settle the question. [`Trace::abstention`] says why.
+    #[serde(default)]
+    pub abstained: bool,
+    /// Why it declined, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstention: Option<Abstention>,
     /// Why the run ended.
     pub stop: StopReason,
     /// Every LLM call.

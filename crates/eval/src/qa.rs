@@ -99,6 +99,8 @@ fn agent_config_of_any_record<'de, D: serde::Deserializer<'de>>(
         for f in RETIRED_AGENT_FIELDS {
             o.remove(f);
         }
+        // Runs recorded before abstaining existed always answered.
+        o.entry("abstain").or_insert_with(|| "off".into());
         if let Some(serde_json::Value::Array(routes)) = o.remove("routes") {
             if routes.len() != 3 {
                 return Err(D::Error::custom("agent.routes: expected three routes"));
@@ -385,8 +387,13 @@ mod tests {
     #[test]
     fn records_of_the_old_agent_shape_read_as_todays_config_and_still_resume() {
         let old: RunConfig = serde_json::from_str(&config_with_agent(LEGACY_AGENT)).unwrap();
-        assert_eq!(old.agent, AgentConfig::default());
-        let today = serde_json::to_string(&AgentConfig::default()).unwrap();
+        // Old records never declined to answer: they read as `abstain = "off"`.
+        let answering = AgentConfig {
+            abstain: metarag_agent::Abstain::Off,
+            ..AgentConfig::default()
+        };
+        assert_eq!(old.agent, answering);
+        let today = serde_json::to_string(&answering).unwrap();
         let new: RunConfig = serde_json::from_str(&config_with_agent(&today)).unwrap();
         assert!(old.same_experiment(&new));
         // A changed setting in an old record is kept, not defaulted.

@@ -46,6 +46,7 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
         notes.as_deref(),
         s.directive.as_deref(),
         s.cfg().answer_max_tokens,
+        s.cfg().abstain.is_on(),
     );
     let n_sources = sources.len();
     let caps = s.gw.capabilities();

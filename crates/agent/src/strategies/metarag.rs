@@ -35,11 +35,13 @@ use crate::graph::{Graph, NodeId, NodeResult, Transition};
 use crate::monitor::{self, AnswerForm, MeasureInput, MonitorModel, agree, majority};
 use crate::nodes::{self, PLAN, READ, RETRIEVE, WRITE};
 use crate::program;
-use crate::program::exec::{Outcome, ProgramRun};
+use crate::program::exec::{Outcome, ProgramRun, StepStatus};
 use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
-use crate::trace::{Assessment, EvidenceMode, Remediation, RetrievalReason};
+use crate::trace::{
+    AbstainedBy, Abstention, Assessment, EvidenceMode, Remediation, RetrievalReason,
+};
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +53,8 @@ pub const DIAGNOSE: NodeId = NodeId("diagnose");
 pub const REMEDIATE: NodeId = NodeId("remediate");
 /// After a re-retrieval: write again only if the new passages cover the missing hop.
 pub const CHECK: NodeId = NodeId("check");
+/// Before a run that did not pass the monitor ends: answer, or decline (`[agent] abstain`).
+pub const DECIDE: NodeId = NodeId("decide");
 pub use crate::program::{PROGRAM, PROGRAM_RESOLVED};
 
 /// MetaRAG's settings (`[strategies.metarag]`).
@@ -133,6 +137,8 @@ pub struct MetaragState {
     pool_before: usize,
     /// The question's program and how it ran.
     program: Option<ProgramRun>,
+    /// Why the run is ending, kept while [`DECIDE`] weighs declining.
+    stopping: Option<String>,
 }
 
 impl Strategy for Metarag {
@@ -205,9 +211,14 @@ impl Strategy for Metarag {
             .node(WRITE, &[(ASSESS, "")], |s| {
                 Box::pin(nodes::write(s, Transition::Goto(ASSESS)))
             })
-            .node(ASSESS, &[(DIAGNOSE, "not confident, rounds left")], |s| {
-                Box::pin(assess(s))
-            })
+            .node(
+                ASSESS,
+                &[
+                    (DIAGNOSE, "not confident, rounds left"),
+                    (DECIDE, "not confident, stopping"),
+                ],
+                |s| Box::pin(assess(s)),
+            )
             .node(DIAGNOSE, &[(REMEDIATE, "")], |s| Box::pin(diagnose(s)))
             .node(
                 REMEDIATE,
@@ -215,9 +226,11 @@ impl Strategy for Metarag {
                     (RETRIEVE, "missing knowledge: search the missing hop"),
                     (ASSESS, "unanimous samples: take their answer"),
                     (WRITE, "rewrite aimed at the cause"),
+                    (DECIDE, "no remedy"),
                 ],
                 |s| Box::pin(remediate(s)),
             )
+            .node(DECIDE, &[], |s| Box::pin(decide(s)))
     }
 }
 
@@ -431,13 +444,85 @@ async fn assess(s: &mut S) -> NodeResult {
         Transition::done("confident")
     } else if index >= s.cfg().max_rounds {
         // The rounds limit is the agent's (`agent.max_rounds`, `ask --max-rounds`).
-        Transition::done(format!("max_rounds {}", s.cfg().max_rounds))
+        stop(s, format!("max_rounds {}", s.cfg().max_rounds))
     } else if index > 0 && agree(&s.rounds[index - 1].short_answer, &short) {
-        Transition::done("converged (same short answer)")
+        stop(s, "converged (same short answer)")
     } else {
         Transition::Goto(DIAGNOSE)
     };
     Ok(next)
+}
+
+/// Ends a run whose answer did not pass the monitor: through [`DECIDE`], which weighs
+/// declining first.
+fn stop(s: &mut S, why: impl Into<String>) -> Transition {
+    s.ext.stopping = Some(why.into());
+    Transition::Goto(DECIDE)
+}
+
+/// Answers with the kept round, or declines (`[agent] abstain`): when the monitor's
+/// confidence in it is under the threshold, or when a read of the question's program
+/// found no source for its fact and the monitor did not pass the answer written without
+/// it. What the sources do state (the program's grounded reads) goes with the decline,
+/// and the answer held back stays in the trace.
+async fn decide(s: &mut S) -> NodeResult {
+    let why = s.ext.stopping.take().unwrap_or_else(|| "stopped".into());
+    let Some(threshold) = s.cfg().abstain.threshold() else {
+        return Ok(Transition::done(why));
+    };
+    let Some(kept) = s.chosen.or(s.rounds.len().checked_sub(1)) else {
+        return Ok(Transition::done(why));
+    };
+    let round = &s.rounds[kept];
+    // A writer that declined already is found by the trace itself.
+    if crate::text::is_refusal(&round.short_answer) {
+        return Ok(Transition::done(why));
+    }
+    let Some(a) = round.assessment.as_ref() else {
+        return Ok(Transition::done(why));
+    };
+    let confidence = a.confidence;
+    let gate = monitor_of(s).threshold;
+    let program = s.ext.program.as_ref();
+    let (by, reason) = if confidence < threshold {
+        (
+            AbstainedBy::Monitor,
+            format!("the monitor's confidence {confidence:.2} is under abstain {threshold:.2}"),
+        )
+    } else if let Some(read) = program.and_then(ProgramRun::missing_read)
+        && !a.passed
+    {
+        let step = match program.map(|r| &r.outcome) {
+            Some(Outcome::Unresolved { step, .. }) => *step,
+            _ => 0,
+        };
+        (
+            AbstainedBy::Program,
+            format!(
+                "no source states step {step}'s fact ({read:?}), and the monitor did not pass \
+                 the answer written without it (confidence {confidence:.2} < {gate:.2})"
+            ),
+        )
+    } else {
+        return Ok(Transition::done(why));
+    };
+    let sources_say = program
+        .map(|r| {
+            r.steps
+                .iter()
+                .filter(|st| st.status == StepStatus::Grounded)
+                .filter_map(|st| Some(format!("{} [{}]", st.quote.as_deref()?.trim(), st.source?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    s.note = Some(format!("declined: {reason}"));
+    s.abstention = Some(Abstention {
+        by,
+        reason: reason.clone(),
+        sources_say,
+        withheld: Some(round.answer.clone()),
+    });
+    Ok(Transition::done(format!("abstained ({}): {why}", by.as_str())))
 }
 
 /// Plans the question's program and runs it (once, before the first write): resolved,
@@ -626,11 +711,11 @@ async fn remediate(s: &mut S) -> NodeResult {
     };
     if directive.is_some() && can_retrieve && !s.ext.config.rewrite_open {
         s.note = Some("a rewrite is the only remedy left; off over an index (rewrite_open)".into());
-        return Ok(Transition::done("no remedy for the diagnosed cause"));
+        return Ok(stop(s, "no remedy for the diagnosed cause"));
     }
     let Some(text) = directive else {
         s.note = Some("no remedy would change the answer".into());
-        return Ok(Transition::done("no remedy for the diagnosed cause"));
+        return Ok(stop(s, "no remedy for the diagnosed cause"));
     };
     s.note = Some(format!("directive: {text}"));
     s.current_round()?.remediation = Some(Remediation::Directive {

@@ -3,7 +3,7 @@
 use crate::{context, render};
 use metarag_agent::trace::{Remediation, RetrievalReason};
 use metarag_agent::{
-    Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod, ErrorType,
+    Abstain, Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod, ErrorType,
     Registry, RouteConfig, StopReason, StrategySections, Trace, prompts,
 };
 use metarag_core::{DynLlm, DynRetriever};
@@ -86,6 +86,8 @@ fn metarag_agent_with(
         .registry(registry)
         .config(AgentConfig {
             max_rounds,
+            // These tests follow the repair loop to its end; declining is `abstain.rs`'s.
+            abstain: Abstain::Off,
             ..AgentConfig::default()
         })
         .build()
@@ -533,14 +535,15 @@ fn prompts_snapshot() {
                 &sources,
                 Some("The director is Steven Spielberg [1]."),
                 Some("The question asks when: the short_answer must be a date or a year."),
-                256
+                256,
+                true
             )
             .messages
         )
     );
     insta::assert_snapshot!(
         "prompt_write_closed_book",
-        render(&prompts::write(Q, &[], None, None, 256).messages)
+        render(&prompts::write(Q, &[], None, None, 256, false).messages)
     );
     insta::assert_snapshot!(
         "prompt_short_answer",
@@ -570,7 +573,7 @@ fn prompts_snapshot() {
     );
     // Every evidence prompt starts with the same prefix (system prompt, sources, question),
     // so a local model reuses it from the write to the samples.
-    let write = prompts::write(Q, &sources, None, None, 256);
+    let write = prompts::write(Q, &sources, None, None, 256, false);
     let sample = prompts::short_answer(Q, &sources);
     assert_eq!(render(&write.messages[..1]), render(&sample.messages[..1]));
     let question = format!("Question: {Q}\n\n");
@@ -585,12 +588,26 @@ fn prompts_snapshot() {
             .starts_with("Sources:\n[1] Jaws (film)\n")
     );
     // A yes/no question's short answer is limited to yes and no by the schema.
-    let yes_no = prompts::write("Is Jaws a film?", &sources, None, None, 256);
+    let yes_no = prompts::write("Is Jaws a film?", &sources, None, None, 256, false);
     let schema = &yes_no.schema.unwrap().schema;
     assert_eq!(
         schema.pointer("/properties/short_answer/enum").unwrap(),
         &serde_json::json!(["yes", "no"])
     );
+    // When runs may decline, the writer is told how, and the schema lets it.
+    let may = prompts::write("Is Jaws a film?", &sources, None, None, 256, true);
+    assert!(may.messages[1].content.contains(
+        "If the sources do not state the answer, say so in the answer and write \"unknown\""
+    ));
+    assert_eq!(
+        may.schema
+            .unwrap()
+            .schema
+            .pointer("/properties/short_answer/enum")
+            .unwrap(),
+        &serde_json::json!(["yes", "no", "unknown"])
+    );
+    assert!(!yes_no.messages[1].content.contains("do not state"));
 }
 
 /// Over an index a weak answer that no search or vote repairs is kept (`rewrite_open`
@@ -619,6 +636,7 @@ async fn over_an_index_a_rewrite_runs_only_when_rewrite_open_is_set() {
             })))
             .config(AgentConfig {
                 max_rounds: 2,
+                abstain: Abstain::Off,
                 ..AgentConfig::default()
             })
             .build()
@@ -743,6 +761,7 @@ async fn over_an_index_a_vote_does_not_switch_options() {
             })))
             .config(AgentConfig {
                 max_rounds: 2,
+                abstain: Abstain::Off,
                 ..AgentConfig::default()
             })
             .build()

@@ -1,6 +1,7 @@
 //! Integration tests of the agent: every branch of the metacognitive loop on the scripted
 //! fake LLM, snapshots of the prompts and of a trace, and runs on the real local models.
 
+mod abstain;
 mod agentic;
 mod baselines;
 mod branches;

@@ -6,7 +6,10 @@
 use crate::{context, index};
 use metarag_agent::program::exec::{Outcome, ProgramRun, StepStatus};
 use metarag_agent::strategies::PROGRAM_RESOLVED;
-use metarag_agent::{Agent, AgentConfig, Ask, Registry, StopReason, StrategySections, Trace};
+use metarag_agent::{
+    ABSTAINED_ANSWER, ABSTAINED_SHORT, Abstain, AbstainedBy, Agent, AgentConfig, Ask, Registry,
+    StopReason, StrategySections, Trace,
+};
 use metarag_core::{DynLlm, DynRetriever};
 use metarag_testkit::ScriptedLlm;
 use std::sync::Arc;
@@ -597,4 +600,59 @@ async fn a_chain_searches_for_the_page_of_the_entity_its_first_step_found() {
             .collect::<Vec<_>>()
     );
     assert_eq!(llm.hits(&[WRITE]), 0);
+}
+
+/// A read no source grounds, and a written answer the samples do not back: metarag
+/// declines, says which step failed and what the sources do state, and keeps the answer
+/// it held back. With `abstain = "off"` the same run answers.
+#[tokio::test]
+async fn a_read_no_source_grounds_and_a_weak_answer_make_metarag_decline() {
+    let q = "Which film was shown to audiences first: Blue Harbour or The Glass Fox?";
+    let script = || {
+        ungrounded_second_read(
+            ScriptedLlm::new()
+                .on(&[PLAN], films_plan())
+                .on(
+                    &[WRITE],
+                    r#"{"answer": "Blue Harbour [1].", "short_answer": "Blue Harbour"}"#,
+                )
+                .on_seq(
+                    &[SAMPLE],
+                    &[
+                        r#"{"short_answer": "The Glass Fox"}"#.to_string(),
+                        r#"{"short_answer": "Lisbon"}"#.to_string(),
+                    ],
+                )
+                .on(&[CLOSED], "unknown"),
+        )
+    };
+    let config = |abstain| AgentConfig {
+        plan_with_llm: false,
+        max_rounds: 0,
+        abstain,
+        ..AgentConfig::default()
+    };
+    let ask = Ask::new(q, "metarag").with_context(context(&FILMS));
+    let (declining, _) = agent_with(script(), None, config(Abstain::Below(0.0)));
+    let t = declining.ask(&ask).await.unwrap();
+    assert!(!t.rounds[0].assessment.as_ref().unwrap().passed);
+    assert!(t.abstained, "{:?}", t.stop);
+    let a = t.abstention.clone().unwrap();
+    assert_eq!(a.by, AbstainedBy::Program);
+    assert!(a.reason.contains("no source states step 2's fact"), "{}", a.reason);
+    assert!(a.reason.contains("What is the premiere date of The Glass Fox?"));
+    assert_eq!(a.sources_say, ["It premiered on 3 May 1958 in Lisbon. [1]"]);
+    assert_eq!(a.withheld.as_deref(), Some("Blue Harbour [1]."));
+    assert_eq!(t.short_answer, ABSTAINED_SHORT);
+    assert_eq!(
+        t.answer,
+        format!("{ABSTAINED_ANSWER} What they do state: It premiered on 3 May 1958 in Lisbon. [1]")
+    );
+    assert!(matches!(&t.stop, StopReason::Done(m) if m.starts_with("abstained (program)")));
+    assert_eq!(t.graph.events.last().unwrap().node, "decide");
+
+    let (answering, _) = agent_with(script(), None, config(Abstain::Off));
+    let t = answering.ask(&ask).await.unwrap();
+    assert!(!t.abstained && t.abstention.is_none());
+    assert_eq!(t.short_answer, "Blue Harbour");
 }
