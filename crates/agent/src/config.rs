@@ -83,6 +83,25 @@ impl Abstain {
     }
 }
 
+impl std::str::FromStr for Abstain {
+    type Err = String;
+
+    /// `off`, `on`, or a confidence between 0 and 1 (`--abstain 0.3`).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim() {
+            "off" => Ok(Abstain::Off),
+            "on" | "default" => Ok(Abstain::Default),
+            other => match other.parse::<f64>() {
+                Ok(t) if (0.0..=1.0).contains(&t) => Ok(Abstain::Below(t)),
+                Ok(t) => Err(format!("{t} is not a confidence between 0 and 1")),
+                Err(_) => Err(format!(
+                    "`{other}` is neither off, on nor a confidence between 0 and 1"
+                )),
+            },
+        }
+    }
+}
+
 impl PartialEq for Abstain {
     /// Equal when they decline alike: the default equals its threshold written out.
     fn eq(&self, other: &Self) -> bool {

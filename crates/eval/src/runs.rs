@@ -45,6 +45,9 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX runs_created ON runs(created_ms);
     CREATE INDEX runs_strategy ON runs(strategy);",
+    // 2: whether a run declined to answer (`[agent] abstain`); runs recorded before always
+    // answered.
+    "ALTER TABLE runs ADD COLUMN abstained INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// Where a run came from.
@@ -105,6 +108,9 @@ pub struct RunSummary {
     pub stop: String,
     /// Whether the run failed.
     pub failed: bool,
+    /// Whether the run declined to answer (the trace's `abstention` says why).
+    #[serde(default)]
+    pub abstained: bool,
     /// Writes (answer rounds).
     pub rounds: u32,
     /// The last diagnosis's knowledge category, if the run diagnosed its answer.
@@ -146,6 +152,9 @@ pub struct StrategyStats {
     pub runs: u64,
     /// Failed runs.
     pub failed: u64,
+    /// Runs that declined to answer.
+    #[serde(default)]
+    pub abstained: u64,
     /// Median wall time, milliseconds.
     pub p50_ms: f64,
     /// 95th-percentile wall time, milliseconds.
@@ -271,9 +280,10 @@ impl SqliteRunLog {
             .execute(
                 "INSERT INTO runs (id, created_ms, surface, question, strategy, model, answer,
                     short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms,
-                    llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, trace)
+                    llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, abstained,
+                    trace)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                    ?16, ?17, ?18, ?19, ?20, ?21)",
+                    ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
                 params![
                     s.id,
                     s.created_ms,
@@ -295,6 +305,7 @@ impl SqliteRunLog {
                     s.prompt_tokens as i64,
                     s.completion_tokens as i64,
                     s.cost_usd,
+                    s.abstained,
                     row.trace,
                 ],
             )
@@ -335,7 +346,7 @@ impl SqliteRunLog {
             .query_row(
                 &format!("SELECT {SUMMARY_COLUMNS}, trace FROM runs WHERE id = ?1"),
                 params![id],
-                |r| Ok((summary_row(r)?, r.get::<_, String>(20)?)),
+                |r| Ok((summary_row(r)?, r.get::<_, String>(21)?)),
             )
             .optional()
             .map_err(|e| self.err(e))?;
@@ -355,7 +366,7 @@ impl SqliteRunLog {
         let mut stmt = conn
             .prepare(
                 "SELECT strategy, failed, wall_ms, llm_calls, prompt_tokens + completion_tokens,
-                    cost_usd FROM runs ORDER BY strategy",
+                    cost_usd, abstained FROM runs ORDER BY strategy",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -367,6 +378,7 @@ impl SqliteRunLog {
                     r.get::<_, i64>(3)?,
                     r.get::<_, i64>(4)?,
                     r.get::<_, f64>(5)?,
+                    r.get::<_, bool>(6)?,
                 ))
             })
             .map_err(|e| self.err(e))?
@@ -404,9 +416,10 @@ impl PgRunLog {
             .execute(
                 "INSERT INTO runs (id, created_ms, surface, question, strategy, model, answer,
                     short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms,
-                    llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, trace)
+                    llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, abstained,
+                    trace)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                    $16, $17, $18, $19, $20, $21)",
+                    $16, $17, $18, $19, $20, $21, $22)",
                 &[
                     &s.id as &(dyn ToSql + Sync),
                     &s.created_ms,
@@ -428,6 +441,7 @@ impl PgRunLog {
                     &(s.prompt_tokens as i64),
                     &(s.completion_tokens as i64),
                     &s.cost_usd,
+                    &s.abstained,
                     &row.trace,
                 ],
             )
@@ -470,7 +484,7 @@ impl PgRunLog {
         let Some(row) = row else {
             return Ok(None);
         };
-        let trace = serde_json::from_str(row.get::<_, &str>(20))
+        let trace = serde_json::from_str(row.get::<_, &str>(21))
             .map_err(|e| self.err(format!("run {id}: the stored trace does not parse: {e}")))?;
         Ok(Some(RunDetail {
             summary: pg_summary_row(&row),
@@ -483,14 +497,24 @@ impl PgRunLog {
         let rows = client
             .query(
                 "SELECT strategy, failed, wall_ms, llm_calls, prompt_tokens + completion_tokens,
-                    cost_usd FROM runs ORDER BY strategy",
+                    cost_usd, abstained FROM runs ORDER BY strategy",
                 &[],
             )
             .await
             .map_err(|e| self.err(e))?;
         Ok(aggregate(
             rows.iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+                .map(|r| {
+                    (
+                        r.get(0),
+                        r.get(1),
+                        r.get(2),
+                        r.get(3),
+                        r.get(4),
+                        r.get(5),
+                        r.get(6),
+                    )
+                })
                 .collect(),
         ))
     }
@@ -518,6 +542,7 @@ fn pg_summary_row(r: &metarag_pgstore::tokio_postgres::Row) -> RunSummary {
         prompt_tokens: r.get::<_, i64>(17) as u64,
         completion_tokens: r.get::<_, i64>(18) as u64,
         cost_usd: r.get(19),
+        abstained: r.get(20),
     }
 }
 
@@ -655,6 +680,7 @@ impl NewRun {
                 short_answer: trace.short_answer.clone(),
                 stop: trace.stop.to_string(),
                 failed: matches!(trace.stop, StopReason::Failed(_)),
+                abstained: trace.abstained,
                 rounds: trace.rounds.len() as u32,
                 diagnosis,
                 sources: trace.sources.len() as u32,
@@ -671,18 +697,22 @@ impl NewRun {
     }
 }
 
-/// Per-strategy aggregates from `(strategy, failed, wall ms, calls, tokens, cost)` rows
-/// ordered by strategy.
-fn aggregate(rows: Vec<(String, bool, f64, i64, i64, f64)>) -> Vec<StrategyStats> {
+/// One run as the statistics read it: strategy, failed, wall ms, calls, tokens, cost,
+/// abstained.
+type StatsRow = (String, bool, f64, i64, i64, f64, bool);
+
+/// Per-strategy aggregates from rows ordered by strategy.
+fn aggregate(rows: Vec<StatsRow>) -> Vec<StrategyStats> {
     let mut out: Vec<StrategyStats> = Vec::new();
     let mut times: Vec<f64> = Vec::new();
-    for (strategy, failed, ms, calls, tokens, cost) in rows {
+    for (strategy, failed, ms, calls, tokens, cost, abstained) in rows {
         if out.last().is_none_or(|s| s.strategy != strategy) {
             finish(out.last_mut(), &mut times);
             out.push(StrategyStats {
                 strategy,
                 runs: 0,
                 failed: 0,
+                abstained: 0,
                 p50_ms: 0.0,
                 p95_ms: 0.0,
                 mean_calls: 0.0,
@@ -693,6 +723,7 @@ fn aggregate(rows: Vec<(String, bool, f64, i64, i64, f64)>) -> Vec<StrategyStats
         let s = out.last_mut().expect("pushed above");
         s.runs += 1;
         s.failed += u64::from(failed);
+        s.abstained += u64::from(abstained);
         s.mean_calls += calls as f64;
         s.mean_tokens += tokens as f64;
         s.cost_usd += cost;
@@ -716,7 +747,7 @@ fn finish(s: Option<&mut StrategyStats>, times: &mut Vec<f64>) {
 
 const SUMMARY_COLUMNS: &str = "id, created_ms, surface, question, strategy, model, answer, \
     short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms, llm_calls, \
-    cached_calls, prompt_tokens, completion_tokens, cost_usd";
+    cached_calls, prompt_tokens, completion_tokens, cost_usd, abstained";
 
 fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
     Ok(RunSummary {
@@ -740,6 +771,7 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunSummary> {
         prompt_tokens: r.get::<_, i64>(17)? as u64,
         completion_tokens: r.get::<_, i64>(18)? as u64,
         cost_usd: r.get(19)?,
+        abstained: r.get(20)?,
     })
 }
 

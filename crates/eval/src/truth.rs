@@ -9,7 +9,7 @@
 //!    any answer hallucinated.
 //! 2. The prediction matches a gold answer (EM or Sub-EM, the papers' normalisation):
 //!    correct, even when it contains a refusal's words ("The Unknown Soldier").
-//! 3. The strategy abstained, the prediction is a refusal
+//! 3. The strategy abstained (the trace's `abstained`), the prediction is a refusal
 //!    ([`metarag_agent::text::is_refusal`]) or the question failed: missing.
 //! 4. No gold token in the prediction (F1 0): hallucinated.
 //! 5. Otherwise the match is unclear ("Spielberg" for "Steven Spielberg", a date written
@@ -63,18 +63,20 @@ pub const UNCLEAR_F1: f64 = 0.5;
 
 /// Classifies one answer by the rules above.
 pub fn classify(r: &QuestionResult) -> (Truth, DecidedBy) {
+    // The run's own decline (its trace says so), or a reply that declines in words.
+    let declined = r.trace.as_ref().is_some_and(|t| t.abstained) || is_refusal(&r.prediction);
     if r.answers.iter().all(|a| a.trim().is_empty()) {
-        let t = if r.error.is_some() || is_refusal(&r.prediction) {
+        let t = if r.error.is_some() || declined {
             Truth::Correct
         } else {
             Truth::Hallucinated
         };
         return (t, DecidedBy::Unanswerable);
     }
-    if r.error.is_none() && (r.scores.em >= 1.0 || r.scores.sub_em >= 1.0) {
+    if r.error.is_none() && !declined && (r.scores.em >= 1.0 || r.scores.sub_em >= 1.0) {
         return (Truth::Correct, DecidedBy::Match);
     }
-    if r.error.is_some() || is_refusal(&r.prediction) {
+    if r.error.is_some() || declined {
         return (Truth::Missing, DecidedBy::Match);
     }
     if r.scores.f1 <= 0.0 {

@@ -186,6 +186,9 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX staged_chunks_age ON staged_chunks (staged_at);
     "#,
+    // 5: whether a run declined to answer (`[agent] abstain`), counted by the run log's
+    // statistics. Runs recorded before always answered.
+    "ALTER TABLE runs ADD COLUMN abstained BOOLEAN NOT NULL DEFAULT false;",
 ];
 
 /// The newest schema version this build knows.

@@ -336,6 +336,7 @@ impl Service {
                 run_id,
                 answer: trace.answer.clone(),
                 short_answer: trace.short_answer.clone(),
+                abstained: trace.abstained,
                 sources: trace.sources.clone(),
                 queue_ms,
                 trace,
@@ -867,6 +868,9 @@ pub struct AskResponse {
     pub answer: String,
     /// The short answer.
     pub short_answer: String,
+    /// Whether the run declined to answer: the sources, as far as its checks tell, do not
+    /// settle the question (`trace.abstention` says why and holds any answer held back).
+    pub abstained: bool,
     /// The numbered sources.
     pub sources: Vec<Source>,
     /// Milliseconds the ask waited for a free slot.
@@ -970,6 +974,7 @@ async fn finish(s: &Service, trace: &mut Trace, queue_ms: f64, surface: Surface)
     s.metrics.ask(
         &trace.strategy,
         matches!(trace.stop, StopReason::Failed(_)),
+        trace.abstained,
         trace.graph.wall_ms,
         &trace.usage,
     );

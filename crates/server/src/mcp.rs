@@ -103,7 +103,7 @@ impl McpServer {
 
     /// Answers a question.
     #[tool(
-        description = "Answer a question from the indexed documents with a strategy (default `metarag`: answers, checks itself and repairs weak answers). Returns the answer with [n] citations, the numbered sources, and the run id."
+        description = "Answer a question from the indexed documents with a strategy (default `metarag`: answers, checks itself and repairs weak answers). Returns the answer with [n] citations, the numbered sources, and the run id; `abstained` is true when the documents do not settle the question (then `abstention` says why and holds any answer held back)."
     )]
     async fn ask(
         &self,
@@ -114,6 +114,8 @@ impl McpServer {
                 "run_id": r.run_id,
                 "answer": r.answer,
                 "short_answer": r.short_answer,
+                "abstained": r.abstained,
+                "abstention": r.trace.abstention,
                 "sources": r.sources,
                 "strategy": r.trace.strategy,
                 "rounds": r.trace.rounds.len(),

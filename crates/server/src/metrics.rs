@@ -76,18 +76,24 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// One finished ask with its usage.
+    /// One finished ask with its usage: `failed`, else `abstained` (it declined to
+    /// answer), else answered.
     pub fn ask(
         &self,
         strategy: &str,
         failed: bool,
+        abstained: bool,
         wall_ms: f64,
         usage: &metarag_agent::trace::RunUsage,
     ) {
         let mut m = self.lock();
         m.ask_ms_total += wall_ms;
         m.asks_timed += 1;
-        let outcome = if failed { "failed" } else { "answered" };
+        let outcome = match (failed, abstained) {
+            (true, _) => "failed",
+            (false, true) => "abstained",
+            (false, false) => "answered",
+        };
         *m.asks.entry((strategy.to_string(), outcome)).or_default() += 1;
         m.llm_calls += usage.llm_calls;
         m.cached_calls += usage.cached_calls;

@@ -39,6 +39,10 @@ pub struct Args {
     /// Most remediation rounds (default: `agent.max_rounds`).
     #[arg(long)]
     pub max_rounds: Option<usize>,
+    /// When to decline to answer: off, on, or a monitor confidence under which metarag
+    /// declines (default: `agent.abstain`). See the README's "When metarag does not answer".
+    #[arg(long, value_name = "off|on|CONFIDENCE")]
+    pub abstain: Option<metarag_agent::Abstain>,
     /// `mcts`: write the search tree here, one node per line (visits, value, reward,
     /// lineage, memory).
     #[arg(long, value_name = "FILE")]
@@ -146,6 +150,9 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     let mut config = app.config.raw.agent.clone();
     if let Some(r) = args.max_rounds {
         config.max_rounds = r;
+    }
+    if let Some(a) = args.abstain {
+        config.abstain = a;
     }
     // The index is checked before the model loads: an empty one is the user's to fix,
     // and says so at once.
@@ -318,7 +325,17 @@ pub fn print_answer(t: &Trace) {
     } else {
         println!("{}", t.answer);
     }
-    if !t.short_answer.is_empty() && t.short_answer != t.answer {
+    if t.abstained {
+        // A decline is an outcome, not an answer: say why, and show what was held back.
+        if let Some(a) = &t.abstention {
+            println!("\nNot answered ({}): {}", a.by.as_str(), a.reason);
+            if let Some(held) = &a.withheld {
+                println!("Held back, not supported well enough: {held}");
+            }
+        } else {
+            println!("\nNot answered: the sources do not settle the question.");
+        }
+    } else if !t.short_answer.is_empty() && t.short_answer != t.answer {
         println!("\nShort answer: {}", t.short_answer);
     }
     let cited: BTreeSet<usize> = citations(&t.answer)

@@ -153,8 +153,21 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
     }
 }
 
+/// The writer's decline, for a question no upload answers.
+pub(crate) const DECLINE: &str = r#"{"answer": "The sources do not say which message queue the dam publishes to.", "short_answer": "unknown"}"#;
+
+/// A question the scripted writer declines ([`DECLINE`]).
+pub(crate) const UNANSWERED: &str = "Which message queue does the Hoover Dam publish alerts to?";
+
 pub(crate) fn scripted() -> Arc<dyn DynLlm> {
-    Arc::new(ScriptedLlm::new().otherwise(ANSWER))
+    Arc::new(
+        ScriptedLlm::new()
+            .on(
+                &["Answer the question using the sources", "message queue"],
+                DECLINE,
+            )
+            .otherwise(ANSWER),
+    )
 }
 
 #[tokio::test]
@@ -290,7 +303,35 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
     assert!(answer["answer"].as_str().unwrap().contains("[1]"));
     assert!(!answer["sources"].as_array().unwrap().is_empty());
     assert_eq!(answer["trace"]["strategy"], "standard");
+    assert_eq!(answer["abstained"], false);
     let run_id = answer["run_id"].as_str().unwrap().to_string();
+
+    // A question the documents do not answer: the writer declines, and the run log
+    // counts it.
+    let (status, declined) = s
+        .post(
+            "/v1/ask",
+            json!({"question": UNANSWERED, "strategy": "standard"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{declined}");
+    assert_eq!(declined["abstained"], true, "{declined}");
+    assert_eq!(declined["trace"]["abstention"]["by"], "writer");
+    let (_, runs) = s.get("/v1/runs?limit=5").await;
+    let row = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == declined["run_id"])
+        .unwrap();
+    assert_eq!(row["abstained"], true);
+    let standard = runs["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["strategy"] == "standard")
+        .unwrap();
+    assert_eq!(standard["abstained"], 1, "{standard}");
 
     // Gold context: no retrieval.
     let (status, answer) = s
@@ -328,16 +369,18 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
 
     let (status, runs) = s.get("/v1/runs?strategy=standard").await;
     assert_eq!(status, 200, "{runs}");
-    assert_eq!(runs["runs"].as_array().unwrap().len(), 2);
-    assert_eq!(runs["runs"][1]["id"], run_id.as_str());
-    assert_eq!(runs["runs"][1]["surface"], "rest");
+    // The first answer, the declined one, the one over given context; newest first.
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(runs["runs"][2]["id"], run_id.as_str());
+    assert_eq!(runs["runs"][2]["surface"], "rest");
     let standard = runs["strategies"]
         .as_array()
         .unwrap()
         .iter()
         .find(|x| x["strategy"] == "standard")
         .unwrap();
-    assert_eq!(standard["runs"], 2, "{runs}");
+    assert_eq!(standard["runs"], 3, "{runs}");
+    assert_eq!(standard["abstained"], 1, "{runs}");
     let (status, run) = s.get(&format!("/v1/runs/{run_id}")).await;
     assert_eq!(status, 200, "{run}");
     assert_eq!(run["trace"]["question"], "When was the Hoover Dam built?");
@@ -353,6 +396,10 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
     let text = r.text().await.unwrap();
     assert!(
         text.contains("metarag_asks_total{strategy=\"standard\",outcome=\"answered\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("metarag_asks_total{strategy=\"standard\",outcome=\"abstained\"} 1"),
         "{text}"
     );
 

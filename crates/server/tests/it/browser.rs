@@ -254,9 +254,32 @@ async fn the_web_page_uploads_asks_streams_cites_and_shows_the_trace() {
         .await
         .unwrap();
 
+    // A question the documents do not answer: the page says it was not answered.
+    let q = c.find(Locator::Id("question")).await.unwrap();
+    q.clear().await.unwrap();
+    q.send_keys(crate::api::UNANSWERED).await.unwrap();
+    click(&c, "ask-btn").await;
+    until(
+        &c,
+        "the declined notice",
+        "!document.getElementById('declined').hidden",
+        300,
+    )
+    .await;
+    let notice = text(&c, "declined").await;
+    assert!(notice.starts_with("Not answered:"), "{notice}");
+    assert_eq!(text(&c, "short").await, "");
+
     // Runs: the ask is on the dashboard, and opens its trace.
     click(&c, "tab-runs").await;
     until(&c, "the run in the dashboard", "[...document.querySelectorAll('#runs button')].some(b => b.textContent.includes('Hoover'))", 30).await;
+    until(
+        &c,
+        "the declined run marked",
+        "[...document.querySelectorAll('#runs .badge')].some(b => b.textContent === 'declined')",
+        30,
+    )
+    .await;
     shot(&c, "runs").await;
     c.close().await.unwrap();
 }

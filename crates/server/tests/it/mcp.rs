@@ -106,6 +106,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
         .unwrap();
     let a = answer.structured_content.unwrap();
     assert_eq!(a["short_answer"], "1931 to 1936", "{a}");
+    assert_eq!(a["abstained"], false, "{a}");
     // The run is in the log, marked as coming from MCP.
     let runs = s
         .http
@@ -117,6 +118,18 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
         .await
         .unwrap();
     assert_eq!(runs["runs"][0]["id"], a["run_id"]);
+    // A question the documents do not answer: declined, and said so.
+    let declined = client
+        .call_tool(call(
+            "ask",
+            json!({"question": crate::api::UNANSWERED, "strategy": "standard"}),
+        ))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(declined["abstained"], true, "{declined}");
+    assert_eq!(declined["abstention"]["by"], "writer", "{declined}");
 
     // The router's context without an answer: route, checks and sources.
     let ctx = client

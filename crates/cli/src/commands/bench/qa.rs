@@ -66,6 +66,10 @@ pub struct QaArgs {
     /// question whose file flags it `unanswerable` is one already.
     #[arg(long, value_parser = share_in_unit)]
     pub unanswerable: Option<f64>,
+    /// When strategies may decline to answer: off (the papers' setting), on, or a monitor
+    /// confidence (default: `agent.abstain`). Recorded with the run.
+    #[arg(long, value_name = "off|on|CONFIDENCE")]
+    pub abstain: Option<metarag_agent::Abstain>,
     /// Questions answered at the same time.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
@@ -332,6 +336,9 @@ pub async fn run(app: &App, args: QaArgs) -> Result<ExitCode> {
     let mut agent_config = app.config.raw.agent.clone();
     if let Some(r) = args.max_rounds {
         agent_config.max_rounds = r;
+    }
+    if let Some(a) = args.abstain {
+        agent_config.abstain = a;
     }
     let handle = app.llm(!args.no_cache, args.model.as_deref()).await?;
     let model = metarag_core::Llm::model_id(&handle.llm).to_string();
