@@ -56,6 +56,6 @@ pub use registry::{DynStrategy, Registry, Strategy, StrategyId, StrategySections
 pub use roles::{Role, RoleModel, Roles};
 pub use state::Run;
 pub use trace::{
-    ABSTAINED_ANSWER, ABSTAINED_SHORT, AbstainedBy, Abstention, EvidenceMode, Round, Step, StepKind,
-    Trace,
+    ABSTAINED_ANSWER, ABSTAINED_SHORT, AbstainedBy, Abstention, EvidenceMode, Round, Step,
+    StepKind, Trace,
 };

@@ -802,7 +802,9 @@ mod tests {
         assert!(!is_refusal("American"));
         assert!(is_refusal("Unknown."));
         assert!(!is_refusal("Unknown Pleasures"));
-        assert!(is_refusal("The documents do not state which queue it uses [2]."));
+        assert!(is_refusal(
+            "The documents do not state which queue it uses [2]."
+        ));
         assert!(is_yes_no_question(
             "Are Ed Wood and Scott Derrickson from the same country?"
         ));

@@ -172,6 +172,21 @@ impl Plan {
         {
             self.chain.pop();
         }
+        // Age is the order of birth dates read the other way: the older one was born
+        // earlier. A small planner writes `later` for "older" (the bigger age) about as
+        // often as not, in any wording; the question's own word settles it.
+        if matches!(self.combine, Combine::Earlier | Combine::Later)
+            && let Some(older) = asks_older(question)
+            && crate::text::tokens(&self.read)
+                .iter()
+                .any(|t| t == "birth" || t == "born" || t == "birthdate" || t == "birthday")
+        {
+            self.combine = if older {
+                Combine::Earlier
+            } else {
+                Combine::Later
+            };
+        }
         self
     }
 
@@ -370,10 +385,71 @@ fn same_fact(relation: &str, read: &str) -> bool {
         && words.iter().map(|w| w.len()).sum::<usize>() == joined.len()
 }
 
+/// Whether the question asks for the older (`Some(true)`) or the younger (`Some(false)`)
+/// of its subjects, by its own words; `None` when it names neither or both.
+fn asks_older(question: &str) -> Option<bool> {
+    let words = crate::text::tokens(question);
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
+    match (
+        has(&["older", "oldest", "elder", "eldest"]),
+        has(&["younger", "youngest"]),
+    ) {
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::program::Op;
+
+    #[test]
+    fn older_and_younger_set_the_order_of_birth_dates_whatever_the_planner_wrote() {
+        let plan = |combine: Combine, read: &str| Plan {
+            about: vec!["Ada Quill".into(), "Bo Renn".into()],
+            chain: vec![],
+            combine,
+            options: vec![],
+            read: read.into(),
+            kind: Kind::Date,
+        };
+        for (q, combine, want) in [
+            (
+                "Between Ada Quill and Bo Renn, who is the older one?",
+                Combine::Later,
+                Combine::Earlier,
+            ),
+            (
+                "Which of the two was born first and so is the elder: Ada Quill or Bo Renn?",
+                Combine::Later,
+                Combine::Earlier,
+            ),
+            (
+                "Ada Quill and Bo Renn: which is the younger person?",
+                Combine::Earlier,
+                Combine::Later,
+            ),
+        ] {
+            assert_eq!(
+                plan(combine, "date of birth").repaired(q).combine,
+                want,
+                "{q}"
+            );
+        }
+        // Not a birth date, or no age asked: the planner's order stands.
+        let q = "Which is older, Ada Quill's bridge or Bo Renn's tower?";
+        assert_eq!(
+            plan(Combine::Later, "completion date").repaired(q).combine,
+            Combine::Later
+        );
+        let q = "Who was born later, Ada Quill or Bo Renn?";
+        assert_eq!(
+            plan(Combine::Later, "birth date").repaired(q).combine,
+            Combine::Later
+        );
+    }
 
     fn examples() -> Vec<Plan> {
         PLAN_INSTRUCTIONS

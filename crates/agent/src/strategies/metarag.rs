@@ -522,7 +522,10 @@ async fn decide(s: &mut S) -> NodeResult {
         sources_say,
         withheld: Some(round.answer.clone()),
     });
-    Ok(Transition::done(format!("abstained ({}): {why}", by.as_str())))
+    Ok(Transition::done(format!(
+        "abstained ({}): {why}",
+        by.as_str()
+    )))
 }
 
 /// Plans the question's program and runs it (once, before the first write): resolved,

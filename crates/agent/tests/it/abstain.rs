@@ -65,7 +65,10 @@ async fn standard_declines_only_when_its_writer_says_the_sources_do_not_answer()
     assert_eq!(why.by, AbstainedBy::Writer);
     assert_eq!(why.withheld, None);
     // The writer's own words stay: they say what the sources do state.
-    assert!(t.answer.starts_with("The sources do not say where refunds go"));
+    assert!(
+        t.answer
+            .starts_with("The sources do not say where refunds go")
+    );
 
     // A writer that answers is not overruled: standard has no monitor.
     let guess = r#"{"answer": "Refunds go to Kafka [1].", "short_answer": "Kafka"}"#;

@@ -3,8 +3,8 @@
 use crate::{context, render};
 use metarag_agent::trace::{Remediation, RetrievalReason};
 use metarag_agent::{
-    Abstain, Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod, ErrorType,
-    Registry, RouteConfig, StopReason, StrategySections, Trace, prompts,
+    Abstain, Agent, AgentConfig, Ask, Budget, BudgetKind, BudgetLimit, Category, DiagnosisMethod,
+    ErrorType, Registry, RouteConfig, StopReason, StrategySections, Trace, prompts,
 };
 use metarag_core::{DynLlm, DynRetriever};
 use metarag_testkit::ScriptedLlm;

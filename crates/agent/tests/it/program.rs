@@ -639,8 +639,15 @@ async fn a_read_no_source_grounds_and_a_weak_answer_make_metarag_decline() {
     assert!(t.abstained, "{:?}", t.stop);
     let a = t.abstention.clone().unwrap();
     assert_eq!(a.by, AbstainedBy::Program);
-    assert!(a.reason.contains("no source states step 2's fact"), "{}", a.reason);
-    assert!(a.reason.contains("What is the premiere date of The Glass Fox?"));
+    assert!(
+        a.reason.contains("no source states step 2's fact"),
+        "{}",
+        a.reason
+    );
+    assert!(
+        a.reason
+            .contains("What is the premiere date of The Glass Fox?")
+    );
     assert_eq!(a.sources_say, ["It premiered on 3 May 1958 in Lisbon. [1]"]);
     assert_eq!(a.withheld.as_deref(), Some("Blue Harbour [1]."));
     assert_eq!(t.short_answer, ABSTAINED_SHORT);
