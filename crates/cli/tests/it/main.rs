@@ -434,6 +434,41 @@ fn ask_answers_over_the_ingested_examples_with_sources() {
     assert!(stderr.contains("metarag · 1 round(s)"), "{stderr}");
 }
 
+/// A question the examples do not answer, asked with declining on: the run declines (the
+/// writer says so, or metarag's monitor does not trust the answer: `--abstain 1.0` declines
+/// every answer the monitor does not pass), and `ask` says so in words and in `--json`.
+/// (`abstain = "off"` answering is the scripted tests' `abstain.rs`.)
+#[test]
+fn ask_declines_a_question_the_documents_do_not_answer() {
+    metarag_testkit::local_llm();
+    let env = Env::new();
+    assert!(
+        env.run(&["ingest", examples().to_str().unwrap()])
+            .status
+            .success()
+    );
+    let question = "Which message queue does the billing service publish refunds to?";
+    let args = [
+        "ask",
+        question,
+        "--max-rounds",
+        "0",
+        "--abstain",
+        "1.0",
+        "--model",
+        metarag_testkit::LLM,
+    ];
+    let out = env.run(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("Not answered ("), "{stdout}");
+    assert!(!stdout.contains("Short answer:"), "{stdout}");
+    let t = env.json(&args);
+    assert_eq!(t["abstained"], true, "{t:#}");
+    let by = t["abstention"]["by"].as_str().unwrap();
+    assert!(by == "writer" || by == "monitor" || by == "program", "{by}");
+}
+
 #[test]
 fn graph_prints_mermaid_and_ask_rejects_bad_input_by_name() {
     let env = Env::new();
