@@ -460,7 +460,11 @@ fn ask_declines_a_question_the_documents_do_not_answer() {
     ];
     let out = env.run(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("Not answered ("), "{stdout}");
     assert!(!stdout.contains("Short answer:"), "{stdout}");
     let t = env.json(&args);
