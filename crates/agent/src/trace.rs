@@ -290,6 +290,9 @@ pub enum AbstainedBy {
     Writer,
     /// The monitor's confidence in the kept answer was under `[agent] abstain`.
     Monitor,
+    /// The monitor diagnosed missing knowledge, and the search for the missing hop found
+    /// nothing about it.
+    Search,
     /// A read of the question's program found no source stating its fact, and the
     /// monitor did not pass the written answer.
     Program,
@@ -301,6 +304,7 @@ impl AbstainedBy {
         match self {
             AbstainedBy::Writer => "writer",
             AbstainedBy::Monitor => "monitor",
+            AbstainedBy::Search => "search",
             AbstainedBy::Program => "program",
         }
     }

@@ -139,6 +139,8 @@ pub struct MetaragState {
     program: Option<ProgramRun>,
     /// Why the run is ending, kept while [`DECIDE`] weighs declining.
     stopping: Option<String>,
+    /// The search for a diagnosed missing hop that found nothing new about it.
+    found_nothing: Option<String>,
 }
 
 impl Strategy for Metarag {
@@ -197,7 +199,10 @@ impl Strategy for Metarag {
             )
             .node(
                 CHECK,
-                &[(READ, "first retrieval, or the hop is covered")],
+                &[
+                    (READ, "first retrieval, or the hop is covered"),
+                    (DECIDE, "the missing hop was not found"),
+                ],
                 |s| Box::pin(check(s)),
             )
             .node(READ, &[(PROGRAM, "")], |s| {
@@ -254,9 +259,8 @@ async fn check(s: &mut S) -> NodeResult {
             "re-retrieval added {} passages, none covering {query:?}",
             new.len()
         ));
-        return Ok(Transition::done(
-            "re-retrieval found nothing for the missing hop",
-        ));
+        s.ext.found_nothing = Some(query);
+        return Ok(stop(s, "re-retrieval found nothing for the missing hop"));
     }
     s.note = Some(format!("{} new passages cover {query:?}", new.len()));
     Ok(Transition::Goto(READ))
@@ -461,10 +465,11 @@ fn stop(s: &mut S, why: impl Into<String>) -> Transition {
 }
 
 /// Answers with the kept round, or declines (`[agent] abstain`): when the monitor's
-/// confidence in it is under the threshold, or when a read of the question's program
-/// found no source for its fact and the monitor did not pass the answer written without
-/// it. What the sources do state (the program's grounded reads) goes with the decline,
-/// and the answer held back stays in the trace.
+/// confidence in it is under the threshold; when the monitor diagnosed missing knowledge
+/// and the search for the missing hop found nothing about it; or when a read of the
+/// question's program found no source for its fact and the monitor did not pass the
+/// answer written without it. What the sources do state (the program's grounded reads)
+/// goes with the decline, and the answer held back stays in the trace.
 async fn decide(s: &mut S) -> NodeResult {
     let why = s.ext.stopping.take().unwrap_or_else(|| "stopped".into());
     let Some(threshold) = s.cfg().abstain.threshold() else {
@@ -484,10 +489,17 @@ async fn decide(s: &mut S) -> NodeResult {
     let confidence = a.confidence;
     let gate = monitor_of(s).threshold;
     let program = s.ext.program.as_ref();
-    let (by, reason) = if confidence < threshold {
+    // The most specific cause first: a search that found nothing, a program step no
+    // source grounds; then the confidence alone.
+    let (by, reason) = if let Some(query) = s.ext.found_nothing.as_deref()
+        && !a.passed
+    {
         (
-            AbstainedBy::Monitor,
-            format!("the monitor's confidence {confidence:.2} is under abstain {threshold:.2}"),
+            AbstainedBy::Search,
+            format!(
+                "the monitor diagnosed missing knowledge, and the search for it ({query:?}) \
+                 found nothing new about it (confidence {confidence:.2} < {gate:.2})"
+            ),
         )
     } else if let Some(read) = program.and_then(ProgramRun::missing_read)
         && !a.passed
@@ -502,6 +514,11 @@ async fn decide(s: &mut S) -> NodeResult {
                 "no source states step {step}'s fact ({read:?}), and the monitor did not pass \
                  the answer written without it (confidence {confidence:.2} < {gate:.2})"
             ),
+        )
+    } else if confidence < threshold {
+        (
+            AbstainedBy::Monitor,
+            format!("the monitor's confidence {confidence:.2} is under abstain {threshold:.2}"),
         )
     } else {
         return Ok(Transition::done(why));

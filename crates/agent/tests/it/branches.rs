@@ -437,13 +437,20 @@ async fn missing_knowledge_re_retrieves_the_uncovered_hop_and_writes_again_only_
     );
     let r = t.retrievals.last().unwrap();
     assert_eq!(r.reason, RetrievalReason::Remediation);
-    // Nothing in the index mentions Zorblatt Tide: no second write on the same evidence.
+    // Nothing in the index mentions Zorblatt Tide: no second write on the same evidence,
+    // and (declining on, the default) the documents do not say: declined.
     assert_eq!(t.rounds.len(), 1);
     assert_eq!(
         t.stop,
-        StopReason::Done("re-retrieval found nothing for the missing hop".into())
+        StopReason::Done(
+            "abstained (search): re-retrieval found nothing for the missing hop".into()
+        )
     );
-    assert_eq!(nodes(&t).last(), Some(&"check"));
+    assert_eq!(nodes(&t)[nodes(&t).len() - 2..], ["check", "decide"]);
+    let why = t.abstention.as_ref().unwrap();
+    assert_eq!(why.by, metarag_agent::AbstainedBy::Search);
+    assert!(why.reason.contains("\"Zorblatt Tide\""), "{}", why.reason);
+    assert_eq!(why.withheld.as_deref(), Some(t.rounds[0].answer.as_str()));
 }
 
 #[tokio::test]
