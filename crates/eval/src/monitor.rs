@@ -120,10 +120,10 @@ pub struct FirstAnswer {
     /// The gate's combined score (the monitor's confidence, or the sum of the older
     /// gate's three metrics) and whether the gate passed it.
     pub gate: Option<(f64, bool)>,
-    /// What a check made in code said of this first answer (the compare node's dates on
-    /// a date comparison, the parts node's verdicts on a yes/no question about two
-    /// things): `Some(true)` confirmed, `Some(false)` contradicted (the answer was
-    /// replaced), `None` when no check applied or it did not settle the question.
+    /// What a retired wording reader said of this first answer, in traces written before
+    /// the question program replaced them: `Some(true)` confirmed, `Some(false)`
+    /// contradicted (the answer was replaced), `None` when no check applied (always, in
+    /// today's traces).
     pub code_check: Option<bool>,
 }
 
@@ -510,12 +510,11 @@ pub fn markdown(record: &RunRecord) -> String {
          Each first answer labelled right when its F1 against the gold answers is at least 0.5. \
          AUROC 0.5 is chance. Halves by the FNV-1a hash of the question id (even: tuning, where \
          weights and thresholds are fitted; odd: reporting).\n\n\
-         *With the checks*: the gate's score with the verdict of a check made in code folded \
-         in (the compare node's dates on a date comparison, the measure node's quantities, \
-         the kin node's relation chain, the link node's two lookups, the parts node's verdicts \
-         on a yes/no question about two things; confirmed above every unchecked answer, \
-         contradicted below), as the run acts on it. In brackets: bootstrap 95% intervals \
-         over the questions.\n\n\
+         *With the checks*: in traces of the retired wording readers only (today's program \
+         answers before the first write, so it judges no written answer), the gate's score \
+         with the reader's verdict folded in: confirmed above every unchecked answer, \
+         contradicted below, as those runs acted on it; `-` for today's traces. In \
+         brackets: bootstrap 95% intervals over the questions.\n\n\
          | strategy | half | n | right | gate AUROC | with the checks | gate accuracy | passed |\n|---|---|---|---|---|---|---|---|\n",
     );
     for t in &tables {
