@@ -128,11 +128,8 @@ impl<'de> Deserialize<'de> for Abstain {
         }
         match Raw::deserialize(d)? {
             Raw::Number(t) => Ok(Abstain::Below(t)),
-            Raw::Word(w) if w == "off" => Ok(Abstain::Off),
-            Raw::Word(w) if w == "on" || w == "default" => Ok(Abstain::Default),
-            Raw::Word(w) => Err(serde::de::Error::custom(format!(
-                "`{w}` is neither \"off\", \"on\" nor a confidence between 0 and 1"
-            ))),
+            // A word, or a number written as text (`METARAG_AGENT__ABSTAIN=0.3`).
+            Raw::Word(w) => w.parse().map_err(serde::de::Error::custom),
         }
     }
 }

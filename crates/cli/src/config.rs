@@ -994,6 +994,17 @@ mod tests {
             jail.create_file("metarag.toml", "[agent]\nconvergence_threshold = 0.9\n")?;
             let e = Config::load(None).unwrap_err().to_string();
             assert!(e.contains("convergence_threshold"), "{e}");
+            // `abstain` from the environment: a word or a number.
+            jail.create_file("metarag.toml", "")?;
+            jail.set_env("METARAG_AGENT__ABSTAIN", "0.3");
+            let c = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(c.raw.agent.abstain, metarag_agent::Abstain::Below(0.3));
+            jail.set_env("METARAG_AGENT__ABSTAIN", "off");
+            let c = Config::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(c.raw.agent.abstain, metarag_agent::Abstain::Off);
+            jail.set_env("METARAG_AGENT__ABSTAIN", "1.5");
+            let e = Config::load(None).unwrap_err().to_string();
+            assert!(e.contains("abstain"), "{e}");
             Ok(())
         });
     }

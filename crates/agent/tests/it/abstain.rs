@@ -142,6 +142,8 @@ fn the_setting_reads_off_on_or_a_confidence_and_names_a_bad_value() {
         Some(Abstain::DEFAULT)
     );
     assert_eq!(read("0.4").unwrap().abstain, Abstain::Below(0.4));
+    // As an environment variable writes it.
+    assert_eq!(read("\"0.4\"").unwrap().abstain, Abstain::Below(0.4));
     let e = read("\"sometimes\"").unwrap_err().to_string();
     assert!(e.contains("sometimes"), "{e}");
     let e = read("1.5").unwrap().validate().unwrap_err().to_string();
