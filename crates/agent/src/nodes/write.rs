@@ -97,7 +97,11 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
     if short.split_whitespace().count() > 12 && answer_words < short.split_whitespace().count() {
         short = without_citations(&answer);
     }
-    if short.is_empty() && !is_refusal(&answer) {
+    // A cited answer with "unknown" beside it is the model filling the fields the wrong
+    // way round (seen on the documentation set: "1000 lines [2]" / "unknown"), not a
+    // decline: the short answer comes from the answer, as when it is empty.
+    let cited = answer.contains('[') && answer.contains(']');
+    if (short.is_empty() || (is_refusal(&short) && cited)) && !is_refusal(&answer) {
         short = sentences(&answer)
             .first()
             .map(|&(a, b)| without_citations(&answer[a..b]))

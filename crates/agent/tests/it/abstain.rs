@@ -70,6 +70,17 @@ async fn standard_declines_only_when_its_writer_says_the_sources_do_not_answer()
             .starts_with("The sources do not say where refunds go")
     );
 
+    // A cited answer beside an "unknown" short answer is the fields swapped, not a
+    // decline.
+    let swapped = r#"{"answer": "Refunds go to the ledger topic [1].", "short_answer": "unknown"}"#;
+    let (a, _) = agent(ScriptedLlm::new().on(&[WRITE], swapped), Abstain::Default);
+    let t = a
+        .ask(&Ask::new(QUESTION, "standard").with_context(context(&TEAM_DOCS)))
+        .await
+        .unwrap();
+    assert!(!t.abstained);
+    assert_eq!(t.short_answer, "Refunds go to the ledger topic.");
+
     // A writer that answers is not overruled: standard has no monitor.
     let guess = r#"{"answer": "Refunds go to Kafka [1].", "short_answer": "Kafka"}"#;
     let (a, _) = agent(ScriptedLlm::new().on(&[WRITE], guess), Abstain::Below(1.0));
