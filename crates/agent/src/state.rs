@@ -216,11 +216,13 @@ impl<E> Run<E> {
             })
             .unwrap_or_default();
         // A writer that said the sources do not answer declined, whatever the strategy
-        // (when abstaining is on, every write prompt offers it).
+        // (when abstaining is on, every write prompt offers it): in its answer, not only
+        // in the short answer (see the write node).
         let abstention = self.abstention.or_else(|| {
             (self.config.abstain.is_on()
                 && best.is_some()
-                && crate::text::is_refusal(&short_answer))
+                && crate::text::is_refusal(&short_answer)
+                && crate::text::is_refusal(&answer))
             .then(|| Abstention {
                 by: AbstainedBy::Writer,
                 reason: "the writer said the sources do not answer the question".into(),

@@ -70,16 +70,23 @@ async fn standard_declines_only_when_its_writer_says_the_sources_do_not_answer()
             .starts_with("The sources do not say where refunds go")
     );
 
-    // A cited answer beside an "unknown" short answer is the fields swapped, not a
-    // decline.
-    let swapped = r#"{"answer": "Refunds go to the ledger topic [1].", "short_answer": "unknown"}"#;
-    let (a, _) = agent(ScriptedLlm::new().on(&[WRITE], swapped), Abstain::Default);
-    let t = a
-        .ask(&Ask::new(QUESTION, "standard").with_context(context(&TEAM_DOCS)))
-        .await
-        .unwrap();
-    assert!(!t.abstained);
-    assert_eq!(t.short_answer, "Refunds go to the ledger topic.");
+    // An answer that answers beside an "unknown" short answer is not a decline: the
+    // decline is the answer's to make.
+    for (swapped, short) in [
+        (
+            r#"{"answer": "Refunds go to the ledger topic [1].", "short_answer": "unknown"}"#,
+            "Refunds go to the ledger topic.",
+        ),
+        (r#"{"answer": "Yes", "short_answer": "unknown"}"#, "Yes"),
+    ] {
+        let (a, _) = agent(ScriptedLlm::new().on(&[WRITE], swapped), Abstain::Default);
+        let t = a
+            .ask(&Ask::new(QUESTION, "standard").with_context(context(&TEAM_DOCS)))
+            .await
+            .unwrap();
+        assert!(!t.abstained, "{swapped}");
+        assert_eq!(t.short_answer, short);
+    }
 
     // A writer that answers is not overruled: standard has no monitor.
     let guess = r#"{"answer": "Refunds go to Kafka [1].", "short_answer": "Kafka"}"#;
