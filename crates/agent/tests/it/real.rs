@@ -283,10 +283,14 @@ async fn agentic_retrieval_answers_over_an_index_with_the_local_model() {
 }
 
 /// The agent settings of these tests: evidence that fits the test model's 2048-token
-/// context, and a deadline no loaded machine reaches (they check mechanics, not speed).
+/// context, a deadline no loaded machine reaches (they check mechanics, not speed), and
+/// no declining: they follow the answering path to its cited answer, and the 0.5B test
+/// model's answers often do not pass the monitor, so a decline would end the path under
+/// test. Declining with a real model is the CLI's `ask_declines_...` test.
 fn real_config() -> AgentConfig {
     AgentConfig {
         max_evidence_chars: 3000,
+        abstain: metarag_agent::Abstain::Off,
         budget: Budget {
             deadline: std::time::Duration::from_secs(3600),
             ..Budget::default()
