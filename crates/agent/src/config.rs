@@ -52,15 +52,18 @@ fn off() -> bool {
 /// written answer. 0 keeps only the writer's and the program's declines. Off, every
 /// strategy always answers (the papers' setting, and records written before this
 /// existed).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Abstain {
     /// Never decline.
     Off,
     /// Decline under this monitor confidence (0 to 1).
     Below(f64),
-    /// The default threshold, [`Abstain::DEFAULT`].
-    #[default]
-    Default,
+}
+
+impl Default for Abstain {
+    fn default() -> Self {
+        Abstain::Below(Abstain::DEFAULT)
+    }
 }
 
 impl Abstain {
@@ -78,7 +81,6 @@ impl Abstain {
         match self {
             Abstain::Off => None,
             Abstain::Below(t) => Some(t),
-            Abstain::Default => Some(Abstain::DEFAULT),
         }
     }
 }
@@ -90,7 +92,7 @@ impl std::str::FromStr for Abstain {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         match s.trim() {
             "off" => Ok(Abstain::Off),
-            "on" | "default" => Ok(Abstain::Default),
+            "on" | "default" => Ok(Abstain::default()),
             other => match other.parse::<f64>() {
                 Ok(t) if (0.0..=1.0).contains(&t) => Ok(Abstain::Below(t)),
                 Ok(t) => Err(format!("{t} is not a confidence between 0 and 1")),
@@ -99,13 +101,6 @@ impl std::str::FromStr for Abstain {
                 )),
             },
         }
-    }
-}
-
-impl PartialEq for Abstain {
-    /// Equal when they decline alike: the default equals its threshold written out.
-    fn eq(&self, other: &Self) -> bool {
-        self.threshold() == other.threshold()
     }
 }
 
@@ -253,7 +248,7 @@ impl Default for AgentConfig {
             max_rounds: 3,
             judge_weight: 0.25,
             answer_max_tokens: 256,
-            abstain: Abstain::Default,
+            abstain: Abstain::default(),
             budget: Budget::default(),
         }
     }

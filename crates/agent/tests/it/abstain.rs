@@ -54,7 +54,7 @@ const QUESTION: &str = "Which message queue does the billing service publish ref
 #[tokio::test]
 async fn standard_declines_only_when_its_writer_says_the_sources_do_not_answer() {
     let refusal = r#"{"answer": "The sources do not say where refunds go; billing publishes invoices to the ledger topic [1].", "short_answer": "unknown"}"#;
-    let (a, llm) = agent(ScriptedLlm::new().on(&[WRITE], refusal), Abstain::Default);
+    let (a, llm) = agent(ScriptedLlm::new().on(&[WRITE], refusal), Abstain::default());
     let t = a
         .ask(&Ask::new(QUESTION, "standard").with_context(context(&TEAM_DOCS)))
         .await
@@ -79,7 +79,7 @@ async fn standard_declines_only_when_its_writer_says_the_sources_do_not_answer()
         ),
         (r#"{"answer": "Yes", "short_answer": "unknown"}"#, "Yes"),
     ] {
-        let (a, _) = agent(ScriptedLlm::new().on(&[WRITE], swapped), Abstain::Default);
+        let (a, _) = agent(ScriptedLlm::new().on(&[WRITE], swapped), Abstain::default());
         let t = a
             .ask(&Ask::new(QUESTION, "standard").with_context(context(&TEAM_DOCS)))
             .await
