@@ -542,7 +542,10 @@ pub async fn run<E: Send>(
                     format!("What is the {property} of {name}?")
                 });
                 let query = format!("{name} {property}");
-                match read(s, node, &name, property, kind).await? {
+                // A relation (a follow, or a read of a person) is checked beyond the value: the
+                // sentence that names the person must name them in that role.
+                let relates = matches!(op, Op::Follow { .. }) || kind == Kind::Person;
+                match read(s, node, &name, property, kind, relates).await? {
                     Ok((v, n, quote)) => {
                         record.status = StepStatus::Grounded;
                         record.source = Some(n);
@@ -784,6 +787,7 @@ async fn read<E: Send>(
     subject: &str,
     property: &str,
     kind: Kind,
+    relates: bool,
 ) -> Result<Result<(Value, usize, String), (String, bool)>, NodeError> {
     let has_source = |s: &Run<E>| s.sources.iter().any(|src| about(src, "", subject));
     if s.mode == EvidenceMode::Retrieval && !has_source(s) {
@@ -809,7 +813,110 @@ async fn read<E: Send>(
         Ok(r) => r,
         Err(e) => return Ok(Err((format!("the read did not parse: {e}"), false))),
     };
-    Ok(ground(&reply, &s.sources, subject, property, kind))
+    let grounded = ground(&reply, &s.sources, subject, property, kind);
+    let Ok((Value::Name(name), n, quote)) = &grounded else {
+        return Ok(grounded);
+    };
+    if !relates {
+        return Ok(grounded);
+    }
+    Ok(match relation_of(subject, property, name, quote) {
+        RelationCheck::Stated => grounded,
+        RelationCheck::Itself => Err((
+            format!("[{n}] names {subject} itself as its {property}"),
+            true,
+        )),
+        RelationCheck::Unclear => {
+            let c =
+                s.gw.chat(
+                    node,
+                    "program_relation",
+                    relation_request(quote, subject, property, name),
+                )
+                .await?;
+            match c.parsed::<RelationReply>() {
+                Ok(r) if r.verdict.eq_ignore_ascii_case("yes") => grounded,
+                Ok(_) => Err((
+                    format!(
+                        "[{n}] names {name}, but not as the {property} of {subject} (quote {quote:?})"
+                    ),
+                    false,
+                )),
+                Err(e) => Err((format!("the relation check did not parse: {e}"), false)),
+            }
+        }
+    })
+}
+
+/// What a quote says of a person, place or thing a relation read found, before any model
+/// is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelationCheck {
+    /// The quote writes the relation's own word or its verb ("directed" for "director",
+    /// "founded" for "founder").
+    Stated,
+    /// The value is the subject itself: no relation leads from a thing to itself.
+    Itself,
+    /// The quote names the value in other words ("the son of" for "father") or beside
+    /// another relation ("directed by" for "composer"): the model is asked.
+    Unclear,
+}
+
+/// Whether `quote` states `value` as the `relation` of `subject`, as far as its words
+/// tell. A read over a sentence that names several people ("directed by A, music by B";
+/// "the daughter of A and B") often returns the wrong one, and the value check only sees
+/// that the sentence names it.
+pub fn relation_of(subject: &str, relation: &str, value: &str, quote: &str) -> RelationCheck {
+    let (vt, st) = (content_terms(bare(value)), content_terms(bare(subject)));
+    if !vt.is_empty() && vt == st {
+        return RelationCheck::Itself;
+    }
+    let quoted = stems(quote);
+    // Snowball leaves an agent noun and its verb apart ("director" / "direct"): a shared
+    // start of five letters joins them.
+    let shares = |r: &String| {
+        quoted.iter().any(|q| {
+            let common = r.chars().zip(q.chars()).take_while(|(a, b)| a == b).count();
+            q == r || common >= 5
+        })
+    };
+    let related: Vec<String> = stems(relation)
+        .into_iter()
+        .filter(|w| !st.contains(w.as_str()))
+        .collect();
+    if !related.is_empty() && related.iter().all(shares) {
+        RelationCheck::Stated
+    } else {
+        RelationCheck::Unclear
+    }
+}
+
+/// The model's verdict on one relation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RelationReply {
+    /// `yes` when the sentence states the relation, else `no`.
+    pub verdict: String,
+}
+
+/// The prompt that asks whether `quote` states `value` as the `relation` of `subject`:
+/// the one sentence only, so the model judges what it says rather than what it knows.
+pub fn relation_request(quote: &str, subject: &str, relation: &str, value: &str) -> ChatRequest {
+    let task = format!(
+        "Sentence: \"{quote}\"\n\nDoes this sentence state that {value} is the {relation} of \
+         {subject}? Answer no if it names {value} as something else (another role or relative, or \
+         {subject} itself).\nReply in JSON: {{\"verdict\": \"yes\" | \"no\"}}"
+    );
+    let mut request = ChatRequest::new(vec![metarag_core::Message::user(task)]);
+    let mut schema = OutputSchema::of::<RelationReply>();
+    if let Some(field) = schema
+        .schema
+        .pointer_mut("/properties/verdict")
+        .and_then(|f| f.as_object_mut())
+    {
+        field.insert("enum".into(), serde_json::json!(["yes", "no"]));
+    }
+    request.schema = Some(schema);
+    request.max_tokens(12)
 }
 
 #[cfg(test)]
@@ -994,6 +1101,94 @@ mod tests {
                 .unwrap()
                 .0,
             Value::Bool(true)
+        );
+    }
+
+    #[test]
+    fn a_relation_is_stated_by_its_word_or_verb_and_never_leads_to_the_subject_itself() {
+        use RelationCheck::*;
+        let cases = [
+            // The role's verb.
+            (
+                "Orla Vey",
+                "director",
+                "Tam Reed",
+                "Orla Vey is a 1962 film directed by Tam Reed.",
+                Stated,
+            ),
+            (
+                "Brightwater Press",
+                "founder",
+                "Ada Lune",
+                "Brightwater Press was founded by Ada Lune in 1901.",
+                Stated,
+            ),
+            (
+                "Ada Lune",
+                "wife",
+                "Mira Lune",
+                "His wife, Mira Lune, ran the press after him.",
+                Stated,
+            ),
+            // Another role beside the name: the model is asked.
+            (
+                "Orla Vey",
+                "composer",
+                "Tam Reed",
+                "Orla Vey is a 1962 film directed by Tam Reed.",
+                Unclear,
+            ),
+            // A relative written from the other side.
+            (
+                "Ada Lune",
+                "father",
+                "Piet Lune",
+                "Ada Lune was the son of Piet Lune.",
+                Unclear,
+            ),
+            // The subject named as its own relation.
+            (
+                "Tam Reed",
+                "director",
+                "Tam Reed",
+                "Tam Reed is a director and painter.",
+                Itself,
+            ),
+            // A namesake is not the subject itself.
+            (
+                "Piet Lune Jr.",
+                "father",
+                "Piet Lune Sr.",
+                "Piet Lune Sr. was a printer.",
+                Unclear,
+            ),
+        ];
+        for (subject, relation, value, quote, want) in cases {
+            assert_eq!(
+                relation_of(subject, relation, value, quote),
+                want,
+                "{relation} of {subject}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_relation_check_asks_of_the_sentence_alone_with_a_yes_no_grammar() {
+        let r = relation_request(
+            "Orla Vey is a 1962 film directed by Tam Reed.",
+            "Orla Vey",
+            "composer",
+            "Tam Reed",
+        );
+        let prompt = &r.messages.last().unwrap().content;
+        assert!(
+            prompt.contains("state that Tam Reed is the composer of Orla Vey"),
+            "{prompt}"
+        );
+        let schema = r.schema.unwrap().schema;
+        assert_eq!(
+            schema.pointer("/properties/verdict/enum").unwrap(),
+            &serde_json::json!(["yes", "no"])
         );
     }
 }

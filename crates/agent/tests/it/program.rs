@@ -524,6 +524,77 @@ async fn a_program_that_does_not_type_is_recorded_and_the_write_answers() {
     }
 }
 
+const SCORED: [(&str, &str); 3] = [
+    (
+        "Orla Vey",
+        "Orla Vey is a 1962 film directed by Tam Reed, with music by Ines Gale.",
+    ),
+    (
+        "Tam Reed",
+        "Tam Reed (born 2 March 1925) was a film director.",
+    ),
+    ("Ines Gale", "Ines Gale (born 4 June 1930) was a composer."),
+];
+
+const RELATION: &str = "Does this sentence state that";
+
+/// A follow that names the wrong person of a sentence naming two (the director where the
+/// composer was asked) is caught by the relation check: the program stops at that step
+/// and the write answers; the right person, confirmed, leads on to the birth date.
+#[tokio::test]
+async fn a_follow_that_names_another_role_is_caught_by_the_relation_check() {
+    let q = "When was the person who wrote the music for Orla Vey born?";
+    let plan = serde_json::json!({"about": ["Orla Vey"], "chain": ["composer"],
+        "combine": "none", "options": [], "read": "date of birth", "type": "date"});
+    let quote = "Orla Vey is a 1962 film directed by Tam Reed, with music by Ines Gale.";
+    for (value, verdict) in [("Tam Reed", "no"), ("Ines Gale", "yes")] {
+        let checked = format!("that {value} is the composer of Orla Vey");
+        let llm = writer("2 March 1925")
+            .on(&[PLAN], plan.to_string())
+            .on(&[&asks("composer", "Orla Vey")], read(quote, value, 1))
+            .on(
+                &[
+                    RELATION,
+                    &format!("that {value} is the composer of Orla Vey"),
+                ],
+                serde_json::json!({ "verdict": verdict }).to_string(),
+            )
+            .on(
+                &[&asks("date of birth", "Ines Gale")],
+                read(
+                    "Ines Gale (born 4 June 1930) was a composer.",
+                    "4 June 1930",
+                    3,
+                ),
+            );
+        let (agent, llm) = agent(llm, None);
+        let t = agent
+            .ask(&Ask::new(q, "metarag").with_context(context(&SCORED)))
+            .await
+            .unwrap();
+        let run = program_of(&t);
+        assert_eq!(llm.hits(&[RELATION, &checked]), 1, "{value}: {run:?}");
+        if verdict == "no" {
+            match &run.outcome {
+                Outcome::Unresolved { step, reason, .. } => {
+                    assert_eq!(*step, 1);
+                    assert!(
+                        reason.contains("not as the composer of Orla Vey"),
+                        "{reason}"
+                    );
+                }
+                other => panic!("expected unresolved, got {other:?}"),
+            }
+            // The write answers, as standard RAG does.
+            assert_eq!(llm.hits(&[WRITE]), 1);
+        } else {
+            assert!(run.resolved(), "{run:?}");
+            assert_eq!(t.short_answer, "4 June 1930");
+            assert_eq!(run.steps[1].subject.as_deref(), Some("Ines Gale"));
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_chain_searches_for_the_page_of_the_entity_its_first_step_found() {
     let dir = tempfile::tempdir().unwrap();
