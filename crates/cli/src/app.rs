@@ -277,6 +277,7 @@ impl App {
             corpus,
             batch_chunks: raw.batch_chunks,
             metadata: serde_json::Map::new(),
+            collection: metarag_core::CollectionId::default(),
             isolation: parser_isolation(raw),
         }
     }

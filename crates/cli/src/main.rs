@@ -17,8 +17,8 @@ mod output;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use commands::{
-    ask, audit, bench, cache, chat, compact, context, docs, graph, import, ingest, keys, mcp,
-    migrate, models, runs, search, serve, serve_llm, strategies, tree,
+    ask, audit, bench, cache, chat, collections, compact, context, docs, graph, import, ingest,
+    keys, mcp, migrate, models, runs, search, serve, serve_llm, strategies, tree,
 };
 use metarag_core::Fault;
 use std::path::PathBuf;
@@ -56,6 +56,12 @@ enum Command {
     Context(context::Args),
     /// The audit memory: documents added, updated and removed, by time and document.
     Audit(audit::Args),
+    /// List, create, rename or delete collections (the bodies of documents searches,
+    /// asks and API keys are scoped to).
+    Collections {
+        #[command(subcommand)]
+        command: collections::Command,
+    },
     /// List, show or remove ingested documents.
     Docs {
         #[command(subcommand)]
@@ -219,6 +225,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Migrate(args) => migrate::run(&app, args).await,
         Command::Context(args) => context::run(&app, args).await,
         Command::Audit(args) => audit::run(&app, args).await,
+        Command::Collections { command } => collections::run(&app, command).await,
         Command::Docs { command } => docs::run(&app, command).await,
         Command::Compact => compact::run(&app).await,
         Command::Search(args) => search::run(&app, args).await,

@@ -19,7 +19,7 @@ mod types;
 pub mod vector;
 
 pub use error::{Error, Fault, HasFault, Result};
-pub use ids::{ChunkId, DocId, StageId};
+pub use ids::{ChunkId, CollectionId, DocId, StageId};
 pub use llm::{
     Capabilities, ChatRequest, Completion, DynLlm, DynReranker, FinishReason, GenParams, Llm,
     LogprobSummary, MAX_SAMPLES, Message, OutputSchema, Reranker, Role, Sample, Structured,
@@ -32,5 +32,6 @@ pub use traits::{
     BoxFuture, DynEmbedder, DynRetriever, DynStore, Embedder, Retriever, Store, StoreRead,
 };
 pub use types::{
-    Chunk, ChunkDraft, DocFormat, Document, DocumentUpdate, StoreStats, embedding_input,
+    Chunk, ChunkDraft, CollectionInfo, DocFormat, Document, DocumentUpdate, StoreStats,
+    embedding_input,
 };

@@ -1,6 +1,6 @@
 //! Search requests and results.
 
-use crate::{Chunk, ChunkId, DocId};
+use crate::{Chunk, ChunkId, CollectionId, DocId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -148,12 +148,16 @@ pub struct Filter {
     /// booleans; numbers compare by value (`2` matches `2.0`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, serde_json::Value>,
+    /// Only documents of these collections; empty: every collection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collections: Vec<CollectionId>,
 }
 
 impl Filter {
     /// True when no condition is set.
     pub fn is_empty(&self) -> bool {
-        self.doc_ids.is_empty()
+        self.collections.is_empty()
+            && self.doc_ids.is_empty()
             && self.title_contains.is_none()
             && self.date_from.is_none()
             && self.date_to.is_none()
@@ -208,6 +212,22 @@ impl Filter {
                 both
             }
         };
+        let collections = match (self.collections.is_empty(), other.collections.is_empty()) {
+            (true, _) => other.collections.clone(),
+            (false, true) => self.collections.clone(),
+            (false, false) => {
+                let both: Vec<CollectionId> = self
+                    .collections
+                    .iter()
+                    .filter(|c| other.collections.contains(c))
+                    .cloned()
+                    .collect();
+                if both.is_empty() {
+                    return None;
+                }
+                both
+            }
+        };
         let title_contains = match (&self.title_contains, &other.title_contains) {
             (Some(a), Some(b)) if b.to_lowercase().contains(&a.to_lowercase()) => Some(b.clone()),
             (Some(a), _) => Some(a.clone()),
@@ -226,6 +246,7 @@ impl Filter {
         let mut metadata = other.metadata.clone();
         metadata.extend(self.metadata.clone());
         Some(Filter {
+            collections,
             doc_ids,
             title_contains,
             date_from,
@@ -322,6 +343,10 @@ mod tests {
         xs.iter().map(|x| DocId::new(*x).unwrap()).collect()
     }
 
+    fn cols(xs: &[&str]) -> Vec<CollectionId> {
+        xs.iter().map(|x| CollectionId::new(*x).unwrap()).collect()
+    }
+
     #[test]
     fn a_scope_narrowed_by_a_request_never_reaches_beyond_the_scope() {
         let scope = Filter {
@@ -330,6 +355,7 @@ mod tests {
             date_from: Some(10),
             date_to: Some(100),
             metadata: [("team".to_string(), serde_json::json!("ops"))].into(),
+            collections: cols(&["hr", "ops"]),
         };
         // Nothing asked: the scope itself.
         assert_eq!(scope.and(&Filter::default()), Some(scope.clone()));
@@ -340,9 +366,11 @@ mod tests {
             date_from: Some(50),
             date_to: Some(200),
             metadata: [("year".to_string(), serde_json::json!(2024))].into(),
+            collections: cols(&["ops", "sales"]),
         };
         let both = scope.and(&request).unwrap();
         assert_eq!(both.doc_ids, ids(&["b"]));
+        assert_eq!(both.collections, cols(&["ops"]));
         assert_eq!(both.title_contains.as_deref(), Some("Panama Canal"));
         assert_eq!((both.date_from, both.date_to), (Some(50), Some(100)));
         assert_eq!(both.metadata.len(), 2);
@@ -366,6 +394,12 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(scope.and(&later), None);
+        // No collection of the scope's asked for: nothing, never every collection.
+        let elsewhere = Filter {
+            collections: cols(&["sales"]),
+            ..Default::default()
+        };
+        assert_eq!(scope.and(&elsewhere), None);
         // No scope: the request as it is.
         assert_eq!(Filter::default().and(&request), Some(request));
     }

@@ -1,8 +1,8 @@
 //! The traits that separate the layers.
 
 use crate::{
-    Chunk, ChunkDraft, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, Hit, Result,
-    ScoredChunk, SearchRequest, StageId, StoreStats,
+    Chunk, ChunkDraft, ChunkId, CollectionId, CollectionInfo, DocId, Document, DocumentUpdate,
+    Filter, GraphWalk, Hit, Result, ScoredChunk, SearchRequest, StageId, StoreStats,
 };
 use std::future::Future;
 use std::pin::Pin;
@@ -120,6 +120,9 @@ pub trait StoreRead: Send + Sync {
     fn document_chunks(&self, id: &DocId) -> impl Future<Output = Result<Vec<Chunk>>> + Send;
     /// Counts and the embedder the index was built with.
     fn stats(&self) -> impl Future<Output = Result<StoreStats>> + Send;
+    /// Every collection, with its document and chunk counts, by name (the default one
+    /// always among them).
+    fn collections(&self) -> impl Future<Output = Result<Vec<CollectionInfo>>> + Send;
     /// Up to `n` chunks ranked by BM25 for `query`, best first.
     fn lexical(
         &self,
@@ -173,6 +176,28 @@ pub trait Store: StoreRead {
         doc: &DocId,
         chunks: Vec<(ChunkDraft, Vec<f32>)>,
     ) -> impl Future<Output = Result<StageId>> + Send;
+
+    /// Makes an empty collection; false when it existed already.
+    fn create_collection(
+        &self,
+        collection: &CollectionId,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Renames a collection and moves its documents (and their history) with it; the
+    /// default collection cannot be renamed, nor a collection onto one that exists.
+    fn rename_collection(
+        &self,
+        from: &CollectionId,
+        to: &CollectionId,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Deletes a collection with everything of it (documents, chunks, vectors, postings,
+    /// graph entries, audit events) as one atomic change, and nothing else; returns the
+    /// number of documents removed. The default collection cannot be deleted.
+    fn delete_collection(
+        &self,
+        collection: &CollectionId,
+    ) -> impl Future<Output = Result<u64>> + Send;
 }
 
 impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
@@ -193,6 +218,9 @@ impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
     }
     fn stats(&self) -> impl Future<Output = Result<StoreStats>> + Send {
         (**self).stats()
+    }
+    fn collections(&self) -> impl Future<Output = Result<Vec<CollectionInfo>>> + Send {
+        (**self).collections()
     }
     fn lexical(
         &self,
@@ -237,6 +265,25 @@ impl<T: Store + ?Sized> Store for Arc<T> {
     ) -> impl Future<Output = Result<StageId>> + Send {
         (**self).stage(stage, doc, chunks)
     }
+    fn create_collection(
+        &self,
+        collection: &CollectionId,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        (**self).create_collection(collection)
+    }
+    fn rename_collection(
+        &self,
+        from: &CollectionId,
+        to: &CollectionId,
+    ) -> impl Future<Output = Result<()>> + Send {
+        (**self).rename_collection(from, to)
+    }
+    fn delete_collection(
+        &self,
+        collection: &CollectionId,
+    ) -> impl Future<Output = Result<u64>> + Send {
+        (**self).delete_collection(collection)
+    }
 }
 
 /// Object-safe twin of [`Store`] (its read side included), for a backend picked from
@@ -255,6 +302,8 @@ pub trait DynStore: Send + Sync {
     fn document_chunks_dyn<'a>(&'a self, id: &'a DocId) -> BoxFuture<'a, Result<Vec<Chunk>>>;
     /// See [`StoreRead::stats`].
     fn stats_dyn(&self) -> BoxFuture<'_, Result<StoreStats>>;
+    /// See [`StoreRead::collections`].
+    fn collections_dyn(&self) -> BoxFuture<'_, Result<Vec<CollectionInfo>>>;
     /// See [`StoreRead::lexical`].
     fn lexical_dyn<'a>(
         &'a self,
@@ -290,6 +339,22 @@ pub trait DynStore: Send + Sync {
         doc: &'a DocId,
         chunks: Vec<(ChunkDraft, Vec<f32>)>,
     ) -> BoxFuture<'a, Result<StageId>>;
+    /// See [`Store::create_collection`].
+    fn create_collection_dyn<'a>(
+        &'a self,
+        collection: &'a CollectionId,
+    ) -> BoxFuture<'a, Result<bool>>;
+    /// See [`Store::rename_collection`].
+    fn rename_collection_dyn<'a>(
+        &'a self,
+        from: &'a CollectionId,
+        to: &'a CollectionId,
+    ) -> BoxFuture<'a, Result<()>>;
+    /// See [`Store::delete_collection`].
+    fn delete_collection_dyn<'a>(
+        &'a self,
+        collection: &'a CollectionId,
+    ) -> BoxFuture<'a, Result<u64>>;
 }
 
 impl<T: Store> DynStore for T {
@@ -310,6 +375,9 @@ impl<T: Store> DynStore for T {
     }
     fn stats_dyn(&self) -> BoxFuture<'_, Result<StoreStats>> {
         Box::pin(self.stats())
+    }
+    fn collections_dyn(&self) -> BoxFuture<'_, Result<Vec<CollectionInfo>>> {
+        Box::pin(self.collections())
     }
     fn lexical_dyn<'a>(
         &'a self,
@@ -351,6 +419,25 @@ impl<T: Store> DynStore for T {
     ) -> BoxFuture<'a, Result<StageId>> {
         Box::pin(self.stage(stage, doc, chunks))
     }
+    fn create_collection_dyn<'a>(
+        &'a self,
+        collection: &'a CollectionId,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(self.create_collection(collection))
+    }
+    fn rename_collection_dyn<'a>(
+        &'a self,
+        from: &'a CollectionId,
+        to: &'a CollectionId,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(self.rename_collection(from, to))
+    }
+    fn delete_collection_dyn<'a>(
+        &'a self,
+        collection: &'a CollectionId,
+    ) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(self.delete_collection(collection))
+    }
 }
 
 impl StoreRead for dyn DynStore + '_ {
@@ -371,6 +458,9 @@ impl StoreRead for dyn DynStore + '_ {
     }
     async fn stats(&self) -> Result<StoreStats> {
         self.stats_dyn().await
+    }
+    async fn collections(&self) -> Result<Vec<CollectionInfo>> {
+        self.collections_dyn().await
     }
     async fn lexical(&self, query: &str, n: usize, filter: &Filter) -> Result<Vec<ScoredChunk>> {
         self.lexical_dyn(query, n, filter).await
@@ -400,6 +490,15 @@ impl Store for dyn DynStore + '_ {
         chunks: Vec<(ChunkDraft, Vec<f32>)>,
     ) -> Result<StageId> {
         self.stage_dyn(stage, doc, chunks).await
+    }
+    async fn create_collection(&self, collection: &CollectionId) -> Result<bool> {
+        self.create_collection_dyn(collection).await
+    }
+    async fn rename_collection(&self, from: &CollectionId, to: &CollectionId) -> Result<()> {
+        self.rename_collection_dyn(from, to).await
+    }
+    async fn delete_collection(&self, collection: &CollectionId) -> Result<u64> {
+        self.delete_collection_dyn(collection).await
     }
 }
 

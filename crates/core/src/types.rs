@@ -76,6 +76,10 @@ pub struct Document {
     pub ingested_at: i64,
     /// Number of chunks stored for it.
     pub chunk_count: u32,
+    /// The collection it belongs to ([`CollectionId::DEFAULT`] unless ingested into
+    /// another); searches and keys are scoped by it.
+    #[serde(default)]
+    pub collection: crate::CollectionId,
     /// Key-value metadata, from the source (a corpus record's `metadata` object, Markdown
     /// front matter) and from the ingest (`--meta`); searchable with
     /// [`Filter::metadata`](crate::Filter::metadata).
@@ -166,6 +170,19 @@ impl DocumentUpdate {
             staged: None,
         }
     }
+}
+
+/// A collection as a store lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CollectionInfo {
+    /// Its name.
+    pub name: crate::CollectionId,
+    /// When it was made (Unix seconds; 0 for the default collection of an older index).
+    pub created_at: i64,
+    /// Documents in it.
+    pub documents: u64,
+    /// Chunks of those documents.
+    pub chunks: u64,
 }
 
 /// Counts a store reports.

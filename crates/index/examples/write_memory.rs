@@ -111,6 +111,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ingested_at: 0,
             chunk_count: n as u32,
             metadata: Default::default(),
+            collection: Default::default(),
             text: Some(text),
         },
         chunks,

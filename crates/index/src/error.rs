@@ -86,6 +86,10 @@ pub enum Error {
     /// another dimension.
     #[error("embedding names for entity linking: {0}")]
     NameEmbedding(String),
+    /// A change to collections the index refuses: a document id stored in another
+    /// collection, the default collection renamed or deleted, a name taken or unknown.
+    #[error("{0}")]
+    Collection(String),
     /// A write to an index opened read-only.
     #[error("the index at {0} is open read-only (another process is writing to it)")]
     ReadOnly(PathBuf),
@@ -107,6 +111,7 @@ impl Error {
             | Error::QueryDimension { .. }
             | Error::Busy { .. }
             | Error::Filter(_)
+            | Error::Collection(_)
             | Error::ReadOnly(_) => Fault::User,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Fault::User

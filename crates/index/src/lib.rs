@@ -31,8 +31,8 @@ pub use error::{Error, Result};
 pub use graph::{Entity, GraphStats, Link, LinkStage, Reached, StoredRelation};
 
 use metarag_core::{
-    Chunk, ChunkId, DocId, Document, DocumentUpdate, Filter, GraphWalk, ScoredChunk, StageId,
-    Store, StoreRead, StoreStats,
+    Chunk, ChunkId, CollectionId, DocId, Document, DocumentUpdate, Filter, GraphWalk, ScoredChunk,
+    StageId, Store, StoreRead, StoreStats,
 };
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -52,6 +52,9 @@ pub struct AuditEvent {
     pub title: String,
     /// What changed: chunk count, sections added and removed.
     pub detail: serde_json::Value,
+    /// The collection the document belongs to.
+    #[serde(default)]
+    pub collection: CollectionId,
 }
 
 /// Settings of an embedded index.
@@ -274,17 +277,100 @@ impl EmbeddedIndex {
             removals = removals.len()
         )
         .entered();
+        self.write(updates, Removal::Documents(removals))
+            .map(|_| ())
+    }
+
+    /// Every collection with its counts, by name.
+    pub fn collections(&self) -> Result<Vec<metarag_core::CollectionInfo>> {
+        self.db().collections()
+    }
+
+    /// Makes an empty collection; false when it existed.
+    pub fn create_collection(&self, collection: &CollectionId) -> Result<bool> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly(self.inner.dir.clone()));
+        }
+        let _guard = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
+        let mut db = self.db();
+        let tx = db.begin(false)?;
+        let created = tx.create_collection(collection, unix_now())?;
+        tx.commit()?;
+        Ok(created)
+    }
+
+    /// Renames a collection with its documents and events, in one transaction. Only
+    /// SQLite knows collections (the engines search by document), so nothing else moves.
+    pub fn rename_collection(&self, from: &CollectionId, to: &CollectionId) -> Result<()> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly(self.inner.dir.clone()));
+        }
+        if from.is_default() || to.is_default() {
+            return Err(Error::Collection(
+                "the default collection cannot be renamed, nor another renamed to it".into(),
+            ));
+        }
+        let _guard = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
+        let mut db = self.db();
+        let tx = db.begin(false)?;
+        if !tx.has_collection(from)? {
+            return Err(Error::Collection(format!("no collection named {from:?}")));
+        }
+        if tx.has_collection(to)? {
+            return Err(Error::Collection(format!(
+                "a collection named {to:?} exists already"
+            )));
+        }
+        tx.rename_collection(from, to)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Deletes a collection: its documents from all three engines and the graph, its audit
+    /// events and its entry, as one atomic change (the same write as a removal, without
+    /// the `removed` events, which would outlive it). Returns the documents removed.
+    pub fn delete_collection(&self, collection: &CollectionId) -> Result<u64> {
+        let _span = tracing::info_span!("index.delete_collection", %collection).entered();
+        if collection.is_default() {
+            return Err(Error::Collection(
+                "the default collection cannot be deleted; remove its documents instead".into(),
+            ));
+        }
+        self.write(Vec::new(), Removal::Collection(collection))
+    }
+
+    /// One atomic change: `updates`, then the removal. Returns the documents removed.
+    fn write(&self, updates: Vec<DocumentUpdate>, removal: Removal<'_>) -> Result<u64> {
         if self.is_read_only() {
             return Err(Error::ReadOnly(self.inner.dir.clone()));
         }
         let _guard = self.inner.write_lock.lock().map_err(|_| Error::Poisoned)?;
         let stages: Vec<StageId> = updates.iter().filter_map(|u| u.staged).collect();
+        let mut db = self.db();
+        let tx = db.begin(self.inner.config.graph)?;
+        let removals = match &removal {
+            Removal::Documents(ids) => ids.clone(),
+            Removal::Collection(c) => {
+                if !tx.has_collection(c)? {
+                    return Err(Error::Collection(format!("no collection named {c:?}")));
+                }
+                tx.documents_of(c)?
+            }
+        };
         let updates = effective_updates(updates, &removals);
         for u in &updates {
             check_dimension(&u.document.id, &u.chunks, self.inner.config.dimension)?;
+            // A document id is one document, in one collection: a write from another
+            // collection never replaces it.
+            if let Some(held) = tx.collection_of(&u.document.id)?
+                && held != u.document.collection
+            {
+                return Err(Error::Collection(format!(
+                    "document {} belongs to collection {held:?}, not {:?}; remove it there first",
+                    u.document.id, u.document.collection
+                )));
+            }
         }
-        let mut db = self.db();
-        let tx = db.begin(self.inner.config.graph)?;
         // Stages of updates this batch superseded are dropped with it.
         for stage in stages {
             if !updates.iter().any(|u| u.staged == Some(stage)) {
@@ -298,9 +384,7 @@ impl EmbeddedIndex {
             .chain(removals.iter())
             .collect();
         let old_ids = tx.chunk_ids_of(&touched)?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        let now = unix_now();
         let mut new_rows = Vec::new();
         // Documents whose chunks were staged: the engines read them back from SQLite a
         // page at a time rather than from `new_rows`.
@@ -329,16 +413,22 @@ impl EmbeddedIndex {
             }
         }
         for id in &removals {
-            if let Some((title, sections)) = tx.outline(id)? {
+            if let Removal::Documents(_) = removal
+                && let Some((title, sections)) = tx.outline(id)?
+            {
                 tx.record_event(&AuditEvent {
                     at: now,
                     kind: "removed".into(),
                     doc_id: id.to_string(),
                     title,
                     detail: serde_json::json!({ "sections_removed": sections }),
+                    collection: tx.collection_of(id)?.unwrap_or_default(),
                 })?;
             }
             tx.delete_document(id)?;
+        }
+        if let Removal::Collection(c) = removal {
+            tx.forget_collection(c)?;
         }
         tx.set_generation(generation)?;
         // Engines first, SQLite last: if we die before the SQLite commit, the engines are
@@ -390,7 +480,7 @@ impl EmbeddedIndex {
             rebuild_dense(&db, &self.inner.dense, generation)?;
             return Err(e);
         }
-        Ok(())
+        Ok(removals.len() as u64)
     }
 
     /// Stores a slice of `doc`'s chunks ahead of its write (see [`Store::stage`]): in a
@@ -705,9 +795,10 @@ impl EmbeddedIndex {
         from: Option<i64>,
         to: Option<i64>,
         title: Option<&str>,
+        collections: &[CollectionId],
         limit: usize,
     ) -> Result<Vec<AuditEvent>> {
-        self.db().events(from, to, title, limit)
+        self.db().events(from, to, title, collections, limit)
     }
 
     /// Counts of entities, mentions and relations.
@@ -951,7 +1042,23 @@ fn version_event(
         doc_id: doc.id.to_string(),
         title: doc.title.clone(),
         detail,
+        collection: doc.collection.clone(),
     }
+}
+
+/// What a write removes.
+enum Removal<'a> {
+    /// These documents, each leaving a `removed` event.
+    Documents(Vec<DocId>),
+    /// Every document of a collection, its events and its entry.
+    Collection(&'a CollectionId),
+}
+
+/// Now, in Unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// The updates that survive in a batch: for a document updated twice the later update wins,
@@ -1045,6 +1152,26 @@ impl Store for EmbeddedIndex {
         let doc = doc.clone();
         self.blocking(move |i| i.stage(stage, &doc, chunks)).await
     }
+
+    async fn create_collection(&self, collection: &CollectionId) -> metarag_core::Result<bool> {
+        let c = collection.clone();
+        self.blocking(move |i| i.create_collection(&c)).await
+    }
+
+    async fn rename_collection(
+        &self,
+        from: &CollectionId,
+        to: &CollectionId,
+    ) -> metarag_core::Result<()> {
+        let (from, to) = (from.clone(), to.clone());
+        self.blocking(move |i| i.rename_collection(&from, &to))
+            .await
+    }
+
+    async fn delete_collection(&self, collection: &CollectionId) -> metarag_core::Result<u64> {
+        let c = collection.clone();
+        self.blocking(move |i| i.delete_collection(&c)).await
+    }
 }
 
 impl StoreRead for EmbeddedIndex {
@@ -1062,6 +1189,10 @@ impl StoreRead for EmbeddedIndex {
 
     async fn documents(&self) -> metarag_core::Result<Vec<Document>> {
         self.blocking(EmbeddedIndex::documents).await
+    }
+
+    async fn collections(&self) -> metarag_core::Result<Vec<metarag_core::CollectionInfo>> {
+        self.blocking(EmbeddedIndex::collections).await
     }
 
     async fn chunks(&self, ids: &[ChunkId]) -> metarag_core::Result<Vec<Chunk>> {

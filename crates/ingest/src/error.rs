@@ -82,6 +82,20 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The document is stored in another collection than the one ingested into.
+    #[error(
+        "{path}: already stored in collection {held:?} (as {id}), not {wanted:?}; remove it there first (`metarag docs rm`)"
+    )]
+    OtherCollection {
+        /// The file or record.
+        path: String,
+        /// Its document id.
+        id: String,
+        /// The collection holding it.
+        held: String,
+        /// The collection asked for.
+        wanted: String,
+    },
     /// The document has no text at all.
     #[error("{path}: no text could be extracted")]
     Empty {

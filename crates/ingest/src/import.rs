@@ -46,6 +46,8 @@ pub struct ImportOptions {
     pub min_cosine: f32,
     /// Records written per atomic batch.
     pub batch: usize,
+    /// The collection the records go into.
+    pub collection: metarag_core::CollectionId,
 }
 
 impl Default for ImportOptions {
@@ -54,6 +56,7 @@ impl Default for ImportOptions {
             check_sample: 8,
             min_cosine: 0.95,
             batch: 1024,
+            collection: metarag_core::CollectionId::default(),
         }
     }
 }
@@ -300,6 +303,7 @@ pub async fn import_dump<E: Embedder, S: Store>(
                 ingested_at: now,
                 chunk_count: 1,
                 metadata: r.metadata,
+                collection: options.collection.clone(),
                 text: Some(r.text),
             },
             chunks: vec![(draft, r.embedding)],

@@ -4,7 +4,7 @@ use crate::chunk::Chunker;
 use crate::parse::{self, CorpusMode, ParsedDocument};
 use crate::{Error, Result};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use metarag_core::{DocFormat, DocId, Document, DocumentUpdate, Embedder, Store};
+use metarag_core::{CollectionId, DocFormat, DocId, Document, DocumentUpdate, Embedder, Store};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::future::Future;
@@ -74,6 +74,8 @@ pub struct IngestOptions {
     /// Metadata set on every document of this ingest, over the keys the source gives
     /// (`metarag ingest --meta team=ops`).
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The collection every document of this ingest goes into.
+    pub collection: CollectionId,
     /// Where the untrusted parsers run: a binary sets [`parse::Isolation::Process`] with
     /// its own parse worker; the default is a thread of this process.
     pub isolation: parse::Isolation,
@@ -89,6 +91,7 @@ impl Default for IngestOptions {
             corpus: CorpusMode::Auto,
             batch_chunks: 1024,
             metadata: serde_json::Map::new(),
+            collection: CollectionId::default(),
             isolation: parse::Isolation::Thread,
         }
     }
@@ -446,7 +449,8 @@ struct Reader {
     chunker: Chunker,
     options: IngestOptions,
     /// Content hashes of the documents already stored: unchanged ones are skipped.
-    existing: HashMap<DocId, String>,
+    /// Each stored document's content hash and collection.
+    existing: HashMap<DocId, (String, CollectionId)>,
     fingerprint: String,
     /// The run's parsers: its worker process, when PDF, DOCX and HTML are isolated.
     parsers: parse::Parsers,
@@ -575,6 +579,17 @@ impl Reader {
                 .to_hex()
                 .to_string();
         let previous = self.existing.get(&doc.id);
+        if let Some((_, held)) = previous
+            && *held != self.options.collection
+        {
+            return Err(Error::OtherCollection {
+                path: doc.source,
+                id: doc.id.to_string(),
+                held: held.to_string(),
+                wanted: self.options.collection.to_string(),
+            });
+        }
+        let previous = previous.map(|(hash, _)| hash);
         if previous == Some(&content_hash) {
             return Ok(None);
         }
@@ -599,7 +614,14 @@ impl Reader {
                 let path = Path::new(&u.name);
                 let format = self.format_of(path)?;
                 self.check_size(path, u.bytes.len() as u64)?;
-                let id = DocId::new(format!("upload:{}", u.name))?;
+                // An upload is named by its file name alone, which two teams may share:
+                // outside the default collection the name is the collection's.
+                let c = &self.options.collection;
+                let id = if c.is_default() {
+                    DocId::new(format!("upload:{}", u.name))?
+                } else {
+                    DocId::new(format!("upload:{c}/{}", u.name))?
+                };
                 self.parsers
                     .parse(path, &id, &u.bytes, format, self.options.corpus)
             }
@@ -714,12 +736,12 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
             files: sources.len(),
             bytes: sources.iter().map(Source::size).sum(),
         });
-        let existing: HashMap<DocId, String> = self
+        let existing: HashMap<DocId, (String, CollectionId)> = self
             .store
             .documents()
             .await?
             .into_iter()
-            .map(|d| (d.id, d.content_hash))
+            .map(|d| (d.id, (d.content_hash, d.collection)))
             .collect();
         let batch_chunks = self.options.batch_chunks.max(1);
         let ahead = Arc::new(ReadAhead::new(batch_chunks));
@@ -843,6 +865,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
+        let collection = &self.options.collection;
         let updates: Vec<DocumentUpdate> = embedded
             .into_iter()
             .map(|e| {
@@ -859,6 +882,7 @@ impl<'a, E: Embedder, S: Store> Ingester<'a, E, S> {
                         ingested_at: now,
                         chunk_count: e.count as u32,
                         metadata: p.doc.metadata,
+                        collection: collection.clone(),
                         text: Some(p.doc.text),
                     },
                     chunks: e.chunks,

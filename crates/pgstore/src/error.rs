@@ -83,6 +83,10 @@ pub enum Error {
     /// Stored data that does not parse.
     #[error("corrupt store data: {0}")]
     Corrupt(String),
+    /// A change to collections the store refuses: a document id stored in another
+    /// collection, the default collection renamed or deleted, a name taken or unknown.
+    #[error("{0}")]
+    Collection(String),
 }
 
 impl Error {
@@ -97,7 +101,8 @@ impl Error {
             | Error::Dimension { .. }
             | Error::QueryDimension { .. }
             | Error::Tls(_)
-            | Error::Filter(_) => Fault::User,
+            | Error::Filter(_)
+            | Error::Collection(_) => Fault::User,
             Error::Db(_) | Error::Pool(_) | Error::Corrupt(_) => Fault::Internal,
         }
     }

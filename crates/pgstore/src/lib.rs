@@ -30,8 +30,8 @@ pub use tokio_postgres;
 pub use deadpool_postgres::Object;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use metarag_core::{
-    Chunk, ChunkDraft, ChunkId, DocFormat, DocId, Document, DocumentUpdate, Filter, ScoredChunk,
-    StageId, Store, StoreRead, StoreStats,
+    Chunk, ChunkDraft, ChunkId, CollectionId, CollectionInfo, DocFormat, DocId, Document,
+    DocumentUpdate, Filter, ScoredChunk, StageId, Store, StoreRead, StoreStats,
 };
 use pgvector::Vector;
 use std::str::FromStr;
@@ -265,8 +265,7 @@ impl std::fmt::Debug for PgStore {
 const CHUNK_COLUMNS: &str = "c.id, c.doc_id, c.title, c.ordinal, c.section, c.page_from, c.page_to, c.byte_start, c.byte_end, c.token_count, c.text";
 
 /// Columns of a document row, in the order [`document_from`] reads them.
-const DOC_COLUMNS: &str =
-    "id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, metadata";
+const DOC_COLUMNS: &str = "id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, metadata, collection";
 
 impl PgStore {
     /// Connects, applies the schema migrations the database lacks, and records or checks
@@ -531,6 +530,83 @@ impl PgStore {
     }
 
     async fn apply_inner(&self, updates: Vec<DocumentUpdate>, removals: Vec<DocId>) -> Result<()> {
+        self.write(updates, removals, None).await.map(|_| ())
+    }
+
+    /// Every collection with its counts, by name.
+    async fn collections_inner(&self) -> Result<Vec<CollectionInfo>> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT c.name, c.created_at, count(d.id), COALESCE(sum(d.chunk_count), 0)::bigint
+                 FROM collections c LEFT JOIN documents d ON d.collection = c.name
+                 GROUP BY c.name ORDER BY c.name",
+                &[],
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(CollectionInfo {
+                    name: CollectionId::new(r.get::<_, String>(0))
+                        .map_err(|e| Error::Corrupt(e.to_string()))?,
+                    created_at: r.get(1),
+                    documents: r.get::<_, i64>(2) as u64,
+                    chunks: r.get::<_, i64>(3) as u64,
+                })
+            })
+            .collect()
+    }
+
+    async fn create_collection_inner(&self, collection: &CollectionId) -> Result<bool> {
+        let client = self.pool.get().await?;
+        let n = client
+            .execute(
+                "INSERT INTO collections (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&collection.as_str(), &unix_now()],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn rename_collection_inner(&self, from: &CollectionId, to: &CollectionId) -> Result<()> {
+        if from.is_default() || to.is_default() {
+            return Err(Error::Collection(
+                "the default collection cannot be renamed, nor another renamed to it".into(),
+            ));
+        }
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        if tx
+            .query_opt("SELECT 1 FROM collections WHERE name = $1", &[&to.as_str()])
+            .await?
+            .is_some()
+        {
+            return Err(Error::Collection(format!(
+                "a collection named {to:?} exists already"
+            )));
+        }
+        // The documents follow through ON UPDATE CASCADE.
+        let n = tx
+            .execute(
+                "UPDATE collections SET name = $2 WHERE name = $1",
+                &[&from.as_str(), &to.as_str()],
+            )
+            .await?;
+        if n == 0 {
+            return Err(Error::Collection(format!("no collection named {from:?}")));
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// One atomic change: `updates`, `removals`, and when `drop` names a collection, its
+    /// documents and its entry. Returns the documents removed.
+    async fn write(
+        &self,
+        updates: Vec<DocumentUpdate>,
+        removals: Vec<DocId>,
+        drop: Option<&CollectionId>,
+    ) -> Result<u64> {
         // Checked before anything is written: a bad vector fails the batch, nothing stored
         // is touched. (Staged chunks were checked when they were staged.)
         for u in &updates {
@@ -538,6 +614,61 @@ impl PgStore {
         }
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        let mut removals = removals;
+        if let Some(c) = drop {
+            if c.is_default() {
+                return Err(Error::Collection(
+                    "the default collection cannot be deleted; remove its documents instead".into(),
+                ));
+            }
+            // Locked: a write into the collection waits for the delete, then fails on the
+            // missing collection rather than leaving a document behind in none.
+            if tx
+                .query_opt(
+                    "SELECT 1 FROM collections WHERE name = $1 FOR UPDATE",
+                    &[&c.as_str()],
+                )
+                .await?
+                .is_none()
+            {
+                return Err(Error::Collection(format!("no collection named {c:?}")));
+            }
+            for r in tx
+                .query(
+                    "SELECT id FROM documents WHERE collection = $1",
+                    &[&c.as_str()],
+                )
+                .await?
+            {
+                removals.push(
+                    DocId::new(r.get::<_, String>(0)).map_err(|e| Error::Corrupt(e.to_string()))?,
+                );
+            }
+        }
+        // A document id is one document, in one collection: a write from another
+        // collection never replaces it.
+        for u in &updates {
+            if let Some(r) = tx
+                .query_opt(
+                    "SELECT collection FROM documents WHERE id = $1",
+                    &[&u.document.id.as_str()],
+                )
+                .await?
+            {
+                let held: String = r.get(0);
+                if held != u.document.collection.as_str() {
+                    return Err(Error::Collection(format!(
+                        "document {} belongs to collection {held:?}, not {:?}; remove it there first",
+                        u.document.id, u.document.collection
+                    )));
+                }
+            }
+            tx.execute(
+                "INSERT INTO collections (name, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&u.document.collection.as_str(), &u.document.ingested_at],
+            )
+            .await?;
+        }
         // Stages whose writer died before claiming them.
         tx.execute(
             "DELETE FROM staged_chunks WHERE staged_at < now() - interval '1 day'",
@@ -563,8 +694,8 @@ impl PgStore {
         };
         let insert_doc = tx
             .prepare(
-                "INSERT INTO documents (id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text, metadata)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                "INSERT INTO documents (id, title, source, format, content_hash, bytes, date, ingested_at, chunk_count, text, metadata, collection)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             )
             .await?;
         let insert_chunk = tx
@@ -575,6 +706,10 @@ impl PgStore {
             .await?;
         for id in &removals {
             removed(tx.query(&delete, &[&id.as_str()]).await?, &mut delta);
+        }
+        if let Some(c) = drop {
+            tx.execute("DELETE FROM collections WHERE name = $1", &[&c.as_str()])
+                .await?;
         }
         for u in updates {
             let d = &u.document;
@@ -605,6 +740,7 @@ impl PgStore {
                     &(count as i32),
                     &d.text,
                     &serde_json::Value::Object(d.metadata.clone()),
+                    &d.collection.as_str(),
                 ],
             )
             .await?;
@@ -683,8 +819,15 @@ impl PgStore {
             .await?;
         }
         tx.commit().await?;
-        Ok(())
+        Ok(removals.len() as u64)
     }
+}
+
+/// Now, in Unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// The BM25 ranking as SQL: `(id, score)` rows, best first, at most `$limit`; the query
@@ -767,6 +910,11 @@ fn dense_sql(vector: usize, conditions: &str, limit: usize) -> String {
 fn filter_sql(filter: &Filter, params: &mut Vec<Box<dyn ToSql + Sync + Send>>) -> Result<String> {
     filter.validate().map_err(Error::Filter)?;
     let mut sql = String::new();
+    if !filter.collections.is_empty() {
+        let names: Vec<String> = filter.collections.iter().map(|c| c.to_string()).collect();
+        params.push(Box::new(names));
+        sql.push_str(&format!(" AND d.collection = ANY(${})", params.len()));
+    }
     if !filter.doc_ids.is_empty() {
         let ids: Vec<String> = filter.doc_ids.iter().map(|d| d.to_string()).collect();
         params.push(Box::new(ids));
@@ -848,6 +996,8 @@ fn document_from(row: &Row, text: Option<String>) -> Result<Document> {
             serde_json::Value::Object(m) => m,
             other => return Err(Error::Corrupt(format!("document {id}: metadata {other}"))),
         },
+        collection: CollectionId::new(row.get::<_, String>(10))
+            .map_err(|e| Error::Corrupt(format!("document {id}: {e}")))?,
         text,
     })
 }
@@ -863,7 +1013,7 @@ impl StoreRead for PgStore {
             .await
             .map_err(Error::from)?;
         Ok(match row {
-            Some(r) => Some(document_from(&r, r.get(10))?),
+            Some(r) => Some(document_from(&r, r.get(11))?),
             None => None,
         })
     }
@@ -927,6 +1077,10 @@ impl StoreRead for PgStore {
         Ok(rows.iter().map(chunk_from).collect::<Result<_>>()?)
     }
 
+    async fn collections(&self) -> metarag_core::Result<Vec<CollectionInfo>> {
+        Ok(self.collections_inner().await?)
+    }
+
     async fn stats(&self) -> metarag_core::Result<StoreStats> {
         let client = self.pool.get().await.map_err(Error::from)?;
         let row = client
@@ -983,6 +1137,22 @@ impl Store for PgStore {
     ) -> metarag_core::Result<StageId> {
         Ok(self.stage_inner(stage, doc, chunks).await?)
     }
+
+    async fn create_collection(&self, collection: &CollectionId) -> metarag_core::Result<bool> {
+        Ok(self.create_collection_inner(collection).await?)
+    }
+
+    async fn rename_collection(
+        &self,
+        from: &CollectionId,
+        to: &CollectionId,
+    ) -> metarag_core::Result<()> {
+        Ok(self.rename_collection_inner(from, to).await?)
+    }
+
+    async fn delete_collection(&self, collection: &CollectionId) -> metarag_core::Result<u64> {
+        Ok(self.write(Vec::new(), Vec::new(), Some(collection)).await?)
+    }
 }
 
 #[cfg(test)]
@@ -1007,15 +1177,16 @@ mod tests {
             date_from: Some(1),
             date_to: Some(2),
             metadata: [("team".to_string(), serde_json::json!("ops"))].into(),
+            collections: vec![metarag_core::CollectionId::new("ops").unwrap()],
         };
         let sql = filter_sql(&f, &mut params).unwrap();
         assert!(
             sql.starts_with(
-                " AND d.id = ANY($2) AND d.title ILIKE $3 AND d.date >= $4 AND d.date < $5 AND (d.metadata -> $6 = $7::jsonb OR"
+                " AND d.collection = ANY($2) AND d.id = ANY($3) AND d.title ILIKE $4 AND d.date >= $5 AND d.date < $6 AND (d.metadata -> $7 = $8::jsonb OR"
             ),
             "{sql}"
         );
-        assert_eq!(params.len(), 7);
+        assert_eq!(params.len(), 8);
         assert_eq!(filter_sql(&Filter::default(), &mut params).unwrap(), "");
         // A list value is refused, naming the key.
         let f = Filter {

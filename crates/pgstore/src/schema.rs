@@ -189,6 +189,20 @@ pub const MIGRATIONS: &[&str] = &[
     // 5: whether a run declined to answer (`[agent] abstain`), counted by the run log's
     // statistics. Runs recorded before always answered.
     "ALTER TABLE runs ADD COLUMN abstained BOOLEAN NOT NULL DEFAULT false;",
+    // 6: collections. Every document belongs to one, the default one unless ingested into
+    // another, so a database from before holds one collection, `default`. A rename
+    // cascades to the documents; a delete removes the documents first (the corpus
+    // statistics count them), so the reference does not cascade on delete.
+    r#"
+    CREATE TABLE collections (
+        name TEXT PRIMARY KEY,
+        created_at BIGINT NOT NULL
+    );
+    INSERT INTO collections (name, created_at) VALUES ('default', 0);
+    ALTER TABLE documents ADD COLUMN collection TEXT NOT NULL DEFAULT 'default'
+        REFERENCES collections (name) ON UPDATE CASCADE;
+    CREATE INDEX documents_by_collection ON documents (collection);
+    "#,
 ];
 
 /// The newest schema version this build knows.

@@ -21,7 +21,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use metarag_agent::strategies::router::ContextCheck;
 use metarag_agent::{Agent, Ask, Passage, Progress, Source, StopReason, Trace};
-use metarag_core::{Document, DynStore, Filter, Hit, SearchMode, SearchRequest, StoreRead};
+use metarag_core::{
+    CollectionId, CollectionInfo, Document, DynStore, Filter, Hit, SearchMode, SearchRequest,
+    StoreRead,
+};
 use metarag_eval::runs::{
     Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface,
 };
@@ -147,10 +150,12 @@ impl Service {
         self: &Arc<Self>,
         uploads: Vec<Upload>,
         corpus: CorpusMode,
+        collection: CollectionId,
     ) -> Result<IngestResponse> {
         let _one_at_a_time = self.ingest_lock.lock().await;
         let mut options = self.engine.ingest.clone();
         options.corpus = corpus;
+        options.collection = collection;
         let shared = self.clone();
         let names: Vec<String> = uploads.iter().map(|u| u.name.clone()).collect();
         // Parsing and embedding are CPU-bound: off the async workers, so searches and health
@@ -222,9 +227,18 @@ impl Service {
         Ok(IngestResponse { files, report })
     }
 
-    /// Every document, without its text.
-    pub async fn documents(&self) -> Result<Vec<Document>> {
-        Ok(StoreRead::documents(&self.engine.store).await?)
+    /// Every document, without its text; only those of `collections` when some are named.
+    pub async fn documents(&self, collections: &[CollectionId]) -> Result<Vec<Document>> {
+        let mut docs = StoreRead::documents(&self.engine.store).await?;
+        if !collections.is_empty() {
+            docs.retain(|d| collections.contains(&d.collection));
+        }
+        Ok(docs)
+    }
+
+    /// Every collection with its counts.
+    pub async fn collections(&self) -> Result<Vec<CollectionInfo>> {
+        Ok(StoreRead::collections(&self.engine.store).await?)
     }
 
     /// One document with its text, and its chunks if asked.
@@ -301,7 +315,8 @@ impl Service {
                         .map_or(0, |d| d.as_secs() as i64);
                     let (from, to) = metarag_retrieve::router::time_range(&trace.question, now)
                         .unwrap_or((None, None));
-                    index.audit_events(from, to, None, 20)?
+                    // The audit memory of the collections the ask could read, no other.
+                    index.audit_events(from, to, None, &trace.scope.collections, 20)?
                 }
                 _ => Vec::new(),
             };
@@ -376,6 +391,14 @@ pub fn router_for(state: Arc<Service>) -> Router {
             post(ingest).layer(DefaultBodyLimit::max(body_limit)),
         )
         .route("/documents", get(list_documents))
+        .route(
+            "/collections",
+            get(list_collections).post(create_collection),
+        )
+        .route(
+            "/collections/{name}",
+            axum::routing::patch(rename_collection).delete(delete_collection),
+        )
         .route(
             "/documents/{*id}",
             get(get_document).delete(delete_document),
@@ -588,11 +611,21 @@ pub struct IngestResponse {
     pub report: IngestReport,
 }
 
+/// Query of `POST /v1/ingest` and `GET /v1/documents`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct CollectionQuery {
+    /// The collection (`default` when absent for an ingest; every one for a listing).
+    #[serde(default)]
+    pub collection: Option<CollectionId>,
+}
+
 async fn ingest(
     State(s): State<AppState>,
+    q: Result<Query<CollectionQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
     req: Request,
 ) -> Result<Json<IngestResponse>> {
+    let Query(q) = q.map_err(query_error)?;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -620,7 +653,10 @@ async fn ingest(
             "send files as multipart/form-data (field `file`) or records as application/json",
         ));
     };
-    Ok(Json(s.ingest(uploads, corpus).await?))
+    Ok(Json(
+        s.ingest(uploads, corpus, q.collection.unwrap_or_default())
+            .await?,
+    ))
 }
 
 fn empty_result(name: &str) -> FileResult {
@@ -683,8 +719,115 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> Error {
     }
 }
 
-async fn list_documents(State(s): State<AppState>) -> Result<Json<Vec<Document>>> {
-    limited(&s, s.documents()).await.map(Json)
+async fn list_documents(
+    State(s): State<AppState>,
+    q: Result<Query<CollectionQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Vec<Document>>> {
+    let Query(q) = q.map_err(query_error)?;
+    let only: Vec<CollectionId> = q.collection.into_iter().collect();
+    limited(&s, s.documents(&only)).await.map(Json)
+}
+
+/// `POST /v1/collections`'s body, and `PATCH /v1/collections/{name}`'s (the new name).
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CollectionBody {
+    /// The name: lower-case letters, digits, `-` and `_`.
+    pub name: CollectionId,
+}
+
+/// `POST /v1/collections`'s answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CollectionCreated {
+    /// The collection.
+    pub name: CollectionId,
+    /// False when it existed already.
+    pub created: bool,
+}
+
+/// `DELETE /v1/collections/{name}`'s answer.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CollectionDeleted {
+    /// The collection.
+    pub name: CollectionId,
+    /// The documents deleted with it.
+    pub documents: u64,
+}
+
+async fn list_collections(State(s): State<AppState>) -> Result<Json<Vec<CollectionInfo>>> {
+    limited(&s, s.collections()).await.map(Json)
+}
+
+async fn create_collection(
+    State(s): State<AppState>,
+    body: Result<Json<CollectionBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<(StatusCode, Json<CollectionCreated>)> {
+    let Json(body) = body.map_err(json_error)?;
+    let _one_at_a_time = s.ingest_lock.lock().await;
+    limited(&s, async {
+        let created = metarag_core::Store::create_collection(&s.engine.store, &body.name).await?;
+        let status = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok((
+            status,
+            Json(CollectionCreated {
+                name: body.name,
+                created,
+            }),
+        ))
+    })
+    .await
+}
+
+/// The collection named in a path, or a 400 naming it.
+fn collection_in_path(name: &str) -> Result<CollectionId> {
+    Ok(CollectionId::new(name)?)
+}
+
+/// A 404 for a collection the store does not hold.
+async fn known_collection(s: &Service, name: &CollectionId) -> Result<()> {
+    if s.collections().await?.iter().any(|c| &c.name == name) {
+        Ok(())
+    } else {
+        Err(Error::not_found(format!("no collection named `{name}`")))
+    }
+}
+
+async fn rename_collection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    body: Result<Json<CollectionBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<CollectionInfo>> {
+    let Json(body) = body.map_err(json_error)?;
+    let _one_at_a_time = s.ingest_lock.lock().await;
+    limited(&s, async {
+        let from = collection_in_path(&name)?;
+        known_collection(&s, &from).await?;
+        metarag_core::Store::rename_collection(&s.engine.store, &from, &body.name).await?;
+        s.collections()
+            .await?
+            .into_iter()
+            .find(|c| c.name == body.name)
+            .map(Json)
+            .ok_or_else(|| Error::internal("the renamed collection is not listed"))
+    })
+    .await
+}
+
+async fn delete_collection(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<CollectionDeleted>> {
+    let _one_at_a_time = s.ingest_lock.lock().await;
+    limited(&s, async {
+        let name = collection_in_path(&name)?;
+        known_collection(&s, &name).await?;
+        let documents = metarag_core::Store::delete_collection(&s.engine.store, &name).await?;
+        Ok(Json(CollectionDeleted { name, documents }))
+    })
+    .await
 }
 
 /// `GET /v1/documents/{id}`'s answer.
@@ -774,6 +917,10 @@ async fn search(
 ) -> Result<Json<SearchResponse>> {
     let Json(body) = body.map_err(json_error)?;
     limited(&s, s.search(body)).await.map(Json)
+}
+
+fn query_error(e: axum::extract::rejection::QueryRejection) -> Error {
+    Error::bad_request(format!("the query string is invalid: {}", e.body_text()))
 }
 
 fn json_error(e: axum::extract::rejection::JsonRejection) -> Error {

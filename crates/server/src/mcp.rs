@@ -28,6 +28,9 @@ pub struct IngestArgs {
     /// Corpus records `{doc_id, title, text}`, each a document under its own id.
     #[serde(default)]
     pub records: Vec<crate::api::CorpusRecord>,
+    /// The collection they go into (`default` when absent).
+    #[serde(default)]
+    pub collection: Option<metarag_core::CollectionId>,
 }
 
 /// One file given to the `ingest` tool.
@@ -53,9 +56,13 @@ pub struct GetDocumentArgs {
     pub chunks: bool,
 }
 
-/// Arguments of the `list_documents` tool (none).
+/// Arguments of the `list_documents` tool.
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct NoArgs {}
+pub struct ListArgs {
+    /// Only documents of this collection (every one when absent).
+    #[serde(default)]
+    pub collection: Option<metarag_core::CollectionId>,
+}
 
 /// The MCP server: one per session, all over one [`Service`].
 #[derive(Clone)]
@@ -157,15 +164,18 @@ impl McpServer {
     }
 
     /// Lists documents.
-    #[tool(description = "List the indexed documents (ids, titles, formats, chunk counts).")]
+    #[tool(
+        description = "List the indexed documents (ids, titles, formats, chunk counts, collections), of one collection if named."
+    )]
     async fn list_documents(
         &self,
-        Parameters(_): Parameters<NoArgs>,
+        Parameters(args): Parameters<ListArgs>,
     ) -> Result<CallToolResult, ErrorData> {
+        let only: Vec<metarag_core::CollectionId> = args.collection.into_iter().collect();
         // Structured content is an object by the protocol: the list goes under a key.
         reply(
             self.service
-                .documents()
+                .documents(&only)
                 .await
                 .map(|documents| serde_json::json!({ "documents": documents })),
         )
@@ -183,6 +193,7 @@ impl McpServer {
 
 impl McpServer {
     async fn ingest_args(&self, args: IngestArgs) -> Result<crate::api::IngestResponse, Error> {
+        let collection = args.collection.unwrap_or_default();
         match (args.files.is_empty(), args.records.is_empty()) {
             (true, true) => Err(Error::bad_request("give `files` or `records`")),
             (false, false) => Err(Error::bad_request(
@@ -192,7 +203,9 @@ impl McpServer {
                 let upload = records_upload(&IngestRecords {
                     records: args.records,
                 })?;
-                self.service.ingest(vec![upload], CorpusMode::Corpus).await
+                self.service
+                    .ingest(vec![upload], CorpusMode::Corpus, collection)
+                    .await
             }
             (false, true) => {
                 let limit = self.service.limits().max_files;
@@ -220,7 +233,9 @@ impl McpServer {
                     };
                     uploads.push(Upload::new(&f.name, bytes)?);
                 }
-                self.service.ingest(uploads, CorpusMode::Auto).await
+                self.service
+                    .ingest(uploads, CorpusMode::Auto, collection)
+                    .await
             }
         }
     }

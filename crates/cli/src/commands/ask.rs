@@ -59,6 +59,10 @@ pub struct Args {
     /// holding it); repeatable, all must hold. Every search of the strategy is limited.
     #[arg(long = "where", value_name = "KEY=VALUE")]
     pub wheres: Vec<String>,
+    /// Answer only from documents of this collection; repeatable (every collection when
+    /// absent). Every search of the strategy is limited.
+    #[arg(long, value_name = "NAME")]
+    pub collection: Vec<metarag_core::CollectionId>,
     /// Answer only from these documents; repeatable.
     #[arg(long = "doc", value_name = "DOC_ID")]
     pub docs: Vec<String>,
@@ -184,6 +188,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             .iter()
             .map(|w| crate::output::parse_meta(w, "--where"))
             .collect::<Result<_>>()?,
+        collections: args.collection.clone(),
         ..Default::default()
     };
     let mut ask = Ask::new(args.question, args.strategy.as_str()).with_scope(scope);

@@ -25,6 +25,9 @@ pub struct Args {
     /// How many events, newest first.
     #[arg(long, default_value_t = 50)]
     pub n: usize,
+    /// Only events of this collection (repeat for several; every collection when absent).
+    #[arg(long)]
+    pub collection: Vec<metarag_core::CollectionId>,
 }
 
 /// Prints the events.
@@ -46,7 +49,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             args.until.as_deref().map(parse_date).transpose()?,
         ),
     };
-    let events = index.audit_events(from, to, args.doc.as_deref(), args.n)?;
+    let events = index.audit_events(from, to, args.doc.as_deref(), &args.collection, args.n)?;
     if app.json {
         print_json(&events)?;
         return Ok(ExitCode::SUCCESS);

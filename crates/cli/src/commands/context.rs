@@ -213,7 +213,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
                 .unwrap_or((None, None));
         // The audit memory is the embedded index's; a Postgres store keeps none.
         match app.existing_store(false).await?.and_then(|o| o.index) {
-            Some(index) => index.audit_events(from, to, None, 20)?,
+            Some(index) => index.audit_events(from, to, None, &trace.scope.collections, 20)?,
             None => Vec::new(),
         }
     } else {

@@ -45,6 +45,9 @@ pub struct Args {
     /// boolean, `'"2020"'` the text.
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     pub meta: Vec<String>,
+    /// The collection the documents go into (made if new); `default` when absent.
+    #[arg(long, value_name = "NAME")]
+    pub collection: Option<metarag_core::CollectionId>,
 }
 
 /// Ingests the paths into the index; exit code 3 when some files failed.
@@ -54,6 +57,9 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
     for m in &args.meta {
         let (key, value) = crate::output::parse_meta(m, "--meta")?;
         options.metadata.insert(key, value);
+    }
+    if let Some(c) = args.collection {
+        options.collection = c;
     }
     let opened = app.store(&embedder, true, None).await?;
     let report = app

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod bench;
 pub mod cache;
 pub mod chat;
+pub mod collections;
 pub mod compact;
 pub mod config;
 pub mod context;

@@ -61,6 +61,9 @@ pub struct Args {
     /// repeatable, all must hold.
     #[arg(long = "where", value_name = "KEY=VALUE")]
     pub wheres: Vec<String>,
+    /// Only documents of this collection; repeatable (every collection when absent).
+    #[arg(long, value_name = "NAME")]
+    pub collection: Vec<metarag_core::CollectionId>,
 }
 
 /// Searches the index and prints the hits with their scores and documents.
@@ -81,6 +84,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             .iter()
             .map(|w| parse_meta(w, "--where"))
             .collect::<Result<_>>()?,
+        collections: args.collection,
     };
     let request = SearchRequest {
         query: args.query,

@@ -251,6 +251,82 @@ fn ingest_search_update_remove() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--where `team`"));
 }
 
+/// `ingest --collection`, `search --collection` and `collections list|rename|rm`: each
+/// collection's documents stay in it, a file stays in one collection, and deleting one
+/// leaves the other's documents.
+#[test]
+fn collections_keep_ingests_apart_and_are_deleted_alone() {
+    let env = Env::new();
+    let docs = tempfile::tempdir().unwrap();
+    for f in ["panama-canal.md", "hoover-dam.html"] {
+        std::fs::copy(examples().join(f), docs.path().join(f)).unwrap();
+    }
+    let file = |f: &str| docs.path().join(f).display().to_string();
+    env.json(&["ingest", &file("panama-canal.md")]);
+    let report = env.json(&["ingest", &file("hoover-dam.html"), "--collection", "dams"]);
+    assert_eq!(report["added"], 1, "{report:#}");
+    let listed = env.json(&["collections", "list"]);
+    let counts: Vec<(String, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().into(),
+                c["documents"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, [("dams".into(), 1), ("default".into(), 1)]);
+    let titles = |res: &Value| -> Vec<String> {
+        res["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["chunk"]["title"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let res = env.json(&[
+        "search",
+        "who designed the lock gates",
+        "--collection",
+        "dams",
+    ]);
+    assert!(
+        !titles(&res).is_empty() && titles(&res).iter().all(|t| t == "Hoover Dam"),
+        "{res:#}"
+    );
+    // A file already in one collection is not taken into another.
+    let out = env.run(&["ingest", &file("panama-canal.md"), "--collection", "dams"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("\"default\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A bad name is refused naming the flag's value.
+    let out = env.run(&[
+        "ingest",
+        &file("panama-canal.md"),
+        "--collection",
+        "Big Dams",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Big Dams"));
+    env.json(&["collections", "rename", "dams", "structures"]);
+    // Deleting one that holds documents needs --force; then only its documents go.
+    let out = env.run(&["collections", "rm", "structures"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+    let gone = env.json(&["collections", "rm", "structures", "--force"]);
+    assert_eq!(gone["documents"], 1, "{gone:#}");
+    let list = env.json(&["docs", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["title"], "Panama Canal");
+    let res = env.json(&["search", "who designed the lock gates"]);
+    assert!(titles(&res).iter().all(|t| t == "Panama Canal"), "{res:#}");
+}
+
 #[test]
 fn bad_configuration_names_the_field() {
     let env = Env::new();

@@ -49,6 +49,7 @@ fn update(id: &str, title: &str, texts: &[&str], axis: usize, date: Option<i64>)
             ingested_at: 0,
             chunk_count: texts.len() as u32,
             metadata: Default::default(),
+            collection: Default::default(),
             text: Some(texts.join("\n")),
         },
         chunks,

@@ -95,7 +95,9 @@ fn a_staged_document_is_invisible_until_its_write_then_whole_in_every_engine() {
         // Each staged vector is found as its own nearest chunk.
         let near = index.nearest(&vector(2), 1, &Filter::default()).unwrap();
         assert_eq!(near[0].id, hit[0].id);
-        let event = &index.audit_events(None, None, Some("large"), 10).unwrap()[0];
+        let event = &index
+            .audit_events(None, None, Some("large"), &[], 10)
+            .unwrap()[0];
         assert_eq!(event.detail["chunks"], 4);
         // Killed rather than closed: the vectors come back from the journal record, which
         // was written from the graph's copy of the staged vectors.

@@ -1093,6 +1093,9 @@ impl StoreRead for WaitingStore {
     async fn stats(&self) -> metarag_core::Result<metarag_core::StoreStats> {
         StoreRead::stats(&self.inner).await
     }
+    async fn collections(&self) -> metarag_core::Result<Vec<metarag_core::CollectionInfo>> {
+        StoreRead::collections(&self.inner).await
+    }
     async fn lexical(
         &self,
         q: &str,
@@ -1133,6 +1136,22 @@ impl Store for WaitingStore {
         chunks: Vec<(metarag_core::ChunkDraft, Vec<f32>)>,
     ) -> metarag_core::Result<metarag_core::StageId> {
         Store::stage(&self.inner, stage, doc, chunks).await
+    }
+    async fn create_collection(
+        &self,
+        c: &metarag_core::CollectionId,
+    ) -> metarag_core::Result<bool> {
+        Store::create_collection(&self.inner, c).await
+    }
+    async fn rename_collection(
+        &self,
+        from: &metarag_core::CollectionId,
+        to: &metarag_core::CollectionId,
+    ) -> metarag_core::Result<()> {
+        Store::rename_collection(&self.inner, from, to).await
+    }
+    async fn delete_collection(&self, c: &metarag_core::CollectionId) -> metarag_core::Result<u64> {
+        Store::delete_collection(&self.inner, c).await
     }
 }
 

@@ -4,8 +4,8 @@
 
 use metarag_core::RetrieverKind;
 use metarag_core::{
-    ChunkDraft, DocFormat, DocId, Document, DocumentUpdate, Embedder, Filter, SearchRequest, Store,
-    StoreRead,
+    ChunkDraft, CollectionId, DocFormat, DocId, Document, DocumentUpdate, Embedder, Fault, Filter,
+    SearchRequest, Store, StoreRead,
 };
 use metarag_index::{EmbeddedIndex, IndexConfig};
 use metarag_pgstore::{Error, PgConfig, PgStore, SqlFusion};
@@ -62,6 +62,7 @@ fn update_with(
             ingested_at: 0,
             chunk_count: texts.len() as u32,
             metadata: Default::default(),
+            collection: Default::default(),
             text: Some(texts.join("\n")),
         },
         chunks,
@@ -436,6 +437,193 @@ async fn conformance<S: Store>(s: &S, name: &str) {
     assert_eq!(err.fault(), metarag_core::Fault::User, "{name}: {err}");
     assert!(err.to_string().contains("large"), "{name}: {err}");
     s.apply(vec![], vec![large]).await.unwrap();
+}
+
+/// Collections on every store: a filter keeps to them, a document id stays in one
+/// collection, a rename moves its documents, and a delete takes one collection's documents
+/// and nothing of another's.
+async fn collections_conformance<S: Store>(s: &S, name: &str) {
+    let col = |n: &str| CollectionId::new(n).unwrap();
+    let into = |mut u: DocumentUpdate, c: &str| {
+        u.document.collection = col(c);
+        u
+    };
+    let only = |cs: &[&str]| Filter {
+        collections: cs.iter().map(|c| col(c)).collect(),
+        ..Default::default()
+    };
+    let mut docs = corpus().into_iter();
+    let (a, b, c) = (
+        docs.next().unwrap(),
+        docs.next().unwrap(),
+        docs.next().unwrap(),
+    );
+    let kiel = update(
+        "d",
+        "Kiel Canal",
+        &["The Kiel Canal has locks at both ends."],
+        1,
+        None,
+    );
+    s.apply(
+        vec![into(a, "hr"), into(b, "hr"), into(c, "ops"), kiel],
+        vec![],
+    )
+    .await
+    .unwrap();
+    let listed = |cs: Vec<metarag_core::CollectionInfo>| -> Vec<(String, u64)> {
+        cs.into_iter()
+            .map(|c| (c.name.to_string(), c.documents))
+            .collect()
+    };
+    assert_eq!(
+        listed(s.collections().await.unwrap()),
+        [("default".into(), 1), ("hr".into(), 2), ("ops".into(), 1)],
+        "{name}"
+    );
+    // Both rankings keep to the collections asked for.
+    let ids = |hits: Vec<metarag_core::ScoredChunk>| async move {
+        let mut out = Vec::new();
+        for h in hits {
+            out.push(doc_of(s, h.id).await);
+        }
+        out.sort();
+        out
+    };
+    let hr_locks = ids(s.lexical("locks canal", 5, &only(&["hr"])).await.unwrap()).await;
+    assert_eq!(hr_locks, ["a", "b"], "{name}");
+    assert!(
+        s.lexical("locks", 5, &only(&["ops"]))
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}"
+    );
+    let ops_near = ids(s.nearest(&vector(0), 5, &only(&["ops"])).await.unwrap()).await;
+    assert_eq!(ops_near, ["c"], "{name}");
+    let both = ids(s
+        .lexical("locks", 5, &only(&["hr", "default"]))
+        .await
+        .unwrap())
+    .await;
+    assert_eq!(both, ["a", "b", "d"], "{name}");
+    let hr_before = (
+        s.lexical("locks canal", 5, &only(&["hr"])).await.unwrap(),
+        s.nearest(&vector(0), 5, &only(&["hr"])).await.unwrap(),
+    );
+    // A document id is one document: a write from another collection is refused, and the
+    // stored one is untouched.
+    let stolen = into(update("a", "Taken", &["Other words."], 2, None), "ops");
+    let err = s.apply(vec![stolen], vec![]).await.unwrap_err();
+    assert_eq!(err.fault(), Fault::User, "{name}: {err}");
+    assert!(err.to_string().contains("hr"), "{name}: {err}");
+    let a = DocId::new("a").unwrap();
+    assert_eq!(s.document(&a).await.unwrap().unwrap().title, "Panama Canal");
+    // An empty collection exists once.
+    assert!(s.create_collection(&col("empty")).await.unwrap(), "{name}");
+    assert!(!s.create_collection(&col("empty")).await.unwrap(), "{name}");
+    // Rename: the documents move, the searches follow.
+    s.rename_collection(&col("hr"), &col("people"))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed(s.collections().await.unwrap()),
+        [
+            ("default".into(), 1),
+            ("empty".into(), 0),
+            ("ops".into(), 1),
+            ("people".into(), 2)
+        ],
+        "{name}"
+    );
+    assert_eq!(
+        s.document(&a).await.unwrap().unwrap().collection,
+        col("people"),
+        "{name}"
+    );
+    assert!(
+        s.lexical("locks", 5, &only(&["hr"]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    for (from, to) in [
+        ("people", "ops"),
+        ("default", "x"),
+        ("ops", "default"),
+        ("nope", "y"),
+    ] {
+        let err = s.rename_collection(&col(from), &col(to)).await.unwrap_err();
+        assert_eq!(err.fault(), Fault::User, "{name}: {from} -> {to}: {err}");
+    }
+    // Delete: one collection's documents go, the others' searches are what they were.
+    assert_eq!(s.delete_collection(&col("ops")).await.unwrap(), 1, "{name}");
+    assert!(
+        s.document(&DocId::new("c").unwrap())
+            .await
+            .unwrap()
+            .is_none(),
+        "{name}"
+    );
+    assert!(
+        s.nearest(&vector(6), 5, &only(&["ops"]))
+            .await
+            .unwrap()
+            .is_empty(),
+        "{name}"
+    );
+    let people_after = (
+        s.lexical("locks canal", 5, &only(&["people"]))
+            .await
+            .unwrap(),
+        s.nearest(&vector(0), 5, &only(&["people"])).await.unwrap(),
+    );
+    // The same chunks in the same order. (BM25 scores may move: the corpus statistics
+    // are the whole store's, so a delete anywhere changes every term's weight a little.)
+    let order = |(l, d): &(
+        Vec<metarag_core::ScoredChunk>,
+        Vec<metarag_core::ScoredChunk>,
+    )| {
+        (
+            l.iter().map(|h| h.id).collect::<Vec<_>>(),
+            d.iter().map(|h| h.id).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        order(&people_after),
+        order(&hr_before),
+        "{name}: another collection's delete changed nothing"
+    );
+    assert_eq!(
+        people_after.1, hr_before.1,
+        "{name}: dense scores unchanged"
+    );
+    assert_eq!(s.stats().await.unwrap().documents, 3, "{name}");
+    for gone in ["ops", "default", "nope"] {
+        let err = s.delete_collection(&col(gone)).await.unwrap_err();
+        assert_eq!(err.fault(), Fault::User, "{name}: {gone}: {err}");
+    }
+    assert_eq!(
+        s.delete_collection(&col("empty")).await.unwrap(),
+        0,
+        "{name}"
+    );
+    assert_eq!(
+        listed(s.collections().await.unwrap()),
+        [("default".into(), 1), ("people".into(), 2)],
+        "{name}"
+    );
+}
+
+#[tokio::test]
+async fn both_stores_keep_collections_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = EmbeddedIndex::open(dir.path(), IndexConfig::new("test-embedder", DIM)).unwrap();
+    collections_conformance(&embedded, "embedded").await;
+    let pg = metarag_testkit::postgres();
+    let store = PgStore::connect(pg_config(&pg.url())).await.unwrap();
+    collections_conformance(&store, "postgres").await;
+    assert_corpus_stats_match(&store).await;
 }
 
 fn pg_config(url: &str) -> PgConfig {

@@ -439,6 +439,130 @@ async fn ingest_documents_search_ask_and_runs_over_http() {
     assert_eq!(health["documents"], 4);
 }
 
+/// Collections over HTTP: made, listed, ingested into, searched within, renamed and
+/// deleted with their documents, the default one kept.
+#[tokio::test]
+async fn collections_are_made_searched_renamed_and_deleted_over_http() {
+    let s = start(scripted(), Limits::default()).await;
+    let (status, body) = s.post("/v1/collections", json!({"name": "hr"})).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = s.post("/v1/collections", json!({"name": "hr"})).await;
+    assert_eq!(
+        (status, &body["created"]),
+        (StatusCode::OK, &json!(false)),
+        "{body}"
+    );
+    let (status, body) = s
+        .post("/v1/collections", json!({"name": "Human Resources"}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("collection"),
+        "{body}"
+    );
+    let record = |id: &str, title: &str, text: &str| json!({"records": [{"doc_id": id, "title": title, "text": text}]});
+    let (status, body) = s
+        .post(
+            "/v1/ingest?collection=hr",
+            record(
+                "leave",
+                "Leave policy",
+                "Staff take twenty days of leave a year.",
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = s
+        .post(
+            "/v1/ingest",
+            record(
+                "dam",
+                "Hoover Dam",
+                "Hoover Dam staff take shifts of twelve hours.",
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // The same id from another collection is refused, naming the one that holds it.
+    let (status, body) = s
+        .post(
+            "/v1/ingest",
+            record("leave", "Leave", "Other words about leave."),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("hr"), "{body}");
+    let (status, listed) = s.get("/v1/collections").await;
+    assert_eq!(status, 200);
+    let counts: Vec<(String, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().into(),
+                c["documents"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, [("default".into(), 1), ("hr".into(), 1)]);
+    // A search keeps to the collections asked for.
+    let titles = |hits: &Value| -> Vec<String> {
+        hits["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["chunk"]["title"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (status, hits) = s
+        .post(
+            "/v1/search",
+            json!({"query": "staff take", "filter": {"collections": ["hr"]}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{hits}");
+    assert_eq!(titles(&hits), ["Leave policy"]);
+    let (_, docs) = s.get("/v1/documents?collection=hr").await;
+    assert_eq!(docs.as_array().unwrap().len(), 1, "{docs}");
+    // Renamed, then deleted with its document; the default collection stays.
+    let (status, body) = s
+        .http
+        .patch(s.url("/v1/collections/hr"))
+        .json(&json!({"name": "people"}))
+        .send()
+        .await
+        .map(|r| (r.status(), r))
+        .unwrap();
+    assert_eq!(status, 200, "{:?}", body.text().await);
+    let (status, hits) = s
+        .post(
+            "/v1/search",
+            json!({"query": "staff take", "filter": {"collections": ["people"]}}),
+        )
+        .await;
+    assert_eq!(
+        (status, titles(&hits)),
+        (StatusCode::OK, vec!["Leave policy".to_string()])
+    );
+    let delete = |path: &str| s.http.delete(s.url(path)).send();
+    let r = delete("/v1/collections/people").await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["documents"], 1);
+    assert_eq!(s.titles().await, ["Hoover Dam"]);
+    assert_eq!(
+        delete("/v1/collections/people").await.unwrap().status(),
+        404
+    );
+    assert_eq!(
+        delete("/v1/collections/default").await.unwrap().status(),
+        400
+    );
+}
+
 #[tokio::test]
 async fn bad_input_gets_a_clear_error_and_nothing_stored_is_lost() {
     let limits = Limits {

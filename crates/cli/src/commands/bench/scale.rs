@@ -417,6 +417,7 @@ fn batch(
                     ingested_at: 0,
                     chunk_count: 1,
                     metadata: Default::default(),
+                    collection: Default::default(),
                     text: Some(text),
                 },
                 chunks: vec![(draft, vector)],
