@@ -210,10 +210,13 @@ impl Gateway {
         request: ChatRequest,
     ) -> (Arc<dyn DynLlm>, ChatRequest, Option<String>) {
         let (llm, role, model) = self.deps.route(purpose);
-        let request = match role {
+        let mut request = match role {
             Some(r) => r.apply(request),
             None => request,
         };
+        // The run's collections key the call cache: a completion over one collection's
+        // passages is never served to a run held to others.
+        request.collections = self.scope().collections.clone();
         (llm.clone(), request, model)
     }
 

@@ -184,6 +184,13 @@ pub struct ChatRequest {
     /// it).
     #[serde(skip)]
     pub keep_prefix: bool,
+    /// The collections the request's sources may come from (empty: every one, or no
+    /// sources). Not for the model (no backend sends it): it is part of what a call cache
+    /// keys on, so that a completion made over one collection's passages is never served
+    /// to a request held to other collections. Left out when empty, so keys written before
+    /// it existed stay valid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collections: Vec<crate::CollectionId>,
 }
 
 impl ChatRequest {
@@ -194,6 +201,7 @@ impl ChatRequest {
             params: GenParams::default(),
             schema: None,
             keep_prefix: false,
+            collections: Vec::new(),
         }
     }
 

@@ -48,6 +48,9 @@ const MIGRATIONS: &[&str] = &[
     // 2: whether a run declined to answer (`[agent] abstain`); runs recorded before always
     // answered.
     "ALTER TABLE runs ADD COLUMN abstained INTEGER NOT NULL DEFAULT 0;",
+    // 3: the collections a run could read, as a JSON list (NULL: every one, as for every
+    // run before), so that a key sees only the runs over collections it can read.
+    "ALTER TABLE runs ADD COLUMN collections TEXT;",
 ];
 
 /// Where a run came from.
@@ -178,6 +181,18 @@ pub struct RunQuery {
     pub limit: usize,
     /// Skip this many of the newest.
     pub offset: usize,
+    /// Only runs that read nothing beyond these collections (a run over every collection
+    /// is not among them); `None`: every run.
+    pub readable: Option<Vec<metarag_core::CollectionId>>,
+}
+
+impl RunQuery {
+    /// `readable` as the JSON list the stores compare with.
+    fn readable_json(&self) -> Option<String> {
+        self.readable.as_ref().map(|r| {
+            serde_json::Value::from(r.iter().map(|c| c.to_string()).collect::<Vec<_>>()).to_string()
+        })
+    }
 }
 
 /// The run log of one data directory, in SQLite. Cheap to clone; one connection behind a
@@ -281,9 +296,9 @@ impl SqliteRunLog {
                 "INSERT INTO runs (id, created_ms, surface, question, strategy, model, answer,
                     short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms,
                     llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, abstained,
-                    trace)
+                    trace, collections)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                    ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+                    ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
                 params![
                     s.id,
                     s.created_ms,
@@ -307,6 +322,7 @@ impl SqliteRunLog {
                     s.cost_usd,
                     s.abstained,
                     row.trace,
+                    row.collections,
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -321,6 +337,9 @@ impl SqliteRunLog {
             .prepare(&format!(
                 "SELECT {SUMMARY_COLUMNS} FROM runs
                  WHERE (?1 IS NULL OR strategy = ?1) AND (?2 IS NULL OR surface = ?2)
+                   AND (?5 IS NULL OR (collections IS NOT NULL AND NOT EXISTS (
+                        SELECT 1 FROM json_each(collections)
+                        WHERE value NOT IN (SELECT value FROM json_each(?5)))))
                  ORDER BY created_ms DESC, id DESC LIMIT ?3 OFFSET ?4"
             ))
             .map_err(|e| self.err(e))?;
@@ -330,7 +349,8 @@ impl SqliteRunLog {
                     query.strategy,
                     query.surface.map(Surface::as_str),
                     limit as i64,
-                    query.offset as i64
+                    query.offset as i64,
+                    query.readable_json()
                 ],
                 summary_row,
             )
@@ -417,9 +437,9 @@ impl PgRunLog {
                 "INSERT INTO runs (id, created_ms, surface, question, strategy, model, answer,
                     short_answer, stop, failed, rounds, diagnosis, sources, wall_ms, queue_ms,
                     llm_calls, cached_calls, prompt_tokens, completion_tokens, cost_usd, abstained,
-                    trace)
+                    trace, collections)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                    $16, $17, $18, $19, $20, $21, $22)",
+                    $16, $17, $18, $19, $20, $21, $22, $23::text::jsonb)",
                 &[
                     &s.id as &(dyn ToSql + Sync),
                     &s.created_ms,
@@ -443,6 +463,7 @@ impl PgRunLog {
                     &s.cost_usd,
                     &s.abstained,
                     &row.trace,
+                    &row.collections,
                 ],
             )
             .await
@@ -458,6 +479,7 @@ impl PgRunLog {
                 &format!(
                     "SELECT {SUMMARY_COLUMNS} FROM runs
                      WHERE ($1::text IS NULL OR strategy = $1) AND ($2::text IS NULL OR surface = $2)
+                       AND ($5::text IS NULL OR (collections IS NOT NULL AND $5::text::jsonb @> collections))
                      ORDER BY created_ms DESC, id DESC LIMIT $3 OFFSET $4"
                 ),
                 &[
@@ -465,6 +487,7 @@ impl PgRunLog {
                     &query.surface.map(Surface::as_str),
                     &(limit as i64),
                     &(query.offset as i64),
+                    &query.readable_json(),
                 ],
             )
             .await
@@ -645,6 +668,8 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 struct NewRun {
     summary: RunSummary,
     trace: String,
+    /// The collections the run could read, as a JSON list; `None`: every one.
+    collections: Option<String>,
 }
 
 impl NewRun {
@@ -693,6 +718,17 @@ impl NewRun {
                 cost_usd: pricing.cost(u.prompt_tokens, u.completion_tokens),
             },
             trace: json,
+            collections: (!trace.scope.collections.is_empty()).then(|| {
+                serde_json::Value::from(
+                    trace
+                        .scope
+                        .collections
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>(),
+                )
+                .to_string()
+            }),
         })
     }
 }

@@ -307,5 +307,32 @@ mod tests {
             x: u8,
         }
         assert_ne!(k, cache_key("m", &base.clone().json_schema::<S>()));
+        // The collections a request is held to key it too; none leaves the key as it was
+        // before collections existed.
+        let json = serde_json::to_string(&base).unwrap();
+        assert!(!json.contains("collections"), "{json}");
+        let mut hr = base.clone();
+        hr.collections = vec![metarag_core::CollectionId::new("hr").unwrap()];
+        assert_ne!(k, cache_key("m", &hr));
+    }
+
+    /// A completion made for a request held to one collection (its prompt holds that
+    /// collection's passages) is never served to the same prompt held to another: the
+    /// model is asked again.
+    #[tokio::test]
+    async fn a_completion_is_never_served_across_collections() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(CallCache::open(dir.path().join("calls.sqlite")).unwrap());
+        let inner = Arc::new(metarag_testkit::ScriptedLlm::new().on(&["salaries"], "42"));
+        let llm = CachedLlm::new(inner.clone(), cache);
+        let held = |c: &str| {
+            let mut r = ChatRequest::new(vec![Message::user("[1] HR: salaries are 42. Q?")]);
+            r.collections = vec![metarag_core::CollectionId::new(c).unwrap()];
+            r
+        };
+        assert!(!llm.chat(&held("hr")).await.unwrap().cached);
+        assert!(llm.chat(&held("hr")).await.unwrap().cached);
+        assert!(!llm.chat(&held("ops")).await.unwrap().cached);
+        assert_eq!(inner.calls().len(), 2);
     }
 }

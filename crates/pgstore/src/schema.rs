@@ -189,7 +189,7 @@ pub const MIGRATIONS: &[&str] = &[
     // 5: whether a run declined to answer (`[agent] abstain`), counted by the run log's
     // statistics. Runs recorded before always answered.
     "ALTER TABLE runs ADD COLUMN abstained BOOLEAN NOT NULL DEFAULT false;",
-    // 6: collections. Every document belongs to one, the default one unless ingested into
+    // 6: collections and keys scoped to them. Every document belongs to one, the default one unless ingested into
     // another, so a database from before holds one collection, `default`. A rename
     // cascades to the documents; a delete removes the documents first (the corpus
     // statistics count them), so the reference does not cascade on delete.
@@ -202,6 +202,11 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE documents ADD COLUMN collection TEXT NOT NULL DEFAULT 'default'
         REFERENCES collections (name) ON UPDATE CASCADE;
     CREATE INDEX documents_by_collection ON documents (collection);
+    -- A key's collections (NULL: an admin key, as every key made before), and the
+    -- collections a run could read (NULL: every one), so runs are shown only to keys that
+    -- can read all of them.
+    ALTER TABLE api_keys ADD COLUMN scope JSONB;
+    ALTER TABLE runs ADD COLUMN collections JSONB;
     "#,
 ];
 

@@ -7,12 +7,14 @@
 //! request hangs. Ingests run one at a time on a blocking thread, so searches and health
 //! checks stay responsive while a large upload is embedded.
 
-use crate::auth::Keys;
+use crate::auth::{Access, Keys};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::stream::VisibleText;
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Multipart, Path, Query, Request, State};
+use axum::extract::{
+    DefaultBodyLimit, Extension, MatchedPath, Multipart, Path, Query, Request, State,
+};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -151,7 +153,9 @@ impl Service {
         uploads: Vec<Upload>,
         corpus: CorpusMode,
         collection: CollectionId,
+        access: &Access,
     ) -> Result<IngestResponse> {
+        access.check_write(&collection)?;
         let _one_at_a_time = self.ingest_lock.lock().await;
         let mut options = self.engine.ingest.clone();
         options.corpus = corpus;
@@ -227,25 +231,45 @@ impl Service {
         Ok(IngestResponse { files, report })
     }
 
-    /// Every document, without its text; only those of `collections` when some are named.
-    pub async fn documents(&self, collections: &[CollectionId]) -> Result<Vec<Document>> {
+    /// Every document `access` may read, without its text; only those of `collection`
+    /// when one is named (403 if the key may not read it).
+    pub async fn documents(
+        &self,
+        collection: Option<CollectionId>,
+        access: &Access,
+    ) -> Result<Vec<Document>> {
+        let only = access
+            .narrow(Filter {
+                collections: collection.into_iter().collect(),
+                ..Default::default()
+            })?
+            .collections;
         let mut docs = StoreRead::documents(&self.engine.store).await?;
-        if !collections.is_empty() {
-            docs.retain(|d| collections.contains(&d.collection));
+        if !only.is_empty() {
+            docs.retain(|d| only.contains(&d.collection));
         }
         Ok(docs)
     }
 
-    /// Every collection with its counts.
-    pub async fn collections(&self) -> Result<Vec<CollectionInfo>> {
-        Ok(StoreRead::collections(&self.engine.store).await?)
+    /// Every collection `access` may read, with its counts.
+    pub async fn collections(&self, access: &Access) -> Result<Vec<CollectionInfo>> {
+        let mut all = StoreRead::collections(&self.engine.store).await?;
+        all.retain(|c| access.can_read(&c.name));
+        Ok(all)
     }
 
-    /// One document with its text, and its chunks if asked.
-    pub async fn document(&self, id: String, chunks: bool) -> Result<DocumentDetail> {
+    /// One document with its text, and its chunks if asked; a document of a collection
+    /// `access` may not read is not found, as if it did not exist.
+    pub async fn document(
+        &self,
+        id: String,
+        chunks: bool,
+        access: &Access,
+    ) -> Result<DocumentDetail> {
         let id = metarag_core::DocId::new(id)?;
         let document = StoreRead::document(&self.engine.store, &id)
             .await?
+            .filter(|d| access.can_read(&d.collection))
             .ok_or_else(|| Error::not_found(format!("no document with id `{id}`")))?;
         let chunks = if chunks {
             StoreRead::document_chunks(&self.engine.store, &id).await?
@@ -255,8 +279,8 @@ impl Service {
         Ok(DocumentDetail { document, chunks })
     }
 
-    /// Searches the index.
-    pub async fn search(&self, body: SearchBody) -> Result<SearchResponse> {
+    /// Searches the collections of the index that `access` may read.
+    pub async fn search(&self, body: SearchBody, access: &Access) -> Result<SearchResponse> {
         if body.query.trim().is_empty() {
             return Err(Error::bad_request("`query` is empty"));
         }
@@ -268,7 +292,7 @@ impl Service {
             query: body.query,
             k,
             mode: body.mode,
-            filter: body.filter,
+            filter: access.narrow(body.filter)?,
         };
         let (hits, timings) = self.searcher.search_timed(&request).await?;
         Ok(SearchResponse {
@@ -282,7 +306,12 @@ impl Service {
     /// mode): the `router` strategy run context-only, in an ask slot (its classifier and
     /// reformulation may call the model), recorded in the run log; plus the audit
     /// memory's events when the route calls for it.
-    pub async fn context(&self, body: ContextBody, surface: Surface) -> Result<ContextResponse> {
+    pub async fn context(
+        &self,
+        body: ContextBody,
+        surface: Surface,
+        access: &Access,
+    ) -> Result<ContextResponse> {
         let ask = prepare(
             self,
             AskBody {
@@ -291,6 +320,7 @@ impl Service {
                 context: None,
                 filter: body.filter,
             },
+            access,
         )
         .await?
         .context_only();
@@ -340,8 +370,13 @@ impl Service {
 
     /// Answers a question: waits for a slot (or is refused when too many wait), runs the
     /// strategy, and records the run.
-    pub async fn ask(&self, body: AskBody, surface: Surface) -> Result<AskResponse> {
-        let ask = prepare(self, body).await?;
+    pub async fn ask(
+        &self,
+        body: AskBody,
+        surface: Surface,
+        access: &Access,
+    ) -> Result<AskResponse> {
+        let ask = prepare(self, body, access).await?;
         let deadline = self.limits.ask_timeout;
         let run = async {
             let (_slot, queue_ms) = acquire(self).await?;
@@ -428,7 +463,10 @@ pub fn router_for(state: Arc<Service>) -> Router {
 }
 
 /// Requires a key on every protected route once any key exists.
-async fn authorize(State(s): State<AppState>, req: Request, next: Next) -> Response {
+/// Checks the request's key and puts what it may reach ([`Access`]) into the request's
+/// extensions, for the handlers and the MCP tools; a server without keys is open to all.
+async fn authorize(State(s): State<AppState>, mut req: Request, next: Next) -> Response {
+    let mut access = Access::All;
     if let Some(keys) = &s.keys {
         match keys.any().await {
             Ok(false) => {}
@@ -437,13 +475,15 @@ async fn authorize(State(s): State<AppState>, req: Request, next: Next) -> Respo
                     .headers()
                     .get(header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok());
-                if let Err(e) = keys.check(header).await {
-                    return e.into_response();
+                match keys.check(header).await {
+                    Ok(a) => access = a,
+                    Err(e) => return e.into_response(),
                 }
             }
             Err(e) => return e.into_response(),
         }
     }
+    req.extensions_mut().insert(access);
     next.run(req).await
 }
 
@@ -621,11 +661,15 @@ pub struct CollectionQuery {
 
 async fn ingest(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     q: Result<Query<CollectionQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
     req: Request,
 ) -> Result<Json<IngestResponse>> {
     let Query(q) = q.map_err(query_error)?;
+    // Refused before the body is read.
+    let collection = q.collection.unwrap_or_default();
+    access.check_write(&collection)?;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -653,10 +697,7 @@ async fn ingest(
             "send files as multipart/form-data (field `file`) or records as application/json",
         ));
     };
-    Ok(Json(
-        s.ingest(uploads, corpus, q.collection.unwrap_or_default())
-            .await?,
-    ))
+    Ok(Json(s.ingest(uploads, corpus, collection, &access).await?))
 }
 
 fn empty_result(name: &str) -> FileResult {
@@ -721,11 +762,13 @@ fn multipart_error(e: axum::extract::multipart::MultipartError) -> Error {
 
 async fn list_documents(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     q: Result<Query<CollectionQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Vec<Document>>> {
     let Query(q) = q.map_err(query_error)?;
-    let only: Vec<CollectionId> = q.collection.into_iter().collect();
-    limited(&s, s.documents(&only)).await.map(Json)
+    limited(&s, s.documents(q.collection, &access))
+        .await
+        .map(Json)
 }
 
 /// `POST /v1/collections`'s body, and `PATCH /v1/collections/{name}`'s (the new name).
@@ -753,14 +796,19 @@ pub struct CollectionDeleted {
     pub documents: u64,
 }
 
-async fn list_collections(State(s): State<AppState>) -> Result<Json<Vec<CollectionInfo>>> {
-    limited(&s, s.collections()).await.map(Json)
+async fn list_collections(
+    State(s): State<AppState>,
+    Extension(access): Extension<Access>,
+) -> Result<Json<Vec<CollectionInfo>>> {
+    limited(&s, s.collections(&access)).await.map(Json)
 }
 
 async fn create_collection(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     body: Result<Json<CollectionBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<(StatusCode, Json<CollectionCreated>)> {
+    access.check_admin("making a collection")?;
     let Json(body) = body.map_err(json_error)?;
     let _one_at_a_time = s.ingest_lock.lock().await;
     limited(&s, async {
@@ -788,7 +836,11 @@ fn collection_in_path(name: &str) -> Result<CollectionId> {
 
 /// A 404 for a collection the store does not hold.
 async fn known_collection(s: &Service, name: &CollectionId) -> Result<()> {
-    if s.collections().await?.iter().any(|c| &c.name == name) {
+    if s.collections(&Access::All)
+        .await?
+        .iter()
+        .any(|c| &c.name == name)
+    {
         Ok(())
     } else {
         Err(Error::not_found(format!("no collection named `{name}`")))
@@ -797,16 +849,18 @@ async fn known_collection(s: &Service, name: &CollectionId) -> Result<()> {
 
 async fn rename_collection(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     Path(name): Path<String>,
     body: Result<Json<CollectionBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<CollectionInfo>> {
+    access.check_admin("renaming a collection")?;
     let Json(body) = body.map_err(json_error)?;
     let _one_at_a_time = s.ingest_lock.lock().await;
     limited(&s, async {
         let from = collection_in_path(&name)?;
         known_collection(&s, &from).await?;
         metarag_core::Store::rename_collection(&s.engine.store, &from, &body.name).await?;
-        s.collections()
+        s.collections(&access)
             .await?
             .into_iter()
             .find(|c| c.name == body.name)
@@ -818,8 +872,10 @@ async fn rename_collection(
 
 async fn delete_collection(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     Path(name): Path<String>,
 ) -> Result<Json<CollectionDeleted>> {
+    access.check_admin("deleting a collection")?;
     let _one_at_a_time = s.ingest_lock.lock().await;
     limited(&s, async {
         let name = collection_in_path(&name)?;
@@ -850,10 +906,13 @@ pub struct DocumentQuery {
 
 async fn get_document(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     Path(id): Path<String>,
     Query(q): Query<DocumentQuery>,
 ) -> Result<Json<DocumentDetail>> {
-    limited(&s, s.document(id, q.chunks)).await.map(Json)
+    limited(&s, s.document(id, q.chunks, &access))
+        .await
+        .map(Json)
 }
 
 /// `DELETE /v1/documents/{id}`'s answer.
@@ -865,14 +924,21 @@ pub struct Removed {
 
 async fn delete_document(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     Path(id): Path<String>,
 ) -> Result<Json<Removed>> {
     let _one_at_a_time = s.ingest_lock.lock().await;
     limited(&s, async {
         let id = metarag_core::DocId::new(id)?;
-        if !StoreRead::contains(&s.engine.store, &id).await? {
+        // Not found unless the key can read it (no existence leak); refused unless it
+        // can write it.
+        let Some(doc) = StoreRead::document(&s.engine.store, &id)
+            .await?
+            .filter(|d| access.can_read(&d.collection))
+        else {
             return Err(Error::not_found(format!("no document with id `{id}`")));
-        }
+        };
+        access.check_write(&doc.collection)?;
         metarag_core::Store::apply(&s.engine.store, Vec::new(), vec![id.clone()]).await?;
         Ok(Json(Removed {
             removed: vec![id.to_string()],
@@ -913,10 +979,11 @@ pub struct SearchResponse {
 
 async fn search(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     body: Result<Json<SearchBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<SearchResponse>> {
     let Json(body) = body.map_err(json_error)?;
-    limited(&s, s.search(body)).await.map(Json)
+    limited(&s, s.search(body, &access)).await.map(Json)
 }
 
 fn query_error(e: axum::extract::rejection::QueryRejection) -> Error {
@@ -967,10 +1034,11 @@ pub struct ContextResponse {
 
 async fn context(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     body: Result<Json<ContextBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<ContextResponse>> {
     let Json(body) = body.map_err(json_error)?;
-    Ok(Json(s.context(body, Surface::Rest).await?))
+    Ok(Json(s.context(body, Surface::Rest, &access).await?))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1028,7 +1096,8 @@ pub struct AskResponse {
 }
 
 /// Validates an ask: the question, the strategy, the context or a non-empty index.
-async fn prepare(s: &Service, body: AskBody) -> Result<Ask> {
+/// The ask of `body`, its every search held to the collections `access` may read.
+async fn prepare(s: &Service, body: AskBody, access: &Access) -> Result<Ask> {
     if body.question.trim().is_empty() {
         return Err(Error::bad_request("`question` is empty"));
     }
@@ -1040,7 +1109,8 @@ async fn prepare(s: &Service, body: AskBody) -> Result<Ask> {
             registry.names().join(", ")
         ))
     })?;
-    let mut ask = Ask::new(body.question, body.strategy.as_str()).with_scope(body.filter);
+    let scope = access.narrow(body.filter)?;
+    let mut ask = Ask::new(body.question, body.strategy.as_str()).with_scope(scope);
     match body.context {
         Some(paragraphs) => {
             if paragraphs.is_empty() {
@@ -1133,10 +1203,11 @@ async fn finish(s: &Service, trace: &mut Trace, queue_ms: f64, surface: Surface)
 
 async fn ask(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<AskResponse>> {
     let Json(body) = body.map_err(json_error)?;
-    Ok(Json(s.ask(body, Surface::Rest).await?))
+    Ok(Json(s.ask(body, Surface::Rest, &access).await?))
 }
 
 /// One event of `POST /v1/ask/stream` (the SSE `event:` field is `kind`).
@@ -1238,11 +1309,12 @@ impl Drop for AbortOnDrop {
 
 async fn ask_stream(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     body: Result<Json<AskBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response> {
     let Json(body) = body.map_err(json_error)?;
     // Bad input is refused with a status before the stream starts.
-    let ask = prepare(&s, body).await?;
+    let ask = prepare(&s, body, &access).await?;
     let (tx, rx) = mpsc::unbounded_channel::<StreamEvent>();
     let shared = s.clone();
     let task = tokio::spawn(async move {
@@ -1361,6 +1433,7 @@ pub struct RunsResponse {
 
 async fn list_runs(
     State(s): State<AppState>,
+    Extension(access): Extension<Access>,
     q: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<RunsResponse>> {
     let Query(q) = q.map_err(|e| Error::bad_request(e.body_text()))?;
@@ -1373,16 +1446,30 @@ async fn list_runs(
         surface: q.surface,
         limit,
         offset: q.offset.unwrap_or(0),
+        readable: access.readable(),
     };
     let runs = s.engine.runs.list(&query).await?;
     let strategies = s.engine.runs.stats().await?;
     Ok(Json(RunsResponse { runs, strategies }))
 }
 
-async fn get_run(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<RunDetail>> {
+async fn get_run(
+    State(s): State<AppState>,
+    Extension(access): Extension<Access>,
+    Path(id): Path<String>,
+) -> Result<Json<RunDetail>> {
+    // A run is shown to a key only when it read nothing beyond the key's collections (a
+    // run over every collection only to an admin key); otherwise it is not found.
+    let visible = |run: &RunDetail| match access.readable() {
+        None => true,
+        Some(readable) => {
+            let read = &run.trace.scope.collections;
+            !read.is_empty() && read.iter().all(|c| readable.contains(c))
+        }
+    };
     match s.engine.runs.get(&id).await? {
-        Some(run) => Ok(Json(run)),
-        None => Err(Error::not_found(format!("no run with id `{id}`"))),
+        Some(run) if visible(&run) => Ok(Json(run)),
+        _ => Err(Error::not_found(format!("no run with id `{id}`"))),
     }
 }
 

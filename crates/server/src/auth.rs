@@ -6,6 +6,7 @@
 //! removal seen by another server, within a second).
 
 use crate::error::{Error, Result};
+use metarag_core::{CollectionId, Filter};
 use metarag_pgstore::PgDatabase;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,6 +25,120 @@ pub struct KeyRecord {
     pub sha256: String,
     /// When it was created, milliseconds since the Unix epoch.
     pub created_ms: i64,
+    /// The collections it is limited to; `None`: an admin key, which reads and writes
+    /// every collection and manages keys and collections (keys made before scopes existed
+    /// are admin keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<KeyScope>,
+}
+
+/// A key's collections.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyScope {
+    /// Collections it may read: search, ask, list documents, read runs.
+    #[serde(default)]
+    pub read: Vec<CollectionId>,
+    /// Collections it may write (ingest, remove documents); writing one implies reading it.
+    #[serde(default)]
+    pub write: Vec<CollectionId>,
+}
+
+/// What a request may reach, as the key it came with allows: every collection (a server
+/// without keys, or an admin key), or a key's collections. Put into each request's
+/// extensions by the server's key check; handlers and MCP tools read it from there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Every collection, and managing keys and collections.
+    All,
+    /// Only these collections.
+    Scoped {
+        /// The key's id.
+        key: String,
+        /// Its collections.
+        scope: KeyScope,
+    },
+}
+
+impl Access {
+    /// Whether it manages keys and collections.
+    pub fn is_admin(&self) -> bool {
+        matches!(self, Access::All)
+    }
+
+    /// Whether it may read `collection`.
+    pub fn can_read(&self, collection: &CollectionId) -> bool {
+        match self {
+            Access::All => true,
+            Access::Scoped { scope, .. } => {
+                scope.read.contains(collection) || scope.write.contains(collection)
+            }
+        }
+    }
+
+    /// Whether it may write `collection`.
+    pub fn can_write(&self, collection: &CollectionId) -> bool {
+        match self {
+            Access::All => true,
+            Access::Scoped { scope, .. } => scope.write.contains(collection),
+        }
+    }
+
+    /// The collections it may read; `None`: every one.
+    pub fn readable(&self) -> Option<Vec<CollectionId>> {
+        match self {
+            Access::All => None,
+            Access::Scoped { scope, .. } => {
+                let mut all: Vec<CollectionId> =
+                    scope.read.iter().chain(&scope.write).cloned().collect();
+                all.sort();
+                all.dedup();
+                Some(all)
+            }
+        }
+    }
+
+    /// `filter` held to what this access may read: a collection asked for that it may not
+    /// read is refused by name (403), and a filter naming none is limited to the key's
+    /// collections, so that "every collection" never means more than the key's.
+    pub fn narrow(&self, mut filter: Filter) -> Result<Filter> {
+        let Some(readable) = self.readable() else {
+            return Ok(filter);
+        };
+        if let Some(c) = filter.collections.iter().find(|c| !readable.contains(c)) {
+            return Err(Error::forbidden(format!(
+                "this key may not read collection `{c}`"
+            )));
+        }
+        if filter.collections.is_empty() {
+            if readable.is_empty() {
+                return Err(Error::forbidden("this key may read no collection"));
+            }
+            filter.collections = readable;
+        }
+        Ok(filter)
+    }
+
+    /// A 403 unless it may write `collection`.
+    pub fn check_write(&self, collection: &CollectionId) -> Result<()> {
+        if self.can_write(collection) {
+            Ok(())
+        } else {
+            Err(Error::forbidden(format!(
+                "this key may not write collection `{collection}`"
+            )))
+        }
+    }
+
+    /// A 403 unless it is an admin's.
+    pub fn check_admin(&self, what: &str) -> Result<()> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(Error::forbidden(format!(
+                "{what} needs an admin key (`metarag keys add NAME` without --read/--write)"
+            )))
+        }
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -69,27 +184,34 @@ impl KeyStore {
                 let client = db.client().await.map_err(pg_error)?;
                 let rows = client
                     .query(
-                        "SELECT id, name, sha256, created_ms FROM api_keys ORDER BY created_ms, id",
+                        "SELECT id, name, sha256, created_ms, scope FROM api_keys ORDER BY created_ms, id",
                         &[],
                     )
                     .await
                     .map_err(pg_error)?;
-                Ok(rows
-                    .iter()
-                    .map(|r| KeyRecord {
-                        id: r.get(0),
-                        name: r.get(1),
-                        sha256: r.get(2),
-                        created_ms: r.get(3),
+                rows.iter()
+                    .map(|r| {
+                        let scope = r
+                            .get::<_, Option<serde_json::Value>>(4)
+                            .map(serde_json::from_value)
+                            .transpose()
+                            .map_err(|e| pg_error(format!("key scope: {e}")))?;
+                        Ok(KeyRecord {
+                            id: r.get(0),
+                            name: r.get(1),
+                            sha256: r.get(2),
+                            created_ms: r.get(3),
+                            scope,
+                        })
                     })
-                    .collect())
+                    .collect()
             }
         }
     }
 
-    /// Creates a key named `name`; returns its record and the key, which is not stored and
-    /// cannot be shown again.
-    pub async fn add(&self, name: &str) -> Result<(KeyRecord, String)> {
+    /// Creates a key named `name`, limited to `scope` (`None`: an admin key); returns its
+    /// record and the key, which is not stored and cannot be shown again.
+    pub async fn add(&self, name: &str, scope: Option<KeyScope>) -> Result<(KeyRecord, String)> {
         if name.trim().is_empty() {
             return Err(Error::bad_request("a key needs a name"));
         }
@@ -104,6 +226,7 @@ impl KeyStore {
             created_ms: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
+            scope,
         };
         match self {
             KeyStore::File(path) => {
@@ -115,8 +238,17 @@ impl KeyStore {
                 let client = db.client().await.map_err(pg_error)?;
                 client
                     .execute(
-                        "INSERT INTO api_keys (id, name, sha256, created_ms) VALUES ($1, $2, $3, $4)",
-                        &[&record.id, &record.name, &record.sha256, &record.created_ms],
+                        "INSERT INTO api_keys (id, name, sha256, created_ms, scope) VALUES ($1, $2, $3, $4, $5)",
+                        &[
+                            &record.id,
+                            &record.name,
+                            &record.sha256,
+                            &record.created_ms,
+                            &record
+                                .scope
+                                .as_ref()
+                                .map(|s| serde_json::to_value(s).unwrap_or_default()),
+                        ],
                     )
                     .await
                     .map_err(pg_error)?;
@@ -258,8 +390,8 @@ impl Keys {
         Ok(!self.current(false).await?.is_empty())
     }
 
-    /// Checks an `Authorization` header value; `Ok` with the key's id.
-    pub async fn check(&self, header: Option<&str>) -> Result<String> {
+    /// Checks an `Authorization` header value; `Ok` with what the key may reach.
+    pub async fn check(&self, header: Option<&str>) -> Result<Access> {
         let Some(value) = header else {
             return Err(Error::unauthorized(
                 "this server requires an API key: send `Authorization: Bearer KEY` (create one with `metarag keys add NAME`)",
@@ -274,7 +406,13 @@ impl Keys {
         let find = |keys: &[KeyRecord]| {
             keys.iter()
                 .find(|k| constant_time_eq(k.sha256.as_bytes(), hash.as_bytes()))
-                .map(|k| k.id.clone())
+                .map(|k| match &k.scope {
+                    None => Access::All,
+                    Some(scope) => Access::Scoped {
+                        key: k.id.clone(),
+                        scope: scope.clone(),
+                    },
+                })
         };
         if let Some(id) = find(&self.current(false).await?) {
             return Ok(id);
@@ -313,14 +451,30 @@ mod tests {
         let store = KeyStore::new(&path);
         let keys = Keys::new(store.clone()).await.unwrap();
         assert!(!keys.any().await.unwrap());
-        let (record, key) = store.add("ci").await.unwrap();
+        let (record, key) = store.add("ci", None).await.unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&key), "the key itself must not be stored");
         assert!(keys.any().await.unwrap());
         assert_eq!(
             keys.check(Some(&format!("Bearer {key}"))).await.unwrap(),
-            record.id
+            Access::All
         );
+        // A scoped key comes back with its collections.
+        let hr = CollectionId::new("hr").unwrap();
+        let scope = KeyScope {
+            read: vec![hr.clone()],
+            write: Vec::new(),
+        };
+        let (scoped, reader) = store.add("reader", Some(scope.clone())).await.unwrap();
+        let access = keys.check(Some(&format!("Bearer {reader}"))).await.unwrap();
+        assert_eq!(
+            access,
+            Access::Scoped {
+                key: scoped.id.clone(),
+                scope
+            }
+        );
+        assert!(access.can_read(&hr) && !access.can_write(&hr) && !access.is_admin());
         assert_eq!(
             keys.check(Some("Bearer mrk_wrong"))
                 .await
@@ -333,5 +487,48 @@ mod tests {
         assert!(store.remove(&record.id).await.unwrap());
         assert!(!store.remove(&record.id).await.unwrap());
         assert!(keys.check(Some(&format!("Bearer {key}"))).await.is_err());
+    }
+
+    #[test]
+    fn a_scoped_key_reads_its_collections_and_no_others() {
+        let c = |n: &str| CollectionId::new(n).unwrap();
+        let access = Access::Scoped {
+            key: "k".into(),
+            scope: KeyScope {
+                read: vec![c("hr")],
+                write: vec![c("ops")],
+            },
+        };
+        // Nothing named: the key's collections, never every one.
+        let f = access.narrow(Filter::default()).unwrap();
+        assert_eq!(f.collections, [c("hr"), c("ops")]);
+        // Writing implies reading.
+        let only_ops = Filter {
+            collections: vec![c("ops")],
+            ..Default::default()
+        };
+        assert_eq!(access.narrow(only_ops.clone()).unwrap(), only_ops);
+        // Another collection is refused by name.
+        let err = access
+            .narrow(Filter {
+                collections: vec![c("hr"), c("legal")],
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert_eq!(err.status, 403);
+        assert!(err.to_string().contains("legal"), "{err}");
+        assert!(access.check_write(&c("hr")).is_err());
+        assert!(access.check_write(&c("ops")).is_ok());
+        assert_eq!(access.check_admin("managing keys").unwrap_err().status, 403);
+        // A key with no collection reads nothing.
+        let none = Access::Scoped {
+            key: "n".into(),
+            scope: KeyScope::default(),
+        };
+        assert_eq!(none.narrow(Filter::default()).unwrap_err().status, 403);
+        assert_eq!(
+            Access::All.narrow(Filter::default()).unwrap(),
+            Filter::default()
+        );
     }
 }

@@ -43,6 +43,12 @@ impl Error {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
 
+    /// 403: the key is valid but may not do this (read or write that collection, manage
+    /// keys and collections).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
     /// 404: no such resource.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)

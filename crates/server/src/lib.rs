@@ -26,7 +26,7 @@ pub mod openapi;
 pub mod stream;
 
 pub use api::{Engine, Limits, Service, router, router_for};
-pub use auth::{KeyRecord, KeyStore, Keys};
+pub use auth::{Access, KeyRecord, KeyScope, KeyStore, Keys};
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
 pub use openai::{ServeLimits, router as openai_router};
 

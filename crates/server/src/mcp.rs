@@ -7,6 +7,7 @@
 //! protocol errors (an unknown tool, arguments that do not match the schema) are rmcp's.
 
 use crate::api::{AskBody, ContextBody, IngestRecords, SearchBody, Service, records_upload};
+use crate::auth::{Access, KeyScope};
 use crate::error::Error;
 use base64::Engine as _;
 use metarag_eval::runs::Surface;
@@ -14,6 +15,7 @@ use metarag_ingest::{CorpusMode, Upload};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -69,15 +71,43 @@ pub struct ListArgs {
 pub struct McpServer {
     service: Arc<Service>,
     tool_router: ToolRouter<Self>,
+    /// Whether its requests come over HTTP, where each carries what its key may reach.
+    over_http: bool,
 }
 
 impl McpServer {
-    /// A server over `service`.
+    /// A server over `service` for a local client (stdio): it reaches every collection,
+    /// as the user running it does.
     pub fn new(service: Arc<Service>) -> Self {
         McpServer {
             service,
             tool_router: Self::tool_router(),
+            over_http: false,
         }
+    }
+
+    /// A server over `service` for `/mcp`: each tool call reaches only what the key of its
+    /// HTTP request may ([`Access`], put there by the server's key check).
+    pub fn over_http(service: Arc<Service>) -> Self {
+        McpServer {
+            over_http: true,
+            ..McpServer::new(service)
+        }
+    }
+
+    /// What this call may reach. Over HTTP a call without its request's access reaches
+    /// nothing (it cannot happen behind the key check; never fall open).
+    fn access(&self, ctx: &RequestContext<RoleServer>) -> Access {
+        if !self.over_http {
+            return Access::All;
+        }
+        ctx.extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Access>().cloned())
+            .unwrap_or(Access::Scoped {
+                key: String::new(),
+                scope: KeyScope::default(),
+            })
     }
 }
 
@@ -104,8 +134,9 @@ impl McpServer {
     async fn search(
         &self,
         Parameters(args): Parameters<SearchBody>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        reply(self.service.search(args).await)
+        reply(self.service.search(args, &self.access(&ctx)).await)
     }
 
     /// Answers a question.
@@ -115,20 +146,26 @@ impl McpServer {
     async fn ask(
         &self,
         Parameters(args): Parameters<AskBody>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let result = self.service.ask(args, Surface::Mcp).await.map(|r| {
-            serde_json::json!({
-                "run_id": r.run_id,
-                "answer": r.answer,
-                "short_answer": r.short_answer,
-                "abstained": r.abstained,
-                "abstention": r.trace.abstention,
-                "sources": r.sources,
-                "strategy": r.trace.strategy,
-                "rounds": r.trace.rounds.len(),
-                "stop": r.trace.stop.to_string(),
-            })
-        });
+        let access = self.access(&ctx);
+        let result = self
+            .service
+            .ask(args, Surface::Mcp, &access)
+            .await
+            .map(|r| {
+                serde_json::json!({
+                    "run_id": r.run_id,
+                    "answer": r.answer,
+                    "short_answer": r.short_answer,
+                    "abstained": r.abstained,
+                    "abstention": r.trace.abstention,
+                    "sources": r.sources,
+                    "strategy": r.trace.strategy,
+                    "rounds": r.trace.rounds.len(),
+                    "stop": r.trace.stop.to_string(),
+                })
+            });
         reply(result)
     }
 
@@ -139,16 +176,22 @@ impl McpServer {
     async fn context(
         &self,
         Parameters(args): Parameters<ContextBody>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let result = self.service.context(args, Surface::Mcp).await.map(|r| {
-            serde_json::json!({
-                "run_id": r.run_id,
-                "route": r.route,
-                "checks": r.checks,
-                "sources": r.sources,
-                "audit": r.audit,
-            })
-        });
+        let access = self.access(&ctx);
+        let result = self
+            .service
+            .context(args, Surface::Mcp, &access)
+            .await
+            .map(|r| {
+                serde_json::json!({
+                    "run_id": r.run_id,
+                    "route": r.route,
+                    "checks": r.checks,
+                    "sources": r.sources,
+                    "audit": r.audit,
+                })
+            });
         reply(result)
     }
 
@@ -159,8 +202,9 @@ impl McpServer {
     async fn ingest(
         &self,
         Parameters(args): Parameters<IngestArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        reply(self.ingest_args(args).await)
+        reply(self.ingest_args(args, &self.access(&ctx)).await)
     }
 
     /// Lists documents.
@@ -170,12 +214,12 @@ impl McpServer {
     async fn list_documents(
         &self,
         Parameters(args): Parameters<ListArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let only: Vec<metarag_core::CollectionId> = args.collection.into_iter().collect();
         // Structured content is an object by the protocol: the list goes under a key.
         reply(
             self.service
-                .documents(&only)
+                .documents(args.collection, &self.access(&ctx))
                 .await
                 .map(|documents| serde_json::json!({ "documents": documents })),
         )
@@ -186,13 +230,22 @@ impl McpServer {
     async fn get_document(
         &self,
         Parameters(args): Parameters<GetDocumentArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        reply(self.service.document(args.id, args.chunks).await)
+        reply(
+            self.service
+                .document(args.id, args.chunks, &self.access(&ctx))
+                .await,
+        )
     }
 }
 
 impl McpServer {
-    async fn ingest_args(&self, args: IngestArgs) -> Result<crate::api::IngestResponse, Error> {
+    async fn ingest_args(
+        &self,
+        args: IngestArgs,
+        access: &Access,
+    ) -> Result<crate::api::IngestResponse, Error> {
         let collection = args.collection.unwrap_or_default();
         match (args.files.is_empty(), args.records.is_empty()) {
             (true, true) => Err(Error::bad_request("give `files` or `records`")),
@@ -204,7 +257,7 @@ impl McpServer {
                     records: args.records,
                 })?;
                 self.service
-                    .ingest(vec![upload], CorpusMode::Corpus, collection)
+                    .ingest(vec![upload], CorpusMode::Corpus, collection, access)
                     .await
             }
             (false, true) => {
@@ -234,7 +287,7 @@ impl McpServer {
                     uploads.push(Upload::new(&f.name, bytes)?);
                 }
                 self.service
-                    .ingest(uploads, CorpusMode::Auto, collection)
+                    .ingest(uploads, CorpusMode::Auto, collection, access)
                     .await
             }
         }
@@ -279,7 +332,7 @@ pub(crate) fn http_service(
         config = config.with_allowed_hosts(hosts.clone());
     }
     StreamableHttpService::new(
-        move || Ok(McpServer::new(service.clone())),
+        move || Ok(McpServer::over_http(service.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     )

@@ -221,6 +221,7 @@ fn to_request(wire: WireRequest, limits: &ServeLimits) -> Result<ChatRequest, St
         },
         schema,
         keep_prefix: false,
+        collections: Vec::new(),
     };
     request.validate().map_err(|e| e.to_string())?;
     Ok(request)

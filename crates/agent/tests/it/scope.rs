@@ -64,3 +64,43 @@ async fn every_search_of_a_scoped_ask_stays_in_its_scope() {
         .unwrap_err();
     assert!(err.to_string().contains("filter.metadata.shelf"), "{err}");
 }
+
+/// A run held to collections searches only them, and every model call of the run carries
+/// them, so that the call cache keys each collection's completions apart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_held_to_collections_searches_them_and_keys_its_calls_by_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = [
+        serde_json::json!({"doc_id": "jaws", "title": JAWS.0, "text": JAWS.1}),
+        serde_json::json!({"doc_id": "spielberg", "title": SPIELBERG.0, "text": SPIELBERG.1}),
+    ];
+    let retriever = crate::index_records(dir.path(), &records).await;
+    let scripted = Arc::new(ScriptedLlm::new().on(&[WRITE], GOOD));
+    let llm: Arc<dyn DynLlm> = scripted.clone();
+    let agent = Agent::builder(llm).retriever(retriever).build().unwrap();
+    let held = |c: &str| Filter {
+        collections: vec![metarag_core::CollectionId::new(c).unwrap()],
+        ..Default::default()
+    };
+    // The records are in the default collection.
+    let t = agent
+        .ask(&Ask::new(Q, "standard").with_scope(held("default")))
+        .await
+        .unwrap();
+    assert!(!t.sources.is_empty());
+    let calls = scripted.calls();
+    assert!(!calls.is_empty());
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.collections == held("default").collections),
+        "{:?}",
+        calls.iter().map(|c| &c.collections).collect::<Vec<_>>()
+    );
+    // Another collection holds nothing of them.
+    let t = agent
+        .ask(&Ask::new(Q, "standard").with_scope(held("legal")))
+        .await
+        .unwrap();
+    assert!(t.sources.is_empty(), "{:?}", t.sources);
+}

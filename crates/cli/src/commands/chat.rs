@@ -52,6 +52,7 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         },
         schema: None,
         keep_prefix: false,
+        collections: Vec::new(),
     };
     request.validate().map_err(|e| UserError(e.to_string()))?;
     let completion = if app.json {

@@ -13,6 +13,13 @@ pub enum Command {
     Add {
         /// What the key is for.
         name: String,
+        /// Collections it may read (comma-separated; repeatable). With neither --read nor
+        /// --write the key is an admin key: every collection, and keys and collections.
+        #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+        read: Vec<metarag_core::CollectionId>,
+        /// Collections it may write (ingest into, remove documents from), and so read.
+        #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+        write: Vec<metarag_core::CollectionId>,
     },
     /// List keys (ids and names; never the keys).
     List,
@@ -28,12 +35,14 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
     let db = app.database().await?;
     let store = app.key_store(db.as_ref());
     match command {
-        Command::Add { name } => {
-            let (record, key) = store.add(&name).await?;
+        Command::Add { name, read, write } => {
+            let scope = (!read.is_empty() || !write.is_empty())
+                .then_some(metarag_server::KeyScope { read, write });
+            let (record, key) = store.add(&name, scope).await?;
             if app.json {
-                print_json(
-                    &serde_json::json!({ "id": record.id, "name": record.name, "key": key }),
-                )?;
+                print_json(&serde_json::json!({
+                    "id": record.id, "name": record.name, "key": key, "scope": record.scope
+                }))?;
             } else {
                 println!("{key}");
                 eprintln!(
@@ -50,7 +59,16 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
                 eprintln!("no keys; `metarag keys add NAME` creates one");
             } else {
                 for k in keys {
-                    println!("{}\t{}", k.id, k.name);
+                    let scope = match &k.scope {
+                        None => "admin".to_string(),
+                        Some(s) => {
+                            let names = |cs: &[metarag_core::CollectionId]| {
+                                cs.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+                            };
+                            format!("read: {}  write: {}", names(&s.read), names(&s.write))
+                        }
+                    };
+                    println!("{}\t{}\t{scope}", k.id, k.name);
                 }
             }
         }

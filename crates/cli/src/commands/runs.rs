@@ -53,6 +53,7 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
                     surface,
                     limit,
                     offset: 0,
+                    readable: None,
                 })
                 .await?;
             if app.json {

@@ -500,12 +500,55 @@ async fn run_log_conformance(log: &RunLog, traces: &[metarag_agent::Trace], name
     assert_eq!(detail.summary.queue_ms, 1.5, "{name}");
     assert_eq!(detail.trace.answer, traces[0].answer, "{name}");
     assert!(log.get("no-such-run").await.unwrap().is_none(), "{name}");
+    // Runs are listed only to those who can read every collection they could: a run
+    // scoped to `hr` for a reader of hr, never a run over every collection.
+    let col = |n: &str| metarag_core::CollectionId::new(n).unwrap();
+    let mut scoped = traces[0].clone();
+    scoped.scope.collections = vec![col("hr")];
+    scoped.question = "scoped to hr".into();
+    let mut wide = traces[0].clone();
+    wide.scope.collections = vec![col("hr"), col("legal")];
+    wide.question = "hr and legal".into();
+    for t in [&scoped, &wide] {
+        log.record(t, Surface::Rest, 0.0, Pricing::default())
+            .await
+            .unwrap();
+    }
+    let seen = |readable: &[&str]| {
+        let query = RunQuery {
+            readable: Some(readable.iter().map(|c| col(c)).collect()),
+            ..Default::default()
+        };
+        async move {
+            let mut q: Vec<String> = log
+                .list(&query)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.question)
+                .collect();
+            q.sort();
+            q
+        }
+    };
+    assert_eq!(seen(&["hr"]).await, ["scoped to hr"], "{name}");
+    assert_eq!(
+        seen(&["hr", "legal"]).await,
+        ["hr and legal", "scoped to hr"],
+        "{name}"
+    );
+    assert!(seen(&["legal"]).await.is_empty(), "{name}");
+    assert_eq!(
+        log.list(&RunQuery::default()).await.unwrap().len(),
+        traces.len() + 2,
+        "{name}"
+    );
     let stats = log.stats().await.unwrap();
     let strategies: Vec<&str> = stats.iter().map(|s| s.strategy.as_str()).collect();
     assert_eq!(strategies, ["direct", "standard"], "{name}");
     assert_eq!(
         stats.iter().map(|s| s.runs).sum::<u64>(),
-        traces.len() as u64,
+        traces.len() as u64 + 2,
         "{name}"
     );
 }
@@ -540,7 +583,7 @@ async fn both_run_logs_record_list_and_summarise_alike() {
     let other = RunLog::postgres(PgDatabase::connect(&pg.url(), 2).await.unwrap());
     assert_eq!(
         other.list(&RunQuery::default()).await.unwrap().len(),
-        traces.len()
+        traces.len() + 2
     );
 }
 

@@ -563,6 +563,204 @@ async fn collections_are_made_searched_renamed_and_deleted_over_http() {
     );
 }
 
+/// Two collections, three keys: a reader of alpha, a writer of beta, an admin. Each key's
+/// view of every endpoint: what it cannot read is not found (or refused when named), what
+/// it cannot write is refused, and only the admin manages collections.
+#[tokio::test]
+async fn each_key_sees_and_changes_only_its_collections() {
+    let s = start(scripted(), Limits::default()).await;
+    let record = |id: &str, title: &str, text: &str| json!({"records": [{"doc_id": id, "title": title, "text": text}]});
+    for (c, id, text) in [
+        ("alpha", "a1", "The alpha team deploys on Tuesdays."),
+        ("beta", "b1", "The beta team deploys on Fridays."),
+    ] {
+        let (status, body) = s
+            .post(
+                &format!("/v1/ingest?collection={c}"),
+                record(id, &format!("{c} notes"), text),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let col = |n: &str| metarag_core::CollectionId::new(n).unwrap();
+    let scoped = |read: &[&str], write: &[&str]| metarag_server::KeyScope {
+        read: read.iter().map(|c| col(c)).collect(),
+        write: write.iter().map(|c| col(c)).collect(),
+    };
+    let admin = s.keys.add("admin", None).await.unwrap().1;
+    let reader = s
+        .keys
+        .add("reader", Some(scoped(&["alpha"], &[])))
+        .await
+        .unwrap()
+        .1;
+    let writer = s
+        .keys
+        .add("writer", Some(scoped(&[], &["beta"])))
+        .await
+        .unwrap()
+        .1;
+    let call = |method: reqwest::Method, path: &str, key: &str, body: Option<Value>| {
+        let mut r = s.http.request(method, s.url(path)).bearer_auth(key);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    use reqwest::Method;
+    let titles = |hits: &Value| -> Vec<String> {
+        let mut t: Vec<String> = hits["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["chunk"]["title"].as_str().unwrap().to_string())
+            .collect();
+        t.sort();
+        t.dedup();
+        t
+    };
+    let search = json!({"query": "team deploys"});
+    // Search: each key its own collections, the admin both.
+    for (key, want) in [
+        (&reader, vec!["alpha notes"]),
+        (&writer, vec!["beta notes"]),
+        (&admin, vec!["alpha notes", "beta notes"]),
+    ] {
+        let (status, hits) = call(Method::POST, "/v1/search", key, Some(search.clone())).await;
+        assert_eq!(status, 200, "{hits}");
+        assert_eq!(titles(&hits), want);
+    }
+    // Naming a collection the key cannot read is refused by name.
+    let (status, body) = call(
+        Method::POST,
+        "/v1/search",
+        &reader,
+        Some(json!({"query": "team deploys", "filter": {"collections": ["beta"]}})),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("beta"));
+    // Documents: not found when unreadable (no existence leak), refused when read-only.
+    let (_, docs) = call(Method::GET, "/v1/documents", &reader, None).await;
+    let ids: Vec<&str> = docs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a1"]);
+    assert_eq!(
+        call(Method::GET, "/v1/documents/b1", &reader, None).await.0,
+        404
+    );
+    assert_eq!(
+        call(Method::DELETE, "/v1/documents/b1", &reader, None)
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        call(Method::DELETE, "/v1/documents/a1", &reader, None)
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        call(Method::GET, "/v1/documents/b1", &writer, None).await.0,
+        200
+    );
+    // Ingest: only into collections the key writes.
+    let (status, _) = call(
+        Method::POST,
+        "/v1/ingest?collection=alpha",
+        &writer,
+        Some(record("w1", "Sneaky", "Written where it may not be.")),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = call(
+        Method::POST,
+        "/v1/ingest?collection=beta",
+        &writer,
+        Some(record(
+            "b2",
+            "beta more",
+            "The beta team also deploys on Mondays.",
+        )),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // Collections: listed as readable; managed by the admin alone.
+    let (_, listed) = call(Method::GET, "/v1/collections", &reader, None).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["name"], "alpha");
+    assert_eq!(
+        call(
+            Method::POST,
+            "/v1/collections",
+            &reader,
+            Some(json!({"name": "new"}))
+        )
+        .await
+        .0,
+        403
+    );
+    assert_eq!(
+        call(Method::DELETE, "/v1/collections/beta", &writer, None)
+            .await
+            .0,
+        403
+    );
+    // Ask: every search of the run stays in the key's collections, and the run is shown
+    // to the keys that can read all it could.
+    let (status, answer) = call(
+        Method::POST,
+        "/v1/ask",
+        &reader,
+        Some(json!({"question": "When does the team deploy?", "strategy": "standard"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let sources: Vec<&str> = answer["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        !sources.is_empty() && sources.iter().all(|t| *t == "alpha notes"),
+        "{answer}"
+    );
+    let run = answer["run_id"].as_str().unwrap().to_string();
+    let runs = |key: &str| {
+        let call = &call;
+        let key = key.to_string();
+        async move {
+            let (_, body) = call(Method::GET, "/v1/runs", &key, None).await;
+            body["runs"].as_array().unwrap().len()
+        }
+    };
+    assert_eq!(runs(&reader).await, 1);
+    assert_eq!(runs(&writer).await, 0);
+    assert_eq!(runs(&admin).await, 1);
+    assert_eq!(
+        call(Method::GET, &format!("/v1/runs/{run}"), &writer, None)
+            .await
+            .0,
+        404
+    );
+    assert_eq!(
+        call(Method::GET, &format!("/v1/runs/{run}"), &reader, None)
+            .await
+            .0,
+        200
+    );
+}
+
 #[tokio::test]
 async fn bad_input_gets_a_clear_error_and_nothing_stored_is_lost() {
     let limits = Limits {
@@ -668,7 +866,7 @@ async fn bad_input_gets_a_clear_error_and_nothing_stored_is_lost() {
 async fn an_api_key_is_required_once_one_exists() {
     let s = start(scripted(), Limits::default()).await;
     assert_eq!(s.get("/v1/documents").await.0, 200);
-    let (_, key) = s.keys.add("test").await.unwrap();
+    let (_, key) = s.keys.add("test", None).await.unwrap();
     let (status, body) = s.get("/v1/documents").await;
     assert_eq!(status, 401);
     assert!(

@@ -262,9 +262,109 @@ async fn mcp_over_streamable_http_with_and_without_a_key() {
     );
 
     // Once a key exists, /mcp needs it like /v1 does.
-    let key = s.keys.add("mcp").await.unwrap().1;
+    let key = s.keys.add("mcp", None).await.unwrap().1;
     let r = post(init.clone(), None, None).await.unwrap();
     assert_eq!(r.status(), 401);
-    let r = post(init, None, Some(&key)).await.unwrap();
+    let r = post(init.clone(), None, Some(&key)).await.unwrap();
     assert_eq!(r.status(), 200);
+
+    // A key scoped to one collection reaches only it through every tool.
+    let alpha = metarag_core::CollectionId::new("alpha").unwrap();
+    for (c, id, text) in [
+        ("alpha", "a1", "The alpha team deploys on Tuesdays."),
+        ("beta", "b1", "The beta team deploys on Fridays."),
+    ] {
+        let r = s
+            .http
+            .post(s.url(&format!("/v1/ingest?collection={c}")))
+            .bearer_auth(&key)
+            .json(
+                &json!({"records": [{"doc_id": id, "title": format!("{c} notes"), "text": text}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let reader = s
+        .keys
+        .add(
+            "reader",
+            Some(metarag_server::KeyScope {
+                read: vec![alpha],
+                write: Vec::new(),
+            }),
+        )
+        .await
+        .unwrap()
+        .1;
+    let r = post(init, None, Some(&reader)).await.unwrap();
+    let session = r
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        session.clone(),
+        Some(&reader),
+    )
+    .await
+    .unwrap();
+    let call = |id: u32, name: &str, arguments: Value| {
+        post(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}),
+            session.clone(),
+            Some(&reader),
+        )
+    };
+    let result = |replies: Vec<Value>, id: u32| {
+        replies.into_iter().find(|m| m["id"] == id).unwrap()["result"].clone()
+    };
+    let listed = result(
+        messages(call(4, "list_documents", json!({})).await.unwrap()).await,
+        4,
+    );
+    let ids: Vec<&str> = listed["structuredContent"]["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a1"], "{listed}");
+    let found = result(
+        messages(
+            call(5, "search", json!({"query": "team deploys"}))
+                .await
+                .unwrap(),
+        )
+        .await,
+        5,
+    );
+    let titles: Vec<&str> = found["structuredContent"]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["chunk"]["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["alpha notes"], "{found}");
+    let hidden = result(
+        messages(call(6, "get_document", json!({"id": "b1"})).await.unwrap()).await,
+        6,
+    );
+    assert_eq!(hidden["isError"], true, "{hidden}");
+    let refused = result(
+        messages(
+            call(
+                7,
+                "ingest",
+                json!({"records": [{"doc_id": "x", "title": "x", "text": "x y z"}], "collection": "alpha"}),
+            )
+            .await
+            .unwrap(),
+        )
+        .await,
+        7,
+    );
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused.to_string().contains("may not write"), "{refused}");
 }
