@@ -860,6 +860,10 @@ async fn rename_collection(
         let from = collection_in_path(&name)?;
         known_collection(&s, &from).await?;
         metarag_core::Store::rename_collection(&s.engine.store, &from, &body.name).await?;
+        // The keys that reached it keep reaching it under its new name.
+        if let Some(keys) = &s.keys {
+            keys.move_collection(&from, Some(&body.name)).await?;
+        }
         s.collections(&access)
             .await?
             .into_iter()
@@ -881,6 +885,10 @@ async fn delete_collection(
         let name = collection_in_path(&name)?;
         known_collection(&s, &name).await?;
         let documents = metarag_core::Store::delete_collection(&s.engine.store, &name).await?;
+        // A collection made later under this name is not reachable by the old one's keys.
+        if let Some(keys) = &s.keys {
+            keys.move_collection(&name, None).await?;
+        }
         Ok(Json(CollectionDeleted { name, documents }))
     })
     .await

@@ -282,6 +282,77 @@ impl KeyStore {
     }
 }
 
+impl KeyStore {
+    /// Follows a collection's rename (`to`: its new name) or deletion (`None`) in every
+    /// key's scope, so a key keeps reaching the collection it was given under its new name,
+    /// and a deleted collection's name, if made again later, is not reachable by the keys
+    /// that read the old one. Returns how many keys changed.
+    pub async fn move_collection(
+        &self,
+        from: &CollectionId,
+        to: Option<&CollectionId>,
+    ) -> Result<usize> {
+        let retarget = |list: &mut Vec<CollectionId>| -> bool {
+            let Some(at) = list.iter().position(|c| c == from) else {
+                return false;
+            };
+            list.remove(at);
+            if let Some(to) = to
+                && !list.contains(to)
+            {
+                list.insert(at, to.clone());
+            }
+            true
+        };
+        let mut changed = Vec::new();
+        let mut keys = self.list().await?;
+        for key in &mut keys {
+            if let Some(scope) = &mut key.scope {
+                // Both lists, whether or not the first changed.
+                let read = retarget(&mut scope.read);
+                let write = retarget(&mut scope.write);
+                if read || write {
+                    changed.push(key.clone());
+                }
+            }
+        }
+        if changed.is_empty() {
+            return Ok(0);
+        }
+        match self {
+            KeyStore::File(path) => {
+                // Re-read under the same rules as `add`: the file is small and written
+                // through a rename, so the keys listed above are what is replaced.
+                let mut file = read_file(path)?;
+                for key in &mut file.keys {
+                    if let Some(new) = changed.iter().find(|c| c.id == key.id) {
+                        key.scope = new.scope.clone();
+                    }
+                }
+                write_file(path, &file)?;
+            }
+            KeyStore::Postgres(db) => {
+                let mut client = db.client().await.map_err(pg_error)?;
+                let tx = client.transaction().await.map_err(pg_error)?;
+                for key in &changed {
+                    let scope = key
+                        .scope
+                        .as_ref()
+                        .map(|s| serde_json::to_value(s).unwrap_or_default());
+                    tx.execute(
+                        "UPDATE api_keys SET scope = $2 WHERE id = $1",
+                        &[&key.id, &scope],
+                    )
+                    .await
+                    .map_err(pg_error)?;
+                }
+                tx.commit().await.map_err(pg_error)?;
+            }
+        }
+        Ok(changed.len())
+    }
+}
+
 fn pg_error(e: impl std::fmt::Display) -> Error {
     Error::internal(format!("API keys in Postgres: {e}"))
 }
@@ -383,6 +454,18 @@ impl Keys {
                 Ok(keys)
             }
         }
+    }
+
+    /// Follows a collection's rename or deletion in the keys' scopes (see
+    /// [`KeyStore::move_collection`]) and reads the keys again at once.
+    pub async fn move_collection(
+        &self,
+        from: &CollectionId,
+        to: Option<&CollectionId>,
+    ) -> Result<usize> {
+        let changed = self.store.move_collection(from, to).await?;
+        self.current(true).await?;
+        Ok(changed)
     }
 
     /// Whether any key exists (then every `/v1` request needs one).
@@ -530,5 +613,54 @@ mod tests {
             Access::All.narrow(Filter::default()).unwrap(),
             Filter::default()
         );
+    }
+
+    /// A rename moves the name in every scope that holds it (once, where the new name was
+    /// there already); a deletion drops it; admin keys and other names are untouched.
+    #[tokio::test]
+    async fn scopes_follow_a_renamed_or_deleted_collection() {
+        let c = |n: &str| CollectionId::new(n).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = KeyStore::new(dir.path().join("keys.json"));
+        let keys = Keys::new(store.clone()).await.unwrap();
+        store.add("admin", None).await.unwrap();
+        let scoped = |read: &[&str], write: &[&str]| {
+            Some(KeyScope {
+                read: read.iter().map(|n| c(n)).collect(),
+                write: write.iter().map(|n| c(n)).collect(),
+            })
+        };
+        let (_, reader) = store.add("r", scoped(&["hr", "ops"], &[])).await.unwrap();
+        let (_, both) = store.add("w", scoped(&["people"], &["hr"])).await.unwrap();
+        let (_, other) = store.add("o", scoped(&["legal"], &[])).await.unwrap();
+        assert_eq!(
+            keys.move_collection(&c("hr"), Some(&c("people")))
+                .await
+                .unwrap(),
+            2
+        );
+        let scope_of = |key: &str| {
+            let keys = &keys;
+            let key = key.to_string();
+            async move {
+                match keys.check(Some(&format!("Bearer {key}"))).await.unwrap() {
+                    Access::Scoped { scope, .. } => scope,
+                    Access::All => panic!("a scoped key came back as an admin key"),
+                }
+            }
+        };
+        assert_eq!(
+            scope_of(&reader).await,
+            scoped(&["people", "ops"], &[]).unwrap()
+        );
+        assert_eq!(
+            scope_of(&both).await,
+            scoped(&["people"], &["people"]).unwrap()
+        );
+        assert_eq!(keys.move_collection(&c("ops"), None).await.unwrap(), 1);
+        assert_eq!(scope_of(&reader).await, scoped(&["people"], &[]).unwrap());
+        assert_eq!(scope_of(&other).await, scoped(&["legal"], &[]).unwrap());
+        assert_eq!(keys.move_collection(&c("nowhere"), None).await.unwrap(), 0);
+        assert_eq!(store.list().await.unwrap()[0].scope, None);
     }
 }

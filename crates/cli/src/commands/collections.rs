@@ -64,6 +64,14 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
         }
         Command::Rename { from, to } => {
             Store::rename_collection(&store, &from, &to).await?;
+            // The keys that reached it keep reaching it under its new name.
+            let keys = key_store(app)
+                .await?
+                .move_collection(&from, Some(&to))
+                .await?;
+            if keys > 0 && !app.json {
+                eprintln!("{keys} key(s) now name {to} in place of {from}");
+            }
             if app.json {
                 print_json(&serde_json::json!({ "renamed": from, "to": to }))?;
             } else {
@@ -88,6 +96,11 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
                 .into());
             }
             let removed = Store::delete_collection(&store, &name).await?;
+            // A collection made later under this name is not reachable by the old one's keys.
+            let keys = key_store(app).await?.move_collection(&name, None).await?;
+            if keys > 0 && !app.json {
+                eprintln!("{keys} key(s) no longer name {name}");
+            }
             if app.json {
                 print_json(&serde_json::json!({ "deleted": name, "documents": removed }))?;
             } else {
@@ -96,6 +109,13 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The keys of the server over this index (the data directory's key file or the shared
+/// database's table).
+async fn key_store(app: &App) -> Result<metarag_server::KeyStore> {
+    let db = app.database().await?;
+    Ok(app.key_store(db.as_ref()))
 }
 
 fn list(app: &App, collections: &[metarag_core::CollectionInfo]) -> Result<()> {

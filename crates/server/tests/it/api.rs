@@ -759,6 +759,37 @@ async fn each_key_sees_and_changes_only_its_collections() {
             .0,
         200
     );
+    // A renamed collection stays the keys' under its new name.
+    let (status, body) = call(
+        Method::PATCH,
+        "/v1/collections/alpha",
+        &admin,
+        Some(json!({"name": "alpha-notes"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, docs) = call(Method::GET, "/v1/documents", &reader, None).await;
+    assert_eq!(docs[0]["id"], "a1", "{docs}");
+    assert_eq!(docs[0]["collection"], "alpha-notes", "{docs}");
+    // A deleted one's name, made again, is not the old keys'.
+    let (status, body) = call(Method::DELETE, "/v1/collections/beta", &admin, None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call(
+        Method::POST,
+        "/v1/collections",
+        &admin,
+        Some(json!({"name": "beta"})),
+    )
+    .await;
+    assert!((200..300).contains(&status), "{status} {body}");
+    let (status, _) = call(
+        Method::POST,
+        "/v1/ingest?collection=beta",
+        &writer,
+        Some(record("b3", "beta again", "Written after the delete.")),
+    )
+    .await;
+    assert_eq!(status, 403);
 }
 
 #[tokio::test]
