@@ -21,6 +21,7 @@
 
 mod bert;
 mod cache;
+mod cpu;
 mod embed;
 mod error;
 mod int8;
@@ -32,6 +33,7 @@ mod store;
 mod wide;
 
 pub use cache::{CacheStats, CachedLlm, CallCache, cache_key};
+pub use cpu::{CpuKernels, cpu_kernels};
 pub use embed::{Pooling, Precision, SentenceEmbedder};
 pub use error::{Error, Result};
 pub use llama::{HiddenState, LocalLlm, LocalLlmConfig, LocalLlmInfo};

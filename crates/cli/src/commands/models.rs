@@ -42,6 +42,9 @@ pub enum Command {
         #[arg(long)]
         available: bool,
     },
+    /// Which CPU kernels the local chat model runs: the instruction sets llama.cpp was
+    /// built for, those the CPU offers, and those the build leaves unused.
+    Info,
 }
 
 /// Runs one `models` subcommand.
@@ -54,7 +57,32 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
             query_instruction,
         } => add(app, &dir, &name, query_instruction).await,
         Command::List { available } => list(app, available),
+        Command::Info => info(app),
     }
+}
+
+fn info(app: &App) -> Result<ExitCode> {
+    let k = metarag_models::cpu_kernels();
+    if app.json {
+        print_json(&k)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("cpu: {}", k.cpu.as_deref().unwrap_or("unknown"));
+    match &k.offered {
+        Some(sets) => println!("cpu offers: {}", sets.join(" ")),
+        None => println!("cpu offers: unknown (read from /proc/cpuinfo on Linux)"),
+    }
+    println!("llama.cpp kernels: {}", k.compiled.join(" "));
+    if k.unused.is_empty() {
+        println!("unused by this build: none");
+    } else {
+        // The build is portable (AVX2 at most) unless told otherwise; say how to use the rest.
+        println!(
+            "unused by this build: {} (build with RUSTFLAGS=\"-C target-cpu=native\" to compile llama.cpp for this CPU)",
+            k.unused.join(" ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn pull(

@@ -773,8 +773,9 @@ fn bench_runs_resumes_and_reports_a_qa_sample() {
 
 #[test]
 fn killed_ingests_and_removals_leave_a_consistent_index() {
-    // A handful of SIGKILL trials (the bench command runs 100+): one of each command,
-    // killed at a random moment, checked, resumed and checked again.
+    // A handful of SIGKILL trials (the bench command runs 100+): one of each command (a
+    // collection's deletion among them), killed at a random moment, checked, resumed and
+    // checked again.
     let env = Env::new();
     let corpus = metarag_testkit::qa_dir().join("hotpotqa-corpus.jsonl");
     let report = env.json(&[
@@ -785,9 +786,9 @@ fn killed_ingests_and_removals_leave_a_consistent_index() {
         "--docs",
         "40",
         "--trials",
-        "3",
+        "4",
     ]);
-    assert_eq!(report["trials"], 3);
+    assert_eq!(report["trials"], 4);
     assert_eq!(report["defects"], 0, "{report:#}");
     let phases: Vec<&str> = report["results"]
         .as_array()
@@ -795,7 +796,7 @@ fn killed_ingests_and_removals_leave_a_consistent_index() {
         .iter()
         .map(|t| t["phase"].as_str().unwrap())
         .collect();
-    assert_eq!(phases, ["ingest", "re-ingest", "docs rm"]);
+    assert_eq!(phases, ["ingest", "re-ingest", "docs rm", "collections rm"]);
 }
 
 /// A `metarag serve` process on a free loopback port; killed when dropped.

@@ -1,14 +1,17 @@
 //! `metarag bench crash`: crash consistency, proven by killing real processes. Each trial
 //! starts `metarag` as a child (an ingest into an empty index, a re-ingest of changed
-//! documents over a full one, or a `docs rm` of a quarter of them), kills it with SIGKILL at
-//! a random moment, reopens the index and checks it:
+//! documents over a full one, a `docs rm` of a quarter of them, or a `collections rm` of a
+//! collection holding a quarter of them), kills it with SIGKILL at a random moment, reopens
+//! the index and checks it:
 //!
 //! - every document is wholly in one version (all its chunks from the text SQLite holds for
 //!   it, ordinals 0..n, as many as its record says) and that version is one the command
 //!   could have left (old or new; present or absent for a removal);
 //! - no chunk is orphaned (the documents' chunks add up to the chunk count) and the BM25
 //!   and vector engines hold exactly as many entries as SQLite holds chunks;
-//! - BM25 and nearest-neighbour searches work and every id they return resolves to a chunk.
+//! - BM25 and nearest-neighbour searches work and every id they return resolves to a chunk;
+//! - for a collection's deletion: the collection's documents are all there or all gone,
+//!   and the other collection's nearest-neighbour results are the ones it had before.
 //!
 //! Then it runs the same command again to completion and checks that the result is the
 //! complete new state (resumption loses nothing and duplicates nothing).
@@ -35,13 +38,16 @@ pub struct CrashArgs {
     /// Documents per trial.
     #[arg(long, default_value_t = 200)]
     docs: usize,
-    /// Trials (they rotate over ingest, re-ingest and removal).
+    /// Trials (they rotate over ingest, re-ingest, removal and a collection's deletion).
     #[arg(long, default_value_t = 100)]
     trials: usize,
     /// Chunks per ingest batch in the killed commands (ingest's default is 1,024): small
     /// batches make many commits for a kill to land between or inside.
     #[arg(long, default_value_t = 16)]
     batch_chunks: usize,
+    /// Only these commands (repeatable; default: all four in turn).
+    #[arg(long = "phase", value_enum)]
+    phases: Vec<Phase>,
     /// Seed of the kill times.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -54,14 +60,20 @@ pub struct CrashArgs {
 }
 
 /// The command a trial kills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Phase {
     /// Ingest version 1 into an empty index.
     Ingest,
     /// Ingest version 2 (every third document changed) over a complete version 1.
+    #[value(name = "re-ingest")]
     Reingest,
     /// Remove every fourth document from a complete version 1.
+    #[value(name = "docs-rm")]
     Remove,
+    /// Delete the collection holding every fourth document of a complete version 1 (the
+    /// others are in the default collection).
+    #[value(name = "collections-rm")]
+    DropCollection,
 }
 
 impl Phase {
@@ -70,6 +82,7 @@ impl Phase {
             Phase::Ingest => "ingest",
             Phase::Reingest => "re-ingest",
             Phase::Remove => "docs rm",
+            Phase::DropCollection => "collections rm",
         }
     }
 }
@@ -80,9 +93,15 @@ type Allowed<'a> = Box<dyn Fn(&str, bool) -> bool + 'a>;
 /// Marker appended to a document's text in version 2.
 const REVISED: &str = "Revised edition";
 
+/// The collection [`Phase::DropCollection`] deletes.
+const DOOMED: &str = "crash-doomed";
+
 struct Setup {
     v1: PathBuf,
     v2: PathBuf,
+    /// Version 1 without the removed documents, and the removed ones alone.
+    v1_kept: PathBuf,
+    v1_doomed: PathBuf,
     ids: Vec<String>,
     removed: Vec<String>,
     exe: PathBuf,
@@ -91,8 +110,8 @@ struct Setup {
 }
 
 impl Setup {
-    /// The child command of `phase` against the data directory `home`.
-    fn command(&self, phase: Phase, home: &Path) -> Command {
+    /// `metarag` against the data directory `home`, quiet, with small ingest batches.
+    fn metarag(&self, home: &Path) -> Command {
         let mut c = Command::new(&self.exe);
         c.env("METARAG_HOME", home)
             .env(
@@ -101,12 +120,37 @@ impl Setup {
             )
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        c
+    }
+
+    /// The child command of `phase` against the data directory `home`.
+    fn command(&self, phase: Phase, home: &Path) -> Command {
+        let mut c = self.metarag(home);
         match phase {
             Phase::Ingest => c.args(["ingest", "--format", "corpus-jsonl"]).arg(&self.v1),
             Phase::Reingest => c.args(["ingest", "--format", "corpus-jsonl"]).arg(&self.v2),
             Phase::Remove => c.args(["docs", "rm"]).args(&self.removed),
+            Phase::DropCollection => c.args(["collections", "rm", DOOMED, "--force"]),
         };
         c
+    }
+
+    /// Ingests version 1 into `home` in two collections: the removed documents into
+    /// [`DOOMED`], the others into the default one.
+    fn split_ingest(&self, home: &Path) -> Result<()> {
+        for (file, collection) in [(&self.v1_kept, "default"), (&self.v1_doomed, DOOMED)] {
+            let mut c = self.metarag(home);
+            c.args([
+                "ingest",
+                "--format",
+                "corpus-jsonl",
+                "--collection",
+                collection,
+            ])
+            .arg(file);
+            run_to_end(c)?;
+        }
+        Ok(())
     }
 
     /// A data directory for a trial: the shared model cache, and a copy of `base`'s index.
@@ -244,6 +288,33 @@ fn check(
     Ok((defects, documents.len()))
 }
 
+/// The default collection's nearest chunks for each probe (the part of the index a
+/// collection's deletion must not move), and the names of the collections the index holds.
+fn kept_view(
+    home: &Path,
+    embedder: &SentenceEmbedder,
+    app: &App,
+    probes: &[Vec<f32>],
+) -> Result<(Vec<Vec<String>>, Vec<String>)> {
+    let cfg = app.config.index(embedder.model_id(), embedder.dimension());
+    let index = EmbeddedIndex::open(home.join("index"), cfg)?;
+    let default_only = Filter {
+        collections: vec![metarag_core::CollectionId::default()],
+        ..Default::default()
+    };
+    let mut results = Vec::new();
+    for v in probes {
+        let hits = index.nearest(v, 20, &default_only)?;
+        results.push(hits.into_iter().map(|h| h.id.to_string()).collect());
+    }
+    let names = index
+        .collections()?
+        .into_iter()
+        .map(|c| c.name.to_string())
+        .collect();
+    Ok((results, names))
+}
+
 fn write_versions(corpus: &Path, n: usize, dir: &Path) -> Result<(PathBuf, PathBuf, Vec<String>)> {
     let text =
         std::fs::read_to_string(corpus).with_context(|| format!("reading {}", corpus.display()))?;
@@ -313,9 +384,21 @@ pub async fn run(app: &App, args: CrashArgs) -> Result<ExitCode> {
     };
     let embedder = app.embedder()?;
     let (v1, v2, ids) = write_versions(&args.corpus, args.docs, &dir)?;
+    // Version 1 split as `removed` is below: every fourth document apart.
+    let (mut kept, mut doomed) = (String::new(), String::new());
+    for (i, line) in std::fs::read_to_string(&v1)?.lines().enumerate() {
+        let part = if i % 4 == 0 { &mut doomed } else { &mut kept };
+        part.push_str(line);
+        part.push('\n');
+    }
+    let (v1_kept, v1_doomed) = (dir.join("v1-kept.jsonl"), dir.join("v1-doomed.jsonl"));
+    std::fs::write(&v1_kept, kept)?;
+    std::fs::write(&v1_doomed, doomed)?;
     let setup = Setup {
         v1,
         v2,
+        v1_kept,
+        v1_doomed,
         removed: ids.iter().step_by(4).cloned().collect(),
         ids,
         exe: std::env::current_exe().context("finding the metarag executable")?,
@@ -338,18 +421,40 @@ pub async fn run(app: &App, args: CrashArgs) -> Result<ExitCode> {
         let home = setup.home(&dir.join("timing"), Some(&base))?;
         durations.insert(phase.name(), run_to_end(setup.command(phase, &home))?);
     }
+    let split = setup.home(&dir.join("base-collections"), None)?;
+    setup.split_ingest(&split)?;
+    let (kept_before, _) = kept_view(&split, &embedder, app, &probes)?;
+    let home = setup.home(&dir.join("timing"), Some(&split))?;
+    durations.insert(
+        Phase::DropCollection.name(),
+        run_to_end(setup.command(Phase::DropCollection, &home))?,
+    );
 
+    let phases = if args.phases.is_empty() {
+        vec![
+            Phase::Ingest,
+            Phase::Reingest,
+            Phase::Remove,
+            Phase::DropCollection,
+        ]
+    } else {
+        args.phases.clone()
+    };
     let mut trials = Vec::new();
     let mut total_defects = 0;
     let mut killed = 0;
     for t in 0..args.trials {
-        let phase = [Phase::Ingest, Phase::Reingest, Phase::Remove][t % 3];
+        let phase = phases[t % phases.len()];
         let full = durations[phase.name()];
         // Uniform over the command's whole run, start-up included.
         let delay = full.mul_f64(unit(args.seed.wrapping_mul(1_000_003) + t as u64));
         let home = setup.home(
             &dir.join("trial"),
-            (phase != Phase::Ingest).then_some(base.as_path()),
+            match phase {
+                Phase::Ingest => None,
+                Phase::Reingest | Phase::Remove => Some(base.as_path()),
+                Phase::DropCollection => Some(split.as_path()),
+            },
         )?;
         let mut child = setup
             .command(phase, &home)
@@ -366,18 +471,33 @@ pub async fn run(app: &App, args: CrashArgs) -> Result<ExitCode> {
         // Only a re-ingest can leave version 2 behind; each document wholly one version.
         let after_kill: Allowed = match phase {
             Phase::Reingest => Box::new(|_, _| true),
-            Phase::Ingest | Phase::Remove => Box::new(|_, v2| !v2),
+            Phase::Ingest | Phase::Remove | Phase::DropCollection => Box::new(|_, v2| !v2),
         };
         let (mut defects, docs_after_kill) = check(&home, &embedder, app, &*after_kill, &probes)?;
-        if phase == Phase::Remove
-            && ![setup.ids.len(), setup.ids.len() - removed.len()].contains(&docs_after_kill)
+        let removal = matches!(phase, Phase::Remove | Phase::DropCollection);
+        if removal && ![setup.ids.len(), setup.ids.len() - removed.len()].contains(&docs_after_kill)
         {
             defects.push(format!(
                 "{docs_after_kill} documents after a killed removal: neither all nor all but the removed"
             ));
         }
+        // The other collection's results never move, whenever the delete is killed.
+        let kept_check = |home: &Path, resumed: bool| -> Result<Vec<String>> {
+            let mut found = Vec::new();
+            let (kept_now, names) = kept_view(home, &embedder, app, &probes)?;
+            if kept_now != kept_before {
+                found.push("the default collection's nearest chunks changed".to_string());
+            }
+            if resumed && names.iter().any(|n| n == DOOMED) {
+                found.push(format!("collection {DOOMED} is still listed"));
+            }
+            Ok(found)
+        };
+        if phase == Phase::DropCollection {
+            defects.extend(kept_check(&home, false)?);
+        }
         // Resume: the same command to completion, then the complete new state.
-        if phase != Phase::Remove || docs_after_kill == setup.ids.len() {
+        if !removal || docs_after_kill == setup.ids.len() {
             run_to_end(setup.command(phase, &home))?;
         }
         let is_removed = |id: &str| removed.iter().any(|r| r == id);
@@ -387,13 +507,19 @@ pub async fn run(app: &App, args: CrashArgs) -> Result<ExitCode> {
                 let n: usize = id.trim_start_matches("crash-").parse().unwrap_or(1);
                 v2 == n.is_multiple_of(3)
             }),
-            Phase::Remove => Box::new(move |id: &str, v2| !v2 && !is_removed(id)),
+            Phase::Remove | Phase::DropCollection => {
+                Box::new(move |id: &str, v2| !v2 && !is_removed(id))
+            }
         };
         let (mut after_resume, docs_final) = check(&home, &embedder, app, &*complete, &probes)?;
-        let expected = match phase {
-            Phase::Remove => setup.ids.len() - removed.len(),
-            _ => setup.ids.len(),
+        let expected = if removal {
+            setup.ids.len() - removed.len()
+        } else {
+            setup.ids.len()
         };
+        if phase == Phase::DropCollection {
+            after_resume.extend(kept_check(&home, true)?);
+        }
         if docs_final != expected {
             after_resume.push(format!(
                 "{docs_final} documents after resuming, expected {expected} (lost or extra)"
