@@ -189,10 +189,44 @@ pub struct RunQuery {
 impl RunQuery {
     /// `readable` as the JSON list the stores compare with.
     fn readable_json(&self) -> Option<String> {
-        self.readable.as_ref().map(|r| {
-            serde_json::Value::from(r.iter().map(|c| c.to_string()).collect::<Vec<_>>()).to_string()
-        })
+        readable_json(self.readable.as_deref())
     }
+}
+
+/// A key's readable collections as the JSON list the stores compare a run's with.
+fn readable_json(readable: Option<&[metarag_core::CollectionId]>) -> Option<String> {
+    readable.map(|r| {
+        serde_json::Value::from(r.iter().map(|c| c.to_string()).collect::<Vec<_>>()).to_string()
+    })
+}
+
+/// What a run's recorded collections name in place of a deleted collection: not a valid
+/// collection name (`:` is not allowed in one), so no key's scope ever reads it, and a
+/// collection made again under the old name does not inherit the old one's runs.
+fn tombstone(name: &metarag_core::CollectionId) -> String {
+    format!("deleted:{name}")
+}
+
+/// A run's recorded collections (a JSON list) with `from` renamed to `to`, or replaced by
+/// its tombstone when `to` is `None`; `None` when the list does not name `from`.
+fn moved_list(
+    json: &str,
+    from: &metarag_core::CollectionId,
+    to: Option<&metarag_core::CollectionId>,
+) -> Option<String> {
+    let names: Vec<String> = serde_json::from_str(json).ok()?;
+    if !names.iter().any(|n| n == from.as_str()) {
+        return None;
+    }
+    let new = to.map_or_else(|| tombstone(from), |t| t.to_string());
+    let mut moved: Vec<String> = Vec::with_capacity(names.len());
+    for n in names {
+        let n = if n == from.as_str() { new.clone() } else { n };
+        if !moved.contains(&n) {
+            moved.push(n);
+        }
+    }
+    Some(serde_json::Value::from(moved).to_string())
 }
 
 /// The run log of one data directory, in SQLite. Cheap to clone; one connection behind a
@@ -359,13 +393,23 @@ impl SqliteRunLog {
             .map_err(|e| self.err(e))
     }
 
-    /// One run with its trace, or `None`.
-    pub fn get(&self, id: &str) -> Result<Option<RunDetail>> {
+    /// One run with its trace, or `None` (also when `readable` is given and the run read
+    /// a collection beyond it, or every collection).
+    pub fn get(
+        &self,
+        id: &str,
+        readable: Option<&[metarag_core::CollectionId]>,
+    ) -> Result<Option<RunDetail>> {
         let conn = self.conn();
         let row = conn
             .query_row(
-                &format!("SELECT {SUMMARY_COLUMNS}, trace FROM runs WHERE id = ?1"),
-                params![id],
+                &format!(
+                    "SELECT {SUMMARY_COLUMNS}, trace FROM runs WHERE id = ?1
+                       AND (?2 IS NULL OR (collections IS NOT NULL AND NOT EXISTS (
+                            SELECT 1 FROM json_each(collections)
+                            WHERE value NOT IN (SELECT value FROM json_each(?2)))))"
+                ),
+                params![id, readable_json(readable)],
                 |r| Ok((summary_row(r)?, r.get::<_, String>(21)?)),
             )
             .optional()
@@ -378,6 +422,43 @@ impl SqliteRunLog {
             reason: format!("run {id}: the stored trace does not parse: {e}"),
         })?;
         Ok(Some(RunDetail { summary, trace }))
+    }
+
+    /// Renames collection `from` to `to` in every run's recorded collections, or (`to`
+    /// `None`, a deleted collection) replaces it with a name no key can read, so runs
+    /// stay with the collection they read and not with its name; returns the runs changed.
+    pub fn move_collection(
+        &self,
+        from: &metarag_core::CollectionId,
+        to: Option<&metarag_core::CollectionId>,
+    ) -> Result<u64> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let rows: Vec<(String, String)> = {
+            let mut stmt = tx
+                .prepare(
+                    "SELECT id, collections FROM runs WHERE collections IS NOT NULL
+                       AND EXISTS (SELECT 1 FROM json_each(collections) WHERE value = ?1)",
+                )
+                .map_err(|e| self.err(e))?;
+            stmt.query_map(params![from.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(|e| self.err(e))?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(|e| self.err(e))?
+        };
+        let mut changed = 0;
+        for (id, json) in rows {
+            if let Some(moved) = moved_list(&json, from, to) {
+                tx.execute(
+                    "UPDATE runs SET collections = ?2 WHERE id = ?1",
+                    params![id, moved],
+                )
+                .map_err(|e| self.err(e))?;
+                changed += 1;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(changed)
     }
 
     /// Per-strategy aggregates over every recorded run.
@@ -495,12 +576,20 @@ impl PgRunLog {
         Ok(rows.iter().map(pg_summary_row).collect())
     }
 
-    async fn get(&self, id: &str) -> Result<Option<RunDetail>> {
+    async fn get(
+        &self,
+        id: &str,
+        readable: Option<&[metarag_core::CollectionId]>,
+    ) -> Result<Option<RunDetail>> {
         let client = self.db.client().await.map_err(|e| self.err(e))?;
         let row = client
             .query_opt(
-                &format!("SELECT {SUMMARY_COLUMNS}, trace FROM runs WHERE id = $1"),
-                &[&id],
+                &format!(
+                    "SELECT {SUMMARY_COLUMNS}, trace FROM runs WHERE id = $1
+                       AND ($2::text IS NULL
+                            OR (collections IS NOT NULL AND $2::text::jsonb @> collections))"
+                ),
+                &[&id as &(dyn ToSql + Sync), &readable_json(readable)],
             )
             .await
             .map_err(|e| self.err(e))?;
@@ -513,6 +602,38 @@ impl PgRunLog {
             summary: pg_summary_row(&row),
             trace,
         }))
+    }
+
+    async fn move_collection(
+        &self,
+        from: &metarag_core::CollectionId,
+        to: Option<&metarag_core::CollectionId>,
+    ) -> Result<u64> {
+        let mut client = self.db.client().await.map_err(|e| self.err(e))?;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let rows = tx
+            .query(
+                "SELECT id, collections::text FROM runs
+                 WHERE collections @> jsonb_build_array($1::text) FOR UPDATE",
+                &[&from.as_str()],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut changed = 0;
+        for row in rows {
+            let (id, json): (String, String) = (row.get(0), row.get(1));
+            if let Some(moved) = moved_list(&json, from, to) {
+                tx.execute(
+                    "UPDATE runs SET collections = $2::text::jsonb WHERE id = $1",
+                    &[&id, &moved],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+                changed += 1;
+            }
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(changed)
     }
 
     async fn stats(&self) -> Result<Vec<StrategyStats>> {
@@ -631,14 +752,39 @@ impl RunLog {
         }
     }
 
-    /// One run with its trace, or `None`.
-    pub async fn get(&self, id: &str) -> Result<Option<RunDetail>> {
+    /// One run with its trace, or `None`. With `readable` (a scoped key's collections)
+    /// only a run that read nothing beyond them is found, by the collections the log
+    /// records for it now (renames and deletes move them), not the trace's own.
+    pub async fn get(
+        &self,
+        id: &str,
+        readable: Option<&[metarag_core::CollectionId]>,
+    ) -> Result<Option<RunDetail>> {
         match self {
             RunLog::Sqlite(l) => {
                 let (l, id) = (l.clone(), id.to_string());
-                blocking(move || l.get(&id)).await
+                let readable = readable.map(<[_]>::to_vec);
+                blocking(move || l.get(&id, readable.as_deref())).await
             }
-            RunLog::Postgres(l) => l.get(id).await,
+            RunLog::Postgres(l) => l.get(id, readable).await,
+        }
+    }
+
+    /// Renames collection `from` to `to` in the collections every run is recorded with,
+    /// or with `to` `None` (the collection was deleted) replaces it with a name no key
+    /// can read: a run's readers follow the collection, not its name. Returns how many
+    /// runs changed.
+    pub async fn move_collection(
+        &self,
+        from: &metarag_core::CollectionId,
+        to: Option<&metarag_core::CollectionId>,
+    ) -> Result<u64> {
+        match self {
+            RunLog::Sqlite(l) => {
+                let (l, from, to) = (l.clone(), from.clone(), to.cloned());
+                blocking(move || l.move_collection(&from, to.as_ref())).await
+            }
+            RunLog::Postgres(l) => l.move_collection(from, to).await,
         }
     }
 

@@ -864,6 +864,11 @@ async fn rename_collection(
         if let Some(keys) = &s.keys {
             keys.move_collection(&from, Some(&body.name)).await?;
         }
+        // So do the keys that could read its runs.
+        s.engine
+            .runs
+            .move_collection(&from, Some(&body.name))
+            .await?;
         s.collections(&access)
             .await?
             .into_iter()
@@ -889,6 +894,8 @@ async fn delete_collection(
         if let Some(keys) = &s.keys {
             keys.move_collection(&name, None).await?;
         }
+        // Nor are its runs: they stay with the deleted collection, for admin keys only.
+        s.engine.runs.move_collection(&name, None).await?;
         Ok(Json(CollectionDeleted { name, documents }))
     })
     .await
@@ -1467,17 +1474,12 @@ async fn get_run(
     Path(id): Path<String>,
 ) -> Result<Json<RunDetail>> {
     // A run is shown to a key only when it read nothing beyond the key's collections (a
-    // run over every collection only to an admin key); otherwise it is not found.
-    let visible = |run: &RunDetail| match access.readable() {
-        None => true,
-        Some(readable) => {
-            let read = &run.trace.scope.collections;
-            !read.is_empty() && read.iter().all(|c| readable.contains(c))
-        }
-    };
-    match s.engine.runs.get(&id).await? {
-        Some(run) if visible(&run) => Ok(Json(run)),
-        _ => Err(Error::not_found(format!("no run with id `{id}`"))),
+    // run over every collection only to an admin key); otherwise it is not found. The log
+    // judges by the collections it records for the run now, which follow renames and
+    // deletes, not by the names in the trace.
+    match s.engine.runs.get(&id, access.readable().as_deref()).await? {
+        Some(run) => Ok(Json(run)),
+        None => Err(Error::not_found(format!("no run with id `{id}`"))),
     }
 }
 

@@ -72,6 +72,11 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
             if keys > 0 && !app.json {
                 eprintln!("{keys} key(s) now name {to} in place of {from}");
             }
+            // So do the keys that could read its runs.
+            app.configured_run_log()
+                .await?
+                .move_collection(&from, Some(&to))
+                .await?;
             if app.json {
                 print_json(&serde_json::json!({ "renamed": from, "to": to }))?;
             } else {
@@ -101,6 +106,11 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
             if keys > 0 && !app.json {
                 eprintln!("{keys} key(s) no longer name {name}");
             }
+            // Its runs stay with the deleted collection (admin keys only), not its name.
+            app.configured_run_log()
+                .await?
+                .move_collection(&name, None)
+                .await?;
             if app.json {
                 print_json(&serde_json::json!({ "deleted": name, "documents": removed }))?;
             } else {

@@ -76,7 +76,7 @@ pub async fn run(app: &App, command: Command) -> Result<ExitCode> {
             }
         }
         Command::Show { id } => {
-            let run = log.get(&id).await?.ok_or_else(|| {
+            let run = log.get(&id, None).await?.ok_or_else(|| {
                 UserError(format!("no run with id `{id}` (see `metarag runs list`)"))
             })?;
             if app.json {

@@ -495,11 +495,14 @@ async fn run_log_conformance(log: &RunLog, traces: &[metarag_agent::Trace], name
         .unwrap();
     assert_eq!(direct.len(), 1, "{name}");
     assert_eq!(direct[0].strategy, "direct", "{name}");
-    let detail = log.get(&ids[0]).await.unwrap().expect("recorded");
+    let detail = log.get(&ids[0], None).await.unwrap().expect("recorded");
     assert_eq!(detail.summary.question, traces[0].question, "{name}");
     assert_eq!(detail.summary.queue_ms, 1.5, "{name}");
     assert_eq!(detail.trace.answer, traces[0].answer, "{name}");
-    assert!(log.get("no-such-run").await.unwrap().is_none(), "{name}");
+    assert!(
+        log.get("no-such-run", None).await.unwrap().is_none(),
+        "{name}"
+    );
     // Runs are listed only to those who can read every collection they could: a run
     // scoped to `hr` for a reader of hr, never a run over every collection.
     let col = |n: &str| metarag_core::CollectionId::new(n).unwrap();
@@ -509,11 +512,15 @@ async fn run_log_conformance(log: &RunLog, traces: &[metarag_agent::Trace], name
     let mut wide = traces[0].clone();
     wide.scope.collections = vec![col("hr"), col("legal")];
     wide.question = "hr and legal".into();
+    let mut scoped_ids = Vec::new();
     for t in [&scoped, &wide] {
-        log.record(t, Surface::Rest, 0.0, Pricing::default())
-            .await
-            .unwrap();
+        scoped_ids.push(
+            log.record(t, Surface::Rest, 0.0, Pricing::default())
+                .await
+                .unwrap(),
+        );
     }
+    let (hr_run, wide_run) = (&scoped_ids[0], &scoped_ids[1]);
     let seen = |readable: &[&str]| {
         let query = RunQuery {
             readable: Some(readable.iter().map(|c| col(c)).collect()),
@@ -538,6 +545,45 @@ async fn run_log_conformance(log: &RunLog, traces: &[metarag_agent::Trace], name
         "{name}"
     );
     assert!(seen(&["legal"]).await.is_empty(), "{name}");
+    // One run, fetched by id, answers to the same rule.
+    let get = |id: &str, readable: &[&str]| {
+        let readable: Vec<_> = readable.iter().map(|c| col(c)).collect();
+        let id = id.to_string();
+        async move { log.get(&id, Some(&readable)).await.unwrap().is_some() }
+    };
+    assert!(get(hr_run, &["hr"]).await, "{name}");
+    assert!(!get(wide_run, &["hr"]).await, "{name}");
+    assert!(
+        !get(&ids[0], &["hr", "legal"]).await,
+        "{name}: a run over all"
+    );
+    // Runs follow their collection, not its name: renamed, the readers of the new name
+    // see them; deleted and made again, the new collection's readers do not.
+    assert_eq!(
+        log.move_collection(&col("hr"), Some(&col("people")))
+            .await
+            .unwrap(),
+        2,
+        "{name}"
+    );
+    assert!(seen(&["hr"]).await.is_empty(), "{name}");
+    assert_eq!(seen(&["people"]).await, ["scoped to hr"], "{name}");
+    assert!(get(hr_run, &["people"]).await, "{name}");
+    assert!(get(wide_run, &["people", "legal"]).await, "{name}");
+    assert_eq!(
+        log.move_collection(&col("people"), None).await.unwrap(),
+        2,
+        "{name}"
+    );
+    assert!(seen(&["people", "legal"]).await.is_empty(), "{name}");
+    assert!(!get(hr_run, &["people"]).await, "{name}");
+    // Deleted twice over (made again, used, deleted again): still no one's but admins'.
+    assert_eq!(
+        log.move_collection(&col("people"), None).await.unwrap(),
+        0,
+        "{name}"
+    );
+    assert!(log.get(hr_run, None).await.unwrap().is_some(), "{name}");
     assert_eq!(
         log.list(&RunQuery::default()).await.unwrap().len(),
         traces.len() + 2,

@@ -771,6 +771,25 @@ async fn each_key_sees_and_changes_only_its_collections() {
     let (_, docs) = call(Method::GET, "/v1/documents", &reader, None).await;
     assert_eq!(docs[0]["id"], "a1", "{docs}");
     assert_eq!(docs[0]["collection"], "alpha-notes", "{docs}");
+    // And so do its runs.
+    assert_eq!(runs(&reader).await, 1);
+    assert_eq!(
+        call(Method::GET, &format!("/v1/runs/{run}"), &reader, None)
+            .await
+            .0,
+        200
+    );
+    // A run over beta, before beta is deleted.
+    let (status, answer) = call(
+        Method::POST,
+        "/v1/ask",
+        &writer,
+        Some(json!({"question": "When does the team deploy?", "strategy": "standard"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let beta_run = answer["run_id"].as_str().unwrap().to_string();
+    assert_eq!(runs(&writer).await, 1);
     // A deleted one's name, made again, is not the old keys'.
     let (status, body) = call(Method::DELETE, "/v1/collections/beta", &admin, None).await;
     assert_eq!(status, 200, "{body}");
@@ -790,6 +809,27 @@ async fn each_key_sees_and_changes_only_its_collections() {
     )
     .await;
     assert_eq!(status, 403);
+    // Nor are the old collection's runs the new one's readers': the answer they hold
+    // quotes documents that were deleted with it.
+    let newcomer = s
+        .keys
+        .add("newcomer", Some(scoped(&["beta"], &[])))
+        .await
+        .unwrap()
+        .1;
+    assert_eq!(runs(&newcomer).await, 0);
+    assert_eq!(
+        call(
+            Method::GET,
+            &format!("/v1/runs/{beta_run}"),
+            &newcomer,
+            None
+        )
+        .await
+        .0,
+        404
+    );
+    assert_eq!(runs(&admin).await, 2);
 }
 
 #[tokio::test]
