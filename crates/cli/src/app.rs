@@ -655,7 +655,6 @@ impl App {
         }
         Ok(Engine {
             store: opened.store,
-            audit: opened.index,
             embedder,
             chunker,
             ingest: self.ingest_options(None, Vec::new(), Vec::new()),

@@ -32,6 +32,6 @@ pub use traits::{
     BoxFuture, DynEmbedder, DynRetriever, DynStore, Embedder, Retriever, Store, StoreRead,
 };
 pub use types::{
-    Chunk, ChunkDraft, CollectionInfo, DocFormat, Document, DocumentUpdate, StoreStats,
-    embedding_input,
+    AuditEvent, AuditQuery, Chunk, ChunkDraft, CollectionInfo, DocFormat, Document, DocumentUpdate,
+    StoreStats, embedding_input,
 };

@@ -1,8 +1,9 @@
 //! The traits that separate the layers.
 
 use crate::{
-    Chunk, ChunkDraft, ChunkId, CollectionId, CollectionInfo, DocId, Document, DocumentUpdate,
-    Filter, GraphWalk, Hit, Result, ScoredChunk, SearchRequest, StageId, StoreStats,
+    AuditEvent, AuditQuery, Chunk, ChunkDraft, ChunkId, CollectionId, CollectionInfo, DocId,
+    Document, DocumentUpdate, Filter, GraphWalk, Hit, Result, ScoredChunk, SearchRequest, StageId,
+    StoreStats,
 };
 use std::future::Future;
 use std::pin::Pin;
@@ -123,6 +124,11 @@ pub trait StoreRead: Send + Sync {
     /// Every collection, with its document and chunk counts, by name (the default one
     /// always among them).
     fn collections(&self) -> impl Future<Output = Result<Vec<CollectionInfo>>> + Send;
+    /// The audit memory's events that `query` selects, newest first.
+    fn audit_events(
+        &self,
+        query: &AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEvent>>> + Send;
     /// Up to `n` chunks ranked by BM25 for `query`, best first.
     fn lexical(
         &self,
@@ -222,6 +228,12 @@ impl<T: StoreRead + ?Sized> StoreRead for Arc<T> {
     fn collections(&self) -> impl Future<Output = Result<Vec<CollectionInfo>>> + Send {
         (**self).collections()
     }
+    fn audit_events(
+        &self,
+        query: &AuditQuery,
+    ) -> impl Future<Output = Result<Vec<AuditEvent>>> + Send {
+        (**self).audit_events(query)
+    }
     fn lexical(
         &self,
         query: &str,
@@ -304,6 +316,11 @@ pub trait DynStore: Send + Sync {
     fn stats_dyn(&self) -> BoxFuture<'_, Result<StoreStats>>;
     /// See [`StoreRead::collections`].
     fn collections_dyn(&self) -> BoxFuture<'_, Result<Vec<CollectionInfo>>>;
+    /// [`StoreRead::audit_events`].
+    fn audit_events_dyn<'a>(
+        &'a self,
+        query: &'a AuditQuery,
+    ) -> BoxFuture<'a, Result<Vec<AuditEvent>>>;
     /// See [`StoreRead::lexical`].
     fn lexical_dyn<'a>(
         &'a self,
@@ -378,6 +395,12 @@ impl<T: Store> DynStore for T {
     }
     fn collections_dyn(&self) -> BoxFuture<'_, Result<Vec<CollectionInfo>>> {
         Box::pin(self.collections())
+    }
+    fn audit_events_dyn<'a>(
+        &'a self,
+        query: &'a AuditQuery,
+    ) -> BoxFuture<'a, Result<Vec<AuditEvent>>> {
+        Box::pin(self.audit_events(query))
     }
     fn lexical_dyn<'a>(
         &'a self,
@@ -461,6 +484,9 @@ impl StoreRead for dyn DynStore + '_ {
     }
     async fn collections(&self) -> Result<Vec<CollectionInfo>> {
         self.collections_dyn().await
+    }
+    async fn audit_events(&self, query: &AuditQuery) -> Result<Vec<AuditEvent>> {
+        self.audit_events_dyn(query).await
     }
     async fn lexical(&self, query: &str, n: usize, filter: &Filter) -> Result<Vec<ScoredChunk>> {
         self.lexical_dyn(query, n, filter).await

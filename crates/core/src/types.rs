@@ -1,6 +1,6 @@
 //! Documents and chunks as every layer sees them.
 
-use crate::{ChunkId, DocId, StageId};
+use crate::{ChunkId, CollectionId, DocId, StageId};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
@@ -170,6 +170,109 @@ impl DocumentUpdate {
             staged: None,
         }
     }
+}
+
+/// One entry of the audit memory: a document version written, or a document removed.
+/// Every store keeps them in the transaction of the change itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AuditEvent {
+    /// When (Unix seconds): the write's time.
+    pub at: i64,
+    /// `added`, `updated` or `removed`.
+    pub kind: String,
+    /// The document.
+    pub doc_id: String,
+    /// Its title at the time.
+    pub title: String,
+    /// What changed: chunk count, sections added and removed.
+    pub detail: serde_json::Value,
+    /// The collection the document belongs to.
+    #[serde(default)]
+    pub collection: CollectionId,
+}
+
+impl AuditEvent {
+    /// The event of writing `doc` as `chunks` chunks in `sections` (see
+    /// [`AuditEvent::section_names`]) at `at`: `added`, or `updated` with the sections
+    /// gained and lost when `before` (the stored version's sections) is given.
+    pub fn version(
+        doc: &Document,
+        sections: Vec<String>,
+        chunks: usize,
+        before: Option<Vec<String>>,
+        at: i64,
+    ) -> AuditEvent {
+        let (kind, detail) = match before {
+            None => (
+                "added",
+                serde_json::json!({ "chunks": chunks, "sections": sections }),
+            ),
+            Some(old) => {
+                let added: Vec<&String> = sections.iter().filter(|s| !old.contains(s)).collect();
+                let removed: Vec<&String> = old.iter().filter(|s| !sections.contains(s)).collect();
+                (
+                    "updated",
+                    serde_json::json!({
+                        "chunks": chunks, "sections_added": added, "sections_removed": removed
+                    }),
+                )
+            }
+        };
+        AuditEvent {
+            at,
+            kind: kind.into(),
+            doc_id: doc.id.to_string(),
+            title: doc.title.clone(),
+            detail,
+            collection: doc.collection.clone(),
+        }
+    }
+
+    /// The event of removing a document that had `title` and `sections`.
+    pub fn removed(
+        doc: &DocId,
+        title: String,
+        sections: Vec<String>,
+        collection: CollectionId,
+        at: i64,
+    ) -> AuditEvent {
+        AuditEvent {
+            at,
+            kind: "removed".into(),
+            doc_id: doc.to_string(),
+            title,
+            detail: serde_json::json!({ "sections_removed": sections }),
+            collection,
+        }
+    }
+
+    /// A document's section names from its chunks' section paths in order: each path
+    /// joined with ` > `, once, the unnamed one left out.
+    pub fn section_names<'a>(paths: impl IntoIterator<Item = &'a [String]>) -> Vec<String> {
+        let mut sections: Vec<String> = Vec::new();
+        for p in paths {
+            let name = p.join(" > ");
+            if !name.is_empty() && !sections.contains(&name) {
+                sections.push(name);
+            }
+        }
+        sections
+    }
+}
+
+/// Which audit events to read: newest first, at most `limit`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditQuery {
+    /// At or after this time (Unix seconds).
+    pub from: Option<i64>,
+    /// Before this time (Unix seconds).
+    pub to: Option<i64>,
+    /// Only documents whose title or id contains this text, case aside.
+    pub title: Option<String>,
+    /// Only these collections; every one when empty.
+    pub collections: Vec<CollectionId>,
+    /// At most this many.
+    pub limit: usize,
 }
 
 /// A collection as a store lists it.

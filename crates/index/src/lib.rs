@@ -39,23 +39,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// One entry of the audit memory: a document version written, or a document removed.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct AuditEvent {
-    /// When (Unix seconds): the write's time.
-    pub at: i64,
-    /// `added`, `updated` or `removed`.
-    pub kind: String,
-    /// The document.
-    pub doc_id: String,
-    /// Its title at the time.
-    pub title: String,
-    /// What changed: chunk count, sections added and removed.
-    pub detail: serde_json::Value,
-    /// The collection the document belongs to.
-    #[serde(default)]
-    pub collection: CollectionId,
-}
+pub use metarag_core::AuditEvent;
 
 /// Settings of an embedded index.
 #[derive(Debug, Clone, PartialEq)]
@@ -396,15 +380,22 @@ impl EmbeddedIndex {
             if u.staged.is_some() {
                 let (_, sections) = tx.outline(&u.document.id)?.unwrap_or_default();
                 let count = tx.chunk_ids_of(&[&u.document.id])?.len();
-                tx.record_event(&version_event(&u.document, sections, count, before, now))?;
+                tx.record_event(&AuditEvent::version(
+                    &u.document,
+                    sections,
+                    count,
+                    before.map(|(_, s)| s),
+                    now,
+                ))?;
                 paged.push(&u.document);
             } else {
-                let sections = section_names(u.chunks.iter().map(|(c, _)| c));
-                tx.record_event(&version_event(
+                let sections =
+                    AuditEvent::section_names(u.chunks.iter().map(|(c, _)| c.section.as_slice()));
+                tx.record_event(&AuditEvent::version(
                     &u.document,
                     sections,
                     u.chunks.len(),
-                    before,
+                    before.map(|(_, s)| s),
                     now,
                 ))?;
                 for (id, (draft, vector)) in ids.into_iter().zip(&u.chunks) {
@@ -416,14 +407,13 @@ impl EmbeddedIndex {
             if let Removal::Documents(_) = removal
                 && let Some((title, sections)) = tx.outline(id)?
             {
-                tx.record_event(&AuditEvent {
-                    at: now,
-                    kind: "removed".into(),
-                    doc_id: id.to_string(),
+                tx.record_event(&AuditEvent::removed(
+                    id,
                     title,
-                    detail: serde_json::json!({ "sections_removed": sections }),
-                    collection: tx.collection_of(id)?.unwrap_or_default(),
-                })?;
+                    sections,
+                    tx.collection_of(id)?.unwrap_or_default(),
+                    now,
+                ))?;
             }
             tx.delete_document(id)?;
         }
@@ -999,53 +989,6 @@ impl<'a> Iterator for Paged<'_, '_, 'a> {
     }
 }
 
-/// The distinct section names of `chunks`, in order of first appearance.
-fn section_names<'a>(chunks: impl Iterator<Item = &'a metarag_core::ChunkDraft>) -> Vec<String> {
-    let mut sections: Vec<String> = Vec::new();
-    for c in chunks {
-        let name = c.section.join(" > ");
-        if !name.is_empty() && !sections.contains(&name) {
-            sections.push(name);
-        }
-    }
-    sections
-}
-
-/// The audit event of writing `doc` with `chunks` chunks in `sections`, over the version
-/// `before` (its title and sections), if any.
-fn version_event(
-    doc: &Document,
-    sections: Vec<String>,
-    chunks: usize,
-    before: Option<(String, Vec<String>)>,
-    at: i64,
-) -> AuditEvent {
-    let (kind, detail) = match before {
-        None => (
-            "added",
-            serde_json::json!({ "chunks": chunks, "sections": sections }),
-        ),
-        Some((_, old)) => {
-            let added: Vec<&String> = sections.iter().filter(|s| !old.contains(s)).collect();
-            let removed: Vec<&String> = old.iter().filter(|s| !sections.contains(s)).collect();
-            (
-                "updated",
-                serde_json::json!({
-                    "chunks": chunks, "sections_added": added, "sections_removed": removed
-                }),
-            )
-        }
-    };
-    AuditEvent {
-        at,
-        kind: kind.into(),
-        doc_id: doc.id.to_string(),
-        title: doc.title.clone(),
-        detail,
-        collection: doc.collection.clone(),
-    }
-}
-
 /// What a write removes.
 enum Removal<'a> {
     /// These documents, each leaving a `removed` event.
@@ -1193,6 +1136,17 @@ impl StoreRead for EmbeddedIndex {
 
     async fn collections(&self) -> metarag_core::Result<Vec<metarag_core::CollectionInfo>> {
         self.blocking(EmbeddedIndex::collections).await
+    }
+
+    async fn audit_events(
+        &self,
+        query: &metarag_core::AuditQuery,
+    ) -> metarag_core::Result<Vec<AuditEvent>> {
+        let q = query.clone();
+        self.blocking(move |i| {
+            i.audit_events(q.from, q.to, q.title.as_deref(), &q.collections, q.limit)
+        })
+        .await
     }
 
     async fn chunks(&self, ids: &[ChunkId]) -> metarag_core::Result<Vec<Chunk>> {

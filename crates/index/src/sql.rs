@@ -715,15 +715,13 @@ impl Tx<'_> {
             .tx
             .prepare_cached("SELECT section FROM chunks WHERE doc_id = ?1 ORDER BY ordinal")?;
         let rows = stmt.query_map([id.as_str()], |r| r.get::<_, String>(0))?;
-        let mut sections = Vec::new();
-        for r in rows {
-            let path: Vec<String> = serde_json::from_str(&r?).unwrap_or_default();
-            let name = path.join(" > ");
-            if !name.is_empty() && !sections.contains(&name) {
-                sections.push(name);
-            }
-        }
-        Ok(Some((title, sections)))
+        let paths: Vec<Vec<String>> = rows
+            .map(|r| Ok(serde_json::from_str(&r?).unwrap_or_default()))
+            .collect::<Result<_>>()?;
+        Ok(Some((
+            title,
+            crate::AuditEvent::section_names(paths.iter().map(Vec::as_slice)),
+        )))
     }
 
     /// The collection a stored document belongs to.

@@ -30,8 +30,8 @@ pub use tokio_postgres;
 pub use deadpool_postgres::Object;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use metarag_core::{
-    Chunk, ChunkDraft, ChunkId, CollectionId, CollectionInfo, DocFormat, DocId, Document,
-    DocumentUpdate, Filter, ScoredChunk, StageId, Store, StoreRead, StoreStats,
+    AuditEvent, AuditQuery, Chunk, ChunkDraft, ChunkId, CollectionId, CollectionInfo, DocFormat,
+    DocId, Document, DocumentUpdate, Filter, ScoredChunk, StageId, Store, StoreRead, StoreStats,
 };
 use pgvector::Vector;
 use std::str::FromStr;
@@ -557,6 +557,37 @@ impl PgStore {
             .collect()
     }
 
+    async fn audit_events_inner(&self, q: &AuditQuery) -> Result<Vec<AuditEvent>> {
+        let client = self.pool.get().await?;
+        let collections: Option<Vec<&str>> = (!q.collections.is_empty())
+            .then(|| q.collections.iter().map(CollectionId::as_str).collect());
+        let rows = client
+            .query(
+                "SELECT at, kind, doc_id, title, detail, collection FROM events
+                 WHERE ($1::bigint IS NULL OR at >= $1) AND ($2::bigint IS NULL OR at < $2)
+                   AND ($3::text IS NULL OR strpos(lower(title), lower($3)) > 0
+                        OR strpos(lower(doc_id), lower($3)) > 0)
+                   AND ($4::text[] IS NULL OR collection = ANY($4))
+                 ORDER BY at DESC, id DESC LIMIT $5",
+                &[&q.from, &q.to, &q.title, &collections, &(q.limit as i64)],
+            )
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(AuditEvent {
+                    at: r.get(0),
+                    kind: r.get(1),
+                    doc_id: r.get(2),
+                    title: r.get(3),
+                    detail: serde_json::from_str(r.get::<_, &str>(4))
+                        .map_err(|e| Error::Corrupt(format!("event detail: {e}")))?,
+                    collection: CollectionId::new(r.get::<_, String>(5))
+                        .map_err(|e| Error::Corrupt(format!("event collection: {e}")))?,
+                })
+            })
+            .collect()
+    }
+
     async fn create_collection_inner(&self, collection: &CollectionId) -> Result<bool> {
         let client = self.pool.get().await?;
         let n = client
@@ -615,6 +646,9 @@ impl PgStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let mut removals = removals;
+        // Removed one by one, each leaves an audit event; a dropped collection's documents
+        // go with their events.
+        let explicit = removals.len();
         if let Some(c) = drop {
             if c.is_default() {
                 return Err(Error::Collection(
@@ -704,7 +738,36 @@ impl PgStore {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             )
             .await?;
-        for id in &removals {
+        let now = unix_now();
+        let record = tx
+            .prepare(
+                "INSERT INTO events (at, kind, doc_id, title, detail, collection)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .await?;
+        let record = |e: AuditEvent| {
+            let (tx, record) = (&tx, &record);
+            async move {
+                tx.execute(
+                    record,
+                    &[
+                        &e.at,
+                        &e.kind,
+                        &e.doc_id,
+                        &e.title,
+                        &e.detail.to_string(),
+                        &e.collection.as_str(),
+                    ],
+                )
+                .await
+            }
+        };
+        for (i, id) in removals.iter().enumerate() {
+            if i < explicit
+                && let Some((title, sections, collection)) = outline(&tx, id).await?
+            {
+                record(AuditEvent::removed(id, title, sections, collection, now)).await?;
+            }
             removed(tx.query(&delete, &[&id.as_str()]).await?, &mut delta);
         }
         if let Some(c) = drop {
@@ -713,6 +776,7 @@ impl PgStore {
         }
         for u in updates {
             let d = &u.document;
+            let before = outline(&tx, &d.id).await?.map(|(_, sections, _)| sections);
             removed(tx.query(&delete, &[&d.id.as_str()]).await?, &mut delta);
             let staged: i64 = match u.staged {
                 None => 0,
@@ -759,6 +823,23 @@ impl PgStore {
                 )
                 .await?;
             }
+            let mut paths: Vec<Vec<String>> = match u.staged {
+                Some(_) => outline(&tx, &d.id).await?.map(|o| o.1).unwrap_or_default(),
+                None => Vec::new(),
+            }
+            .into_iter()
+            .map(|s| vec![s])
+            .collect();
+            paths.extend(u.chunks.iter().map(|(c, _)| c.section.clone()));
+            let sections = AuditEvent::section_names(paths.iter().map(Vec::as_slice));
+            record(AuditEvent::version(
+                d,
+                sections,
+                count as usize,
+                before,
+                now,
+            ))
+            .await?;
             for (draft, vector) in u.chunks {
                 let section = serde_json::to_value(&draft.section)
                     .map_err(|e| Error::Corrupt(e.to_string()))?;
@@ -821,6 +902,35 @@ impl PgStore {
         tx.commit().await?;
         Ok(removals.len() as u64)
     }
+}
+
+/// A stored document's title, section names (in chunk order) and collection, or `None`.
+async fn outline(
+    tx: &tokio_postgres::Transaction<'_>,
+    id: &DocId,
+) -> Result<Option<(String, Vec<String>, CollectionId)>> {
+    let rows = tx
+        .query(
+            "SELECT d.title, d.collection, c.section FROM documents d
+             LEFT JOIN chunks c ON c.doc_id = d.id WHERE d.id = $1 ORDER BY c.ordinal",
+            &[&id.as_str()],
+        )
+        .await?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let collection = CollectionId::new(first.get::<_, String>(1))
+        .map_err(|e| Error::Corrupt(format!("document {id}: collection: {e}")))?;
+    let paths: Vec<Vec<String>> = rows
+        .iter()
+        .filter_map(|r| r.get::<_, Option<serde_json::Value>>(2))
+        .map(|v| serde_json::from_value(v).unwrap_or_default())
+        .collect();
+    Ok(Some((
+        first.get(0),
+        AuditEvent::section_names(paths.iter().map(Vec::as_slice)),
+        collection,
+    )))
 }
 
 /// Now, in Unix seconds.
@@ -1079,6 +1189,10 @@ impl StoreRead for PgStore {
 
     async fn collections(&self) -> metarag_core::Result<Vec<CollectionInfo>> {
         Ok(self.collections_inner().await?)
+    }
+
+    async fn audit_events(&self, query: &AuditQuery) -> metarag_core::Result<Vec<AuditEvent>> {
+        Ok(self.audit_events_inner(query).await?)
     }
 
     async fn stats(&self) -> metarag_core::Result<StoreStats> {

@@ -208,6 +208,24 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE api_keys ADD COLUMN scope JSONB;
     ALTER TABLE runs ADD COLUMN collections JSONB;
     "#,
+    // 7: the audit memory, as the embedded index keeps it: one row per document version
+    // written or removed, in the transaction of the change, kept after the document is
+    // gone (no reference to it). It follows its collection's renames, and goes with the
+    // collection's deletion. `detail` is TEXT for the reason the run log's trace is.
+    r#"
+    CREATE TABLE events (
+        id BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        doc_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        collection TEXT NOT NULL
+            REFERENCES collections (name) ON UPDATE CASCADE ON DELETE CASCADE
+    );
+    CREATE INDEX events_by_time ON events (at);
+    CREATE INDEX events_by_collection ON events (collection, at);
+    "#,
 ];
 
 /// The newest schema version this build knows.

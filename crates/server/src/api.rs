@@ -30,7 +30,7 @@ use metarag_core::{
 use metarag_eval::runs::{
     Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface,
 };
-use metarag_index::{AuditEvent, EmbeddedIndex};
+use metarag_index::AuditEvent;
 use metarag_ingest::{
     Chunker, CorpusMode, FileOutcome, IngestEvent, IngestOptions, IngestReport, Ingester, Upload,
 };
@@ -48,9 +48,6 @@ pub struct Engine {
     /// The store documents are ingested into and searched: the embedded index, or the
     /// Postgres database several servers share.
     pub store: Arc<dyn DynStore>,
-    /// The audit memory (document versions and removals), kept by the embedded index;
-    /// `None` over Postgres, which keeps none yet, so `/v1/context` returns no events.
-    pub audit: Option<Arc<EmbeddedIndex>>,
     /// The embedder the index was built with.
     pub embedder: SentenceEmbedder,
     /// The chunker for that embedder.
@@ -338,15 +335,22 @@ impl Service {
                 .get("context_checks")
                 .and_then(|v| serde_json::from_value(v.clone()).ok())
                 .unwrap_or_default();
-            let audit = match (&route, &self.engine.audit) {
-                (Some(r), Some(index)) if r.memories.contains(&Memory::Audit) => {
+            let audit = match &route {
+                Some(r) if r.memories.contains(&Memory::Audit) => {
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| d.as_secs() as i64);
                     let (from, to) = metarag_retrieve::router::time_range(&trace.question, now)
                         .unwrap_or((None, None));
                     // The audit memory of the collections the ask could read, no other.
-                    index.audit_events(from, to, None, &trace.scope.collections, 20)?
+                    let query = metarag_core::AuditQuery {
+                        from,
+                        to,
+                        title: None,
+                        collections: trace.scope.collections.clone(),
+                        limit: 20,
+                    };
+                    self.engine.store.audit_events(&query).await?
                 }
                 _ => Vec::new(),
             };

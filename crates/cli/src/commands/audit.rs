@@ -32,8 +32,7 @@ pub struct Args {
 
 /// Prints the events.
 pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
-    app.require_embedded("`metarag audit` (the audit memory)")?;
-    let Some(index) = app.open_existing_index(false)? else {
+    let Some(opened) = app.existing_store(false).await? else {
         return Err(
             UserError("no index yet; add documents with `metarag ingest <paths>`".into()).into(),
         );
@@ -49,7 +48,14 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             args.until.as_deref().map(parse_date).transpose()?,
         ),
     };
-    let events = index.audit_events(from, to, args.doc.as_deref(), &args.collection, args.n)?;
+    let query = metarag_core::AuditQuery {
+        from,
+        to,
+        title: args.doc,
+        collections: args.collection,
+        limit: args.n,
+    };
+    let events = metarag_core::StoreRead::audit_events(&opened.store, &query).await?;
     if app.json {
         print_json(&events)?;
         return Ok(ExitCode::SUCCESS);

@@ -211,9 +211,15 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         let (from, to) =
             metarag_retrieve::router::time_range(&args.question, crate::commands::audit::now())
                 .unwrap_or((None, None));
-        // The audit memory is the embedded index's; a Postgres store keeps none.
-        match app.existing_store(false).await?.and_then(|o| o.index) {
-            Some(index) => index.audit_events(from, to, None, &trace.scope.collections, 20)?,
+        let query = metarag_core::AuditQuery {
+            from,
+            to,
+            title: None,
+            collections: trace.scope.collections.clone(),
+            limit: 20,
+        };
+        match app.existing_store(false).await? {
+            Some(opened) => metarag_core::StoreRead::audit_events(&opened.store, &query).await?,
             None => Vec::new(),
         }
     } else {

@@ -951,6 +951,17 @@ fn two_servers_on_one_postgres_share_documents_runs_and_keys() {
     );
     let (_, docs) = get(b.url("/v1/documents"));
     assert_eq!(docs.as_array().unwrap().len(), 2, "{docs}");
+    // The audit memory is in the database too: the other machine's CLI reads the ingest.
+    let out = cli(&b_home, &["audit", "--doc", "brannock", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
+    assert_eq!(events[0]["kind"], "added", "{events}");
+    assert_eq!(events[0]["title"], "Brannock Light", "{events}");
 
     // A run recorded by A is listed, and shown whole, by B.
     let (status, answer) = post(

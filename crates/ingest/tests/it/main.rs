@@ -1096,6 +1096,12 @@ impl StoreRead for WaitingStore {
     async fn collections(&self) -> metarag_core::Result<Vec<metarag_core::CollectionInfo>> {
         StoreRead::collections(&self.inner).await
     }
+    async fn audit_events(
+        &self,
+        query: &metarag_core::AuditQuery,
+    ) -> metarag_core::Result<Vec<metarag_core::AuditEvent>> {
+        StoreRead::audit_events(&self.inner, query).await
+    }
     async fn lexical(
         &self,
         q: &str,

@@ -615,6 +615,158 @@ async fn collections_conformance<S: Store>(s: &S, name: &str) {
     );
 }
 
+/// The audit memory on every store: each version written and each removal leaves one
+/// event in the same write, with the sections gained and lost; events follow their
+/// collection's rename and go with its deletion, and are read by time, title and
+/// collection, newest first.
+async fn audit_conformance<S: Store>(s: &S, name: &str) {
+    use metarag_core::{AuditEvent, AuditQuery};
+    let col = |n: &str| CollectionId::new(n).unwrap();
+    let into = |mut u: DocumentUpdate, c: &str, sections: &[&str]| {
+        for (i, (draft, _)) in u.chunks.iter_mut().enumerate() {
+            draft.section = vec![sections[i % sections.len()].to_string()];
+        }
+        u.document.collection = col(c);
+        u
+    };
+    let read = |q: AuditQuery| async move { s.audit_events(&q).await.unwrap() };
+    let all = || AuditQuery {
+        limit: 50,
+        ..Default::default()
+    };
+    let texts = ["Locks lift ships.", "Gates hold water."];
+    s.apply(
+        vec![
+            into(
+                update("a", "Panama Canal", &texts, 0, None),
+                "hr",
+                &["Locks"],
+            ),
+            into(update("b", "Hoover Dam", &texts, 2, None), "ops", &["Dam"]),
+        ],
+        vec![],
+    )
+    .await
+    .unwrap();
+    // An update, its chunks staged ahead of the write.
+    let a = DocId::new("a").unwrap();
+    let mut again = into(
+        update("a", "Panama Canal", &texts, 0, None),
+        "hr",
+        &["Locks", "Gates"],
+    );
+    let chunks = std::mem::take(&mut again.chunks);
+    again.staged = Some(s.stage(None, &a, chunks).await.unwrap());
+    s.apply(vec![again], vec![]).await.unwrap();
+    let kinds = |events: &[AuditEvent]| -> Vec<(String, String)> {
+        events
+            .iter()
+            .map(|e| (e.kind.clone(), e.doc_id.clone()))
+            .collect()
+    };
+    let events = read(all()).await;
+    assert_eq!(
+        kinds(&events),
+        [
+            ("updated".into(), "a".into()),
+            ("added".into(), "b".into()),
+            ("added".into(), "a".into())
+        ],
+        "{name}"
+    );
+    assert_eq!(events[0].collection, col("hr"), "{name}");
+    assert_eq!(
+        events[0].detail,
+        serde_json::json!({"chunks": 2, "sections_added": ["Gates"], "sections_removed": []}),
+        "{name}"
+    );
+    assert_eq!(
+        events[2].detail,
+        serde_json::json!({"chunks": 2, "sections": ["Locks"]}),
+        "{name}"
+    );
+    // By title or id (case aside), by collection, by time.
+    let titled = read(AuditQuery {
+        title: Some("hoover".into()),
+        ..all()
+    })
+    .await;
+    assert_eq!(kinds(&titled), [("added".into(), "b".into())], "{name}");
+    let ops = read(AuditQuery {
+        collections: vec![col("ops")],
+        ..all()
+    })
+    .await;
+    assert_eq!(kinds(&ops), [("added".into(), "b".into())], "{name}");
+    let at = events[0].at;
+    assert!(
+        read(AuditQuery {
+            to: Some(at - 3600),
+            ..all()
+        })
+        .await
+        .is_empty(),
+        "{name}"
+    );
+    assert_eq!(
+        read(AuditQuery {
+            from: Some(at - 3600),
+            limit: 1,
+            ..all()
+        })
+        .await
+        .len(),
+        1,
+        "{name}"
+    );
+    // A removal, then a rename: the events follow the collection.
+    s.apply(vec![], vec![a.clone()]).await.unwrap();
+    s.rename_collection(&col("hr"), &col("people"))
+        .await
+        .unwrap();
+    let people = read(AuditQuery {
+        collections: vec![col("people")],
+        ..all()
+    })
+    .await;
+    assert_eq!(
+        kinds(&people),
+        [
+            ("removed".into(), "a".into()),
+            ("updated".into(), "a".into()),
+            ("added".into(), "a".into())
+        ],
+        "{name}"
+    );
+    assert_eq!(
+        people[0].detail,
+        serde_json::json!({"sections_removed": ["Locks", "Gates"]}),
+        "{name}"
+    );
+    assert!(
+        read(AuditQuery {
+            collections: vec![col("hr")],
+            ..all()
+        })
+        .await
+        .is_empty(),
+        "{name}"
+    );
+    // A deleted collection's events go with it; the others' stay.
+    s.delete_collection(&col("ops")).await.unwrap();
+    assert_eq!(kinds(&read(all()).await), kinds(&people), "{name}");
+}
+
+#[tokio::test]
+async fn both_stores_keep_the_audit_memory_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = EmbeddedIndex::open(dir.path(), IndexConfig::new("test-embedder", DIM)).unwrap();
+    audit_conformance(&embedded, "embedded").await;
+    let pg = metarag_testkit::postgres();
+    let store = PgStore::connect(pg_config(&pg.url())).await.unwrap();
+    audit_conformance(&store, "postgres").await;
+}
+
 #[tokio::test]
 async fn both_stores_keep_collections_apart() {
     let dir = tempfile::tempdir().unwrap();

@@ -124,7 +124,6 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
     let keys = KeyStore::new(dir.path().join("keys.json"));
     let engine = Engine {
         store: index.clone(),
-        audit: Some(index),
         embedder,
         chunker,
         ingest: IngestOptions {
