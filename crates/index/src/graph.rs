@@ -346,7 +346,7 @@ fn entity_by_id(conn: &Connection, id: i64) -> Result<Option<Entity>> {
 /// winners' pages fill the list), and in hybrid fusion a page first in BM25 and dense but
 /// absent from the graph's list lost to pages in all three (RRF: 2/61 against 3/64).
 pub(crate) fn titled_chunks(conn: &Connection, query: &str, n: usize) -> Result<Vec<i64>> {
-    let wanted = title_words(query);
+    let wanted = crate::walker::title_words(query);
     if wanted.is_empty() || n == 0 {
         return Ok(Vec::new());
     }
@@ -370,21 +370,13 @@ pub(crate) fn titled_chunks(conn: &Connection, query: &str, n: usize) -> Result<
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
         })?
         .filter_map(|row| match row {
-            Ok((id, title)) => (title_words(&title) == wanted).then_some(Ok(id)),
+            Ok((id, title)) => (crate::walker::title_words(&title) == wanted).then_some(Ok(id)),
             Err(e) => Some(Err(e)),
         })
         .collect::<rusqlite::Result<_>>()?;
     found.sort_unstable();
     found.truncate(n);
     Ok(found)
-}
-
-/// A title's words for [`titled_chunks`]: lower-cased runs of letters and digits.
-fn title_words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 /// Links a surface form to up to `max` entities: exact key, then alias, then fuzzy
@@ -457,19 +449,12 @@ pub(crate) fn link(
             candidates.insert(id?);
         }
     }
-    let mut scored: Vec<(f32, Entity)> = Vec::new();
+    let mut found = Vec::with_capacity(candidates.len());
     for id in candidates {
-        if let Some(e) = entity_by_id(conn, id)? {
-            let sim = strsim::normalized_levenshtein(&key, &e.key) as f32;
-            if sim >= threshold {
-                scored.push((sim, e));
-            }
-        }
+        found.extend(entity_by_id(conn, id)?);
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.mentions.cmp(&a.1.mentions)));
-    Ok(scored
+    Ok(crate::walker::rank_fuzzy(&key, found, threshold, max)
         .into_iter()
-        .take(max)
         .map(|(sim, e)| make(e, sim, LinkStage::Fuzzy))
         .collect())
 }
@@ -503,14 +488,6 @@ pub(crate) fn named_entities_in(
         }
     }
     Ok(out)
-}
-
-/// How specific an entity is among `total` chunks: 1 for one mention, falling towards 0
-/// for an entity every chunk mentions (a walk through "United States" should not flood
-/// the ranking).
-fn specificity(df: u64, total: u64) -> f32 {
-    let total = total.max(df).max(1) as f32;
-    ((1.0 + total / df.max(1) as f32).ln() / (1.0 + total).ln()).clamp(0.0, 1.0)
 }
 
 /// The chunks mentioning an entity, most confident first.
@@ -556,115 +533,63 @@ fn neighbours(
     walk: &GraphWalk,
     total: u64,
 ) -> Result<Vec<(i64, f32, u64)>> {
-    let mut strength: HashMap<i64, (f32, u64)> = HashMap::new();
     let mut rel = conn.prepare_cached(RELATED)?;
-    for row in rel.query_map([entity], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, f32>(1)?,
-            r.get::<_, i64>(2)?,
-        ))
-    })? {
-        let (id, c, df) = row?;
-        let s = strength.entry(id).or_insert((0.0, df as u64));
-        s.0 = s.0.max(c);
-    }
-    if walk.co_mentions {
-        let mut co = conn.prepare_cached(CO_MENTIONS)?;
-        let rows = co.query_map(params![entity, walk.chunks_per_entity as i64], |r| {
+    let related = rel
+        .query_map([entity], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, f32>(1)?,
-                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(2)? as u64,
             ))
-        })?;
-        for row in rows {
-            let (id, c, df) = row?;
-            let s = strength.entry(id).or_insert((0.0, df as u64));
-            s.0 = s.0.max(0.5 * c);
-        }
-    }
-    let mut out: Vec<(i64, f32, u64)> = strength
-        .into_iter()
-        .map(|(id, (s, df))| (id, s * specificity(df, total), df))
-        .collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out.truncate(walk.fanout);
-    Ok(out)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let co_mentioned = if walk.co_mentions {
+        let mut co = conn.prepare_cached(CO_MENTIONS)?;
+        co.query_map(params![entity, walk.chunks_per_entity as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, f32>(1)?,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+    } else {
+        Vec::new()
+    };
+    Ok(crate::walker::rank_neighbours(
+        related,
+        co_mentioned,
+        walk,
+        total,
+    ))
 }
 
-/// An entity a walk reached: its id, hops from the start and weight.
-pub(crate) type Walked = (i64, usize, f32);
+pub(crate) use crate::walker::Walked;
 
-/// The seed's traversal: breadth-first from the linked entities to `max_hops`, each hop
-/// multiplying the link's similarity by `decay`; every reached entity adds its weight
-/// (times its mention confidence and specificity) to the chunks that mention it.
-/// Returns the reached entities (id, hop, weight: [`reached`] looks them up) and the
-/// chunks' summed scores.
+/// The seed's traversal ([`crate::walker::Walker`]) over SQLite, one entity's chunks and
+/// neighbours at a time (each is an index range read in-process). Returns the reached
+/// entities (id, hop, weight: [`reached`] looks them up) and the chunks' summed scores.
 pub(crate) fn walk(
     conn: &Connection,
     links: &[Link],
     walk: &GraphWalk,
     total: u64,
 ) -> Result<(Vec<Walked>, HashMap<i64, f32>)> {
-    let mut best: HashMap<i64, (usize, f32)> = HashMap::new();
-    // Each frontier entity carries its mention count (from the link or the neighbour
-    // query), so expanding it costs one query for its chunks and no entity lookup: at a
-    // million chunks those lookups were up to `2 x frontier` queries per search.
-    let mut mentions: HashMap<i64, u64> = HashMap::new();
-    for l in links {
-        let w = best.entry(l.entity.id).or_insert((0, 0.0));
-        w.1 = w.1.max(l.similarity);
-        mentions.insert(l.entity.id, l.entity.mentions);
-    }
-    let mut frontier: Vec<(i64, f32)> = best.iter().map(|(&id, &(_, w))| (id, w)).collect();
-    let mut scores: HashMap<i64, f32> = HashMap::new();
-    frontier.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    for hop in 0..=walk.max_hops {
-        // Sorted: strongest first (the start by similarity, later hops by weight then
-        // edge strength).
-        frontier.truncate(walk.frontier);
-        let mut next: HashMap<i64, (f32, f32)> = HashMap::new();
-        for &(id, w) in &frontier {
-            let spec = specificity(mentions.get(&id).copied().unwrap_or(1), total);
-            for (chunk, conf) in chunks_of(conn, id, walk.chunks_per_entity)? {
-                *scores.entry(chunk).or_default() += w * conf * spec;
-            }
-            if hop == walk.max_hops {
-                continue;
-            }
-            for (nb, strength, df) in neighbours(conn, id, walk, total)? {
-                if best.contains_key(&nb) {
-                    continue;
-                }
-                mentions.insert(nb, df);
-                // The seed's weight (similarity x decay per hop); the edge's strength
-                // only orders entities of equal weight when the frontier is cut.
-                let v = next.entry(nb).or_default();
-                *v = (v.0.max(w * walk.decay), v.1.max(strength));
+    let mut walker = crate::walker::Walker::new(links, walk, total);
+    loop {
+        let mut chunks = HashMap::new();
+        let mut next = HashMap::new();
+        for id in walker.frontier_ids() {
+            chunks.insert(id, chunks_of(conn, id, walk.chunks_per_entity)?);
+            if walker.expands() {
+                next.insert(id, neighbours(conn, id, walk, total)?);
             }
         }
-        for (&id, &(w, _)) in &next {
-            best.insert(id, (hop + 1, w));
-        }
-        let mut ordered: Vec<(i64, f32, f32)> =
-            next.into_iter().map(|(id, (w, s))| (id, w, s)).collect();
-        ordered.sort_by(|a, b| {
-            b.1.total_cmp(&a.1)
-                .then(b.2.total_cmp(&a.2))
-                .then(a.0.cmp(&b.0))
-        });
-        frontier = ordered.into_iter().map(|(id, w, _)| (id, w)).collect();
-        if frontier.is_empty() {
+        if !walker.step(&chunks, &next) {
             break;
         }
     }
-    let mut reached: Vec<Walked> = best
-        .into_iter()
-        .map(|(id, (hop, weight))| (id, hop, weight))
-        .collect();
-    reached.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
-    Ok((reached, scores))
+    Ok(walker.finish())
 }
 
 /// The entities a [`walk`] reached, looked up, in its order. Only an explanation needs
@@ -719,13 +644,6 @@ pub(crate) fn mentions_of(conn: &Connection, entity: i64, n: usize) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn specificity_falls_with_mentions() {
-        assert!((specificity(1, 1000) - 1.0).abs() < 0.01);
-        assert!(specificity(10, 1000) > specificity(100, 1000));
-        assert!(specificity(1000, 1000) < 0.15);
-    }
 
     /// The lines of SQLite's plan for `sql`.
     fn plan(conn: &Connection, sql: &str) -> Vec<String> {

@@ -26,6 +26,7 @@ pub mod entities;
 mod error;
 mod graph;
 mod sql;
+pub mod walker;
 
 pub use error::{Error, Result};
 pub use graph::{Entity, GraphStats, Link, LinkStage, Reached, StoredRelation};
@@ -587,36 +588,15 @@ impl EmbeddedIndex {
         }
         let allowed = self.allowed_chunks(filter)?;
         let total = self.inner.dense.len() as u64;
-        let mut links: Vec<Link> = Vec::new();
-        let mut unlinked: Vec<String> = Vec::new();
-        {
+        let (mut links, unlinked) = {
             let db = self.db();
-            let mut covered: Vec<String> = Vec::new();
-            for mention in entities::query_mentions(query) {
-                // A part of a joined name the graph knows ("Kiss" of "Kiss and Tell") is
-                // not linked on its own.
-                if covered
-                    .iter()
-                    .any(|c| c.split(" and ").any(|p| p == mention))
-                {
-                    continue;
-                }
+            let mut linker = walker::QueryLinker::new(query);
+            while let Some(mention) = linker.next_mention() {
                 let found = graph::link(db.conn(), &mention, walk.link_threshold, walk.max_links)?;
-                if mention.contains(" and ") || mention.contains(" & ") {
-                    // The joined form is a guess at a title: its parts are mentions in
-                    // their own right, so it never goes on to the embedding stage.
-                    if found.iter().any(|l| l.stage != LinkStage::Fuzzy) {
-                        covered.push(mention.replace(" & ", " and "));
-                        links.extend(found.into_iter().filter(|l| l.stage != LinkStage::Fuzzy));
-                    }
-                    continue;
-                }
-                if found.is_empty() {
-                    unlinked.push(mention);
-                }
-                links.extend(found);
+                linker.found(mention, found);
             }
-        }
+            linker.finish()
+        };
         if walk.embedding_link && !unlinked.is_empty() {
             links.extend(self.link_by_embedding(&unlinked, walk)?);
         }
@@ -628,22 +608,12 @@ impl EmbeddedIndex {
             Vec::new()
         };
         let titled = graph::titled_chunks(db.conn(), query, n)?;
-        let mut ranked: Vec<ScoredChunk> = scores
-            .into_iter()
-            .filter(|(id, _)| !titled.contains(id))
-            .filter(|(id, _)| allowed.as_ref().is_none_or(|a| a.contains(&(*id as u64))))
-            .map(|(id, score)| ScoredChunk::new(ChunkId(id as u64), score))
-            .collect();
-        ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.0.cmp(&b.id.0)));
-        // The pages the query names lead the list, above the best walked score.
-        let top = ranked.first().map_or(1.0, |c| c.score) + 1.0;
-        let named: Vec<ScoredChunk> = titled
-            .iter()
-            .filter(|id| allowed.as_ref().is_none_or(|a| a.contains(&(**id as u64))))
-            .map(|&id| ScoredChunk::new(ChunkId(id as u64), top))
-            .collect();
-        ranked.splice(0..0, named);
-        ranked.truncate(n);
+        let ranked = walker::rank_chunks(
+            scores,
+            &titled,
+            |id| allowed.as_ref().is_none_or(|a| a.contains(&(id as u64))),
+            n,
+        );
         Ok((links, reached, ranked))
     }
 
