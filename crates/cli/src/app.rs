@@ -35,6 +35,8 @@ pub struct OpenStore {
     /// The embedded index itself (its graph, audit memory and exports), when that is the
     /// backend.
     pub index: Option<Arc<EmbeddedIndex>>,
+    /// The Postgres store itself (its graph's inspection), when that is the backend.
+    pub postgres: Option<Arc<PgStore>>,
     /// The Postgres database, when that is the backend (the run log and keys live there
     /// too).
     pub database: Option<PgDatabase>,
@@ -177,10 +179,11 @@ impl App {
                     embedder,
                     dimension,
                 );
-                let store = PgStore::open(db.clone(), config).await?;
+                let store = Arc::new(PgStore::open(db.clone(), config).await?);
                 Ok(OpenStore {
-                    store: Arc::new(store),
+                    store: store.clone(),
                     index: None,
+                    postgres: Some(store),
                     database: Some(db),
                     location,
                 })
@@ -196,6 +199,7 @@ impl App {
                 Ok(OpenStore {
                     store: index.clone(),
                     index: Some(index),
+                    postgres: None,
                     database: None,
                     location: dir.display().to_string(),
                 })

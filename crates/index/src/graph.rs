@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Bumped whenever extraction changes, so an index built by an older extractor is re-read.
-pub(crate) const GRAPH_VERSION: &str = "2";
+pub const GRAPH_VERSION: &str = "2";
 
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS entities(

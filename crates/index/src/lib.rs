@@ -29,7 +29,7 @@ mod sql;
 pub mod walker;
 
 pub use error::{Error, Result};
-pub use graph::{Entity, GraphStats, Link, LinkStage, Reached, StoredRelation};
+pub use graph::{Entity, GRAPH_VERSION, GraphStats, Link, LinkStage, Reached, StoredRelation};
 
 use metarag_core::{
     Chunk, ChunkId, CollectionId, DocId, Document, DocumentUpdate, Filter, GraphWalk, ScoredChunk,

@@ -20,6 +20,7 @@
 //! pgvector 0.5+ (HNSW).
 
 mod error;
+mod graph;
 pub mod schema;
 
 pub use error::{Error, Result};
@@ -31,9 +32,12 @@ pub use deadpool_postgres::Object;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use metarag_core::{
     AuditEvent, AuditQuery, Chunk, ChunkDraft, ChunkId, CollectionId, CollectionInfo, DocFormat,
-    DocId, Document, DocumentUpdate, Filter, ScoredChunk, StageId, Store, StoreRead, StoreStats,
+    DocId, Document, DocumentUpdate, Filter, GraphWalk, ScoredChunk, StageId, Store, StoreRead,
+    StoreStats,
 };
+pub use metarag_index::{Entity, GraphStats, Link, LinkStage, Reached, StoredRelation};
 use pgvector::Vector;
+use std::collections::HashSet;
 use std::str::FromStr;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
@@ -287,6 +291,7 @@ impl PgStore {
             config.hnsw_ef_construction,
         )
         .await?;
+        ensure_graph(&mut client).await?;
         Ok(PgStore {
             pool: db.pool.clone(),
             db,
@@ -588,6 +593,127 @@ impl PgStore {
             .collect()
     }
 
+    /// Chunks in the store (the graph's specificity is relative to it).
+    async fn chunk_total(&self, c: &impl tokio_postgres::GenericClient) -> Result<u64> {
+        let n: i64 = c
+            .query_one("SELECT chunks FROM corpus_stats", &[])
+            .await?
+            .get(0);
+        Ok(n.max(0) as u64)
+    }
+
+    /// Up to `n` chunks ranked by a walk of the entity graph from the entities `query`
+    /// names (linked by their exact key, an alias or fuzzily; the embedded index's last,
+    /// embedding stage is not run here), with the links and, when `explain`, the entities
+    /// the walk reached.
+    async fn search_graph(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+        explain: bool,
+    ) -> Result<(Vec<Link>, Vec<Reached>, Vec<ScoredChunk>)> {
+        if n == 0 {
+            return Ok(Default::default());
+        }
+        let client = self.pool.get().await?;
+        let total = self.chunk_total(&**client).await?;
+        let links = graph::link_query(&**client, query, walk).await?;
+        let (walked, scores) = graph::walk(&**client, &links, walk, total).await?;
+        let reached = if explain {
+            graph::reached(&**client, walked).await?
+        } else {
+            Vec::new()
+        };
+        let titled = graph::titled_chunks(&**client, query, n).await?;
+        // The filter, applied to the walk's chunks as the embedded index applies it.
+        let allowed: Option<HashSet<i64>> = if filter.is_empty() {
+            None
+        } else {
+            let ids: Vec<i64> = scores.keys().chain(&titled).copied().collect();
+            let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(ids)];
+            let conditions = filter_sql(filter, &mut params)?;
+            let refs: Vec<&(dyn ToSql + Sync)> = params
+                .iter()
+                .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            let rows = client
+                .query(
+                    &format!(
+                        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id
+                         WHERE c.id = ANY($1){conditions}"
+                    ),
+                    &refs,
+                )
+                .await?;
+            Some(rows.iter().map(|r| r.get(0)).collect())
+        };
+        let ranked = metarag_index::walker::rank_chunks(
+            scores,
+            &titled,
+            |id| allowed.as_ref().is_none_or(|a| a.contains(&id)),
+            n,
+        );
+        Ok((links, reached, ranked))
+    }
+
+    /// The graph search with its workings: the links of the query's mentions, the
+    /// entities the walk reached, and the ranked chunks.
+    pub async fn graph_search_explained(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> Result<(Vec<Link>, Vec<Reached>, Vec<ScoredChunk>)> {
+        self.search_graph(query, n, walk, filter, true).await
+    }
+
+    /// Links a name to the graph's entities (exact, alias, then fuzzy at `threshold`).
+    pub async fn link_entity(&self, name: &str, threshold: f32, max: usize) -> Result<Vec<Link>> {
+        let client = self.pool.get().await?;
+        graph::link(&**client, name, threshold, max).await
+    }
+
+    /// Counts of entities, mentions and relations.
+    pub async fn graph_stats(&self) -> Result<GraphStats> {
+        graph::stats(&**self.pool.get().await?).await
+    }
+
+    /// The most mentioned entities, optionally of one label.
+    pub async fn top_entities(&self, label: Option<&str>, n: usize) -> Result<Vec<Entity>> {
+        graph::top_entities(&**self.pool.get().await?, label, n).await
+    }
+
+    /// The relations an entity takes part in, strongest first.
+    pub async fn entity_relations(&self, entity: &Entity, n: usize) -> Result<Vec<StoredRelation>> {
+        graph::relations_of(&**self.pool.get().await?, entity.id, n).await
+    }
+
+    /// The chunks that mention an entity, most confident first.
+    pub async fn entity_mentions(&self, entity: &Entity, n: usize) -> Result<Vec<(ChunkId, f32)>> {
+        graph::mentions_of(&**self.pool.get().await?, entity.id, n).await
+    }
+
+    /// The entities a walk from `entity` reaches, with their hop and weight.
+    pub async fn entity_neighbours(
+        &self,
+        entity: &Entity,
+        walk: &GraphWalk,
+    ) -> Result<Vec<Reached>> {
+        let client = self.pool.get().await?;
+        let link = Link {
+            mention: entity.name.clone(),
+            entity: entity.clone(),
+            similarity: 1.0,
+            stage: LinkStage::Exact,
+        };
+        let total = self.chunk_total(&**client).await?;
+        let walked = graph::walk(&**client, &[link], walk, total).await?.0;
+        graph::reached(&**client, walked).await
+    }
+
     async fn create_collection_inner(&self, collection: &CollectionId) -> Result<bool> {
         let client = self.pool.get().await?;
         let n = client
@@ -709,6 +835,14 @@ impl PgStore {
             &[],
         )
         .await?;
+        // The entities whose mention counts this batch changes: those of the chunks it
+        // deletes (replaced or removed documents), then those of the chunks it writes.
+        let replaced: Vec<String> = removals
+            .iter()
+            .map(|d| d.to_string())
+            .chain(updates.iter().map(|u| u.document.id.to_string()))
+            .collect();
+        let mut touched = graph::mentioned_by(&*tx, &replaced).await?;
         let delete = tx
             .prepare(
                 "DELETE FROM documents WHERE id = $1 RETURNING chunk_count, lexemes, title_lexemes",
@@ -890,7 +1024,9 @@ impl PgStore {
                 .await?;
             delta[1] += added.get::<_, i64>(0);
             delta[2] += added.get::<_, i64>(1);
+            touched.extend(graph::insert_documents(&*tx, &written).await?);
         }
+        graph::settle(&*tx, &touched).await?;
         // Last, so concurrent writers wait on this one row only for the commit.
         if delta != [0; 3] {
             tx.execute(
@@ -902,6 +1038,42 @@ impl PgStore {
         tx.commit().await?;
         Ok(removals.len() as u64)
     }
+}
+
+/// Builds the entity graph from the stored chunks when it was built by another extractor
+/// version or never (a database from before migration 8), under the migrations' advisory
+/// lock so that servers opening together build it once.
+async fn ensure_graph(client: &mut deadpool_postgres::Object) -> Result<()> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&schema::LOCK])
+        .await?;
+    let built: Option<String> = tx
+        .query_opt(
+            "SELECT value FROM metarag_meta WHERE key = 'graph_version'",
+            &[],
+        )
+        .await?
+        .map(|r| r.get(0));
+    if built.as_deref() == Some(graph::version()) {
+        return Ok(());
+    }
+    let started = std::time::Instant::now();
+    let chunks = graph::rebuild(&*tx).await?;
+    tx.execute(
+        "INSERT INTO metarag_meta (key, value) VALUES ('graph_version', $1)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[&graph::version()],
+    )
+    .await?;
+    tx.commit().await?;
+    if chunks > 0 {
+        tracing::info!(
+            chunks,
+            seconds = started.elapsed().as_secs_f64(),
+            "built the entity graph from the stored chunks"
+        );
+    }
+    Ok(())
 }
 
 /// A stored document's title, section names (in chunk order) and collection, or `None`.
@@ -1195,6 +1367,16 @@ impl StoreRead for PgStore {
         Ok(self.audit_events_inner(query).await?)
     }
 
+    async fn graph(
+        &self,
+        query: &str,
+        n: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> metarag_core::Result<Vec<ScoredChunk>> {
+        Ok(self.search_graph(query, n, walk, filter, false).await?.2)
+    }
+
     async fn stats(&self) -> metarag_core::Result<StoreStats> {
         let client = self.pool.get().await.map_err(Error::from)?;
         let row = client
@@ -1204,14 +1386,15 @@ impl StoreRead for PgStore {
             )
             .await
             .map_err(Error::from)?;
+        let graph = self.graph_stats().await?;
         Ok(StoreStats {
             documents: row.get::<_, i64>(0) as u64,
             chunks: row.get::<_, i64>(1) as u64,
             tokens: row.get::<_, i64>(2) as u64,
             embedder: Some(self.config.embedder.clone()),
             dimension: Some(self.config.dimension),
-            entities: None,
-            relations: None,
+            entities: Some(graph.entities),
+            relations: Some(graph.relations),
         })
     }
 

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use deadpool_postgres::Object;
 
 /// The advisory lock key migrations and the embedder setup hold ("metarag" in ASCII).
-const LOCK: i64 = 0x006d_6574_6172_6167;
+pub(crate) const LOCK: i64 = 0x006d_6574_6172_6167;
 
 /// The start of a statement over the postings of the chunks selected by `$cond` (SQL
 /// after `WHERE true`): `u` holds (chunk id, document id, lexeme, `tf` in the text, `ttf`
@@ -225,6 +225,52 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX events_by_time ON events (at);
     CREATE INDEX events_by_collection ON events (collection, at);
+    "#,
+    // 8: the entity graph, as the embedded index keeps it: entities with their aliases and
+    // words (for linking), mentions (entity -> chunk) and relations (entity -> entity),
+    // going with their chunks. Words and aliases are C-collated, so that a prefix is a
+    // range of their index whatever the database's collation. Filled from the chunks
+    // already stored when a store opens on it (`metarag_meta.graph_version`).
+    r#"
+    CREATE TABLE entities (
+        id BIGSERIAL PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        label TEXT NOT NULL,
+        df BIGINT NOT NULL DEFAULT 0
+    );
+    CREATE INDEX entities_by_df ON entities (df DESC, key);
+    CREATE TABLE entity_aliases (
+        alias TEXT COLLATE "C" NOT NULL,
+        entity_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+        PRIMARY KEY (alias, entity_id)
+    );
+    CREATE INDEX entity_aliases_by_entity ON entity_aliases (entity_id);
+    CREATE TABLE entity_words (
+        word TEXT COLLATE "C" NOT NULL,
+        entity_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+        PRIMARY KEY (word, entity_id)
+    );
+    CREATE INDEX entity_words_by_entity ON entity_words (entity_id);
+    CREATE TABLE mentions (
+        entity_id BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+        chunk_id BIGINT NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+        confidence REAL NOT NULL,
+        PRIMARY KEY (entity_id, chunk_id)
+    );
+    CREATE INDEX mentions_by_entity_confidence ON mentions (entity_id, confidence DESC, chunk_id);
+    CREATE INDEX mentions_by_chunk ON mentions (chunk_id) INCLUDE (entity_id, confidence);
+    CREATE TABLE relations (
+        subject BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+        predicate TEXT NOT NULL,
+        object BIGINT NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
+        pattern TEXT NOT NULL,
+        confidence REAL NOT NULL,
+        chunk_id BIGINT NOT NULL REFERENCES chunks (id) ON DELETE CASCADE
+    );
+    CREATE INDEX relations_by_subject ON relations (subject, confidence DESC) INCLUDE (object);
+    CREATE INDEX relations_by_object ON relations (object, confidence DESC) INCLUDE (subject);
+    CREATE INDEX relations_by_chunk ON relations (chunk_id);
     "#,
 ];
 

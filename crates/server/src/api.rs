@@ -24,8 +24,8 @@ use axum::{Json, Router};
 use metarag_agent::strategies::router::ContextCheck;
 use metarag_agent::{Agent, Ask, Passage, Progress, Source, StopReason, Trace};
 use metarag_core::{
-    CollectionId, CollectionInfo, Document, DynStore, Filter, Hit, SearchMode, SearchRequest,
-    StoreRead,
+    ChunkId, CollectionId, CollectionInfo, DocId, Document, DynStore, Filter, Hit, SearchMode,
+    SearchRequest, StoreRead,
 };
 use metarag_eval::runs::{
     Pricing, RunDetail, RunLog, RunQuery, RunSummary, StrategyStats, Surface,
@@ -443,6 +443,7 @@ pub fn router_for(state: Arc<Service>) -> Router {
             get(get_document).delete(delete_document),
         )
         .route("/search", post(search))
+        .route("/graph", post(graph))
         .route("/ask", post(ask))
         .route("/context", post(context))
         .route("/ask/stream", post(ask_stream))
@@ -450,6 +451,8 @@ pub fn router_for(state: Arc<Service>) -> Router {
         .route("/runs", get(list_runs))
         .route("/runs/{id}", get(get_run))
         .route("/metrics", get(metrics))
+        .route("/keys", get(list_keys).post(add_key))
+        .route("/keys/{id}", axum::routing::delete(remove_key))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
         .route("/health", get(health));
     let mcp = Router::new()
@@ -800,6 +803,137 @@ pub struct CollectionDeleted {
     pub documents: u64,
 }
 
+/// A key as `/v1/keys` lists it: never the key or its hash.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KeyInfo {
+    /// Its public id (the key's first characters), for removal.
+    pub id: String,
+    /// What it is for.
+    pub name: String,
+    /// When it was made, milliseconds since the Unix epoch.
+    pub created_ms: i64,
+    /// The collections it is held to; absent for an admin key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::KeyScope>,
+}
+
+impl From<crate::KeyRecord> for KeyInfo {
+    fn from(k: crate::KeyRecord) -> Self {
+        KeyInfo {
+            id: k.id,
+            name: k.name,
+            created_ms: k.created_ms,
+            scope: k.scope,
+        }
+    }
+}
+
+/// `POST /v1/keys`: a new key, held to collections unless `admin`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NewKeyBody {
+    /// What it is for.
+    pub name: String,
+    /// Collections it may read.
+    #[serde(default)]
+    pub read: Vec<CollectionId>,
+    /// Collections it may write (and so read).
+    #[serde(default)]
+    pub write: Vec<CollectionId>,
+    /// An admin key: every collection, and keys and collections to manage. Said
+    /// outright: a body with no collections is refused rather than made an admin key.
+    #[serde(default)]
+    pub admin: bool,
+}
+
+/// `POST /v1/keys`' answer.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NewKey {
+    /// The key itself: shown this once, stored only as a hash.
+    pub key: String,
+    /// The key as listed.
+    pub record: KeyInfo,
+}
+
+/// `DELETE /v1/keys/{id}`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KeyRemoved {
+    /// The removed key's id.
+    pub removed: String,
+}
+
+/// The key store, or a 409 on a server started without one.
+fn key_admin<'a>(s: &'a AppState, access: &Access, what: &str) -> Result<&'a Keys> {
+    access.check_admin(what)?;
+    s.keys
+        .as_ref()
+        .ok_or_else(|| Error::conflict("this server was started without a key store"))
+}
+
+async fn list_keys(
+    State(s): State<AppState>,
+    Extension(access): Extension<Access>,
+) -> Result<Json<Vec<KeyInfo>>> {
+    let keys = key_admin(&s, &access, "listing keys")?;
+    Ok(Json(
+        keys.list().await?.into_iter().map(KeyInfo::from).collect(),
+    ))
+}
+
+async fn add_key(
+    State(s): State<AppState>,
+    Extension(access): Extension<Access>,
+    body: Result<Json<NewKeyBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<(StatusCode, Json<NewKey>)> {
+    let keys = key_admin(&s, &access, "making keys")?;
+    let Json(body) = body.map_err(json_error)?;
+    let scoped = !body.read.is_empty() || !body.write.is_empty();
+    let scope = match (body.admin, scoped) {
+        (true, true) => {
+            return Err(Error::bad_request(
+                "an admin key reaches every collection: give `admin` or `read`/`write`, not both",
+            ));
+        }
+        (true, false) => None,
+        (false, true) => Some(crate::KeyScope {
+            read: body.read,
+            write: body.write,
+        }),
+        (false, false) => {
+            return Err(Error::bad_request(
+                "a key needs collections to `read` or `write`, or `admin: true`",
+            ));
+        }
+    };
+    // The first key of an open server decides who manages it: a key held to collections
+    // would leave no one able to manage keys over HTTP.
+    if scope.is_some() && keys.list().await?.is_empty() {
+        return Err(Error::bad_request(
+            "the first key must be an admin key (`admin: true`): a key held to collections cannot manage keys",
+        ));
+    }
+    let (record, key) = keys.add(&body.name, scope).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(NewKey {
+            key,
+            record: record.into(),
+        }),
+    ))
+}
+
+async fn remove_key(
+    State(s): State<AppState>,
+    Extension(access): Extension<Access>,
+    Path(id): Path<String>,
+) -> Result<Json<KeyRemoved>> {
+    let keys = key_admin(&s, &access, "removing keys")?;
+    if keys.remove(&id).await? {
+        Ok(Json(KeyRemoved { removed: id }))
+    } else {
+        Err(Error::not_found(format!("no key with id `{id}`")))
+    }
+}
+
 async fn list_collections(
     State(s): State<AppState>,
     Extension(access): Extension<Access>,
@@ -1005,6 +1139,15 @@ async fn search(
     limited(&s, s.search(body, &access)).await.map(Json)
 }
 
+async fn graph(
+    State(s): State<AppState>,
+    Extension(access): Extension<Access>,
+    body: Result<Json<GraphBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<GraphResponse>> {
+    let Json(body) = body.map_err(json_error)?;
+    limited(&s, s.graph(body, &access)).await.map(Json)
+}
+
 fn query_error(e: axum::extract::rejection::QueryRejection) -> Error {
     Error::bad_request(format!("the query string is invalid: {}", e.body_text()))
 }
@@ -1014,6 +1157,196 @@ fn json_error(e: axum::extract::rejection::JsonRejection) -> Error {
         Error::too_large(e.body_text())
     } else {
         Error::bad_request(format!("the JSON body is invalid: {}", e.body_text()))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Graph view
+
+/// `POST /v1/graph`: an entity's neighbourhood.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GraphBody {
+    /// The entity's name, linked as a search links the names a query states.
+    pub entity: String,
+    /// Only these collections (each one the key may read); every one it may read when
+    /// empty.
+    #[serde(default)]
+    pub collections: Vec<CollectionId>,
+    /// At most this many of the chunks that mention it are read (default 20, at most 100).
+    pub chunks: Option<usize>,
+}
+
+/// A chunk that mentions the entity.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GraphChunk {
+    /// The chunk.
+    pub id: ChunkId,
+    /// Its document.
+    pub doc_id: DocId,
+    /// The document's title.
+    pub title: String,
+}
+
+/// An entity named beside it in those chunks.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GraphNeighbour {
+    /// Its display name (a document title where one names it).
+    pub name: String,
+    /// `title`, `name`, `acronym`, `date` or `concept`.
+    pub label: String,
+    /// Summed mention confidence over the chunks it shares with the entity.
+    pub weight: f32,
+    /// How many of those chunks name it.
+    pub chunks: usize,
+}
+
+/// A relation those chunks state between the entity and another.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GraphRelation {
+    /// The subject's name.
+    pub subject: String,
+    /// The predicate (`is_a`, `has`, a verb, a preposition).
+    pub predicate: String,
+    /// The object's name.
+    pub object: String,
+    /// The chunk that states it.
+    pub chunk: ChunkId,
+}
+
+/// `POST /v1/graph`'s answer: the entity, the chunks that mention it, the entities named
+/// beside it and the relations stated, all read from chunks of collections the key may
+/// read (the graph's shared entities are never listed from another collection's text).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GraphResponse {
+    /// The entity's display name.
+    pub entity: String,
+    /// The chunks that mention it, most confident first.
+    pub chunks: Vec<GraphChunk>,
+    /// The entities named beside it, heaviest first (at most 25).
+    pub neighbours: Vec<GraphNeighbour>,
+    /// The relations stated between it and another (at most 50).
+    pub relations: Vec<GraphRelation>,
+}
+
+impl Service {
+    /// An entity's neighbourhood as the chunks the key may read state it: the store's
+    /// graph finds the chunks that mention the entity (a walk of no hops, inside the
+    /// collections), and the entities and relations are read off those chunks alone.
+    pub async fn graph(&self, body: GraphBody, access: &Access) -> Result<GraphResponse> {
+        use metarag_index::entities;
+        let name = body.entity.trim();
+        if name.is_empty() {
+            return Err(Error::bad_request("`entity` is empty"));
+        }
+        let n = body.chunks.unwrap_or(20);
+        if n == 0 || n > 100 {
+            return Err(Error::bad_request("`chunks` must be between 1 and 100"));
+        }
+        let filter = access.narrow(Filter {
+            collections: body.collections,
+            ..Filter::default()
+        })?;
+        let mut walk = self.engine.retrieval.graph.clone();
+        walk.max_hops = 0;
+        walk.chunks_per_entity = n;
+        let hits = self.engine.store.graph(name, n, &walk, &filter).await?;
+        let ids: Vec<ChunkId> = hits.iter().map(|h| h.id).collect();
+        let chunks = self.engine.store.chunks(&ids).await?;
+        // The entity is the one every chunk found names: the most often extracted key,
+        // the name's own key first among equals.
+        let own = entities::normalize(name);
+        let extracted: Vec<entities::Extraction> = chunks
+            .iter()
+            .map(|c| entities::extract(&c.title, &c.draft.text))
+            .collect();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for x in &extracted {
+            let mut keys: Vec<&str> = x.mentions.iter().map(|m| m.key.as_str()).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            for k in keys {
+                *counts.entry(k).or_default() += 1;
+            }
+        }
+        let Some(center) = counts
+            .iter()
+            .max_by(|a, b| {
+                a.1.cmp(b.1)
+                    .then((*a.0 == own).cmp(&(*b.0 == own)))
+                    .then(b.0.cmp(a.0))
+            })
+            .map(|(k, _)| k.to_string())
+        else {
+            // Not found, or only in collections the key cannot read: the same answer.
+            return Err(Error::not_found(format!(
+                "no entity named `{name}` in the documents this key may read"
+            )));
+        };
+        let mut display = name.to_string();
+        let mut neighbours: HashMap<String, GraphNeighbour> = HashMap::new();
+        let mut relations: Vec<GraphRelation> = Vec::new();
+        for (x, c) in extracted.iter().zip(&chunks) {
+            if !x.mentions.iter().any(|m| m.key == center) {
+                continue;
+            }
+            for m in &x.mentions {
+                if m.key == center {
+                    if m.label == entities::EntityLabel::Title {
+                        display = m.name.clone();
+                    }
+                    continue;
+                }
+                let e = neighbours
+                    .entry(m.key.clone())
+                    .or_insert_with(|| GraphNeighbour {
+                        name: m.name.clone(),
+                        label: m.label.as_str().to_string(),
+                        weight: 0.0,
+                        chunks: 0,
+                    });
+                if m.label == entities::EntityLabel::Title {
+                    e.name = m.name.clone();
+                    e.label = m.label.as_str().to_string();
+                }
+                e.weight += m.confidence;
+                e.chunks += 1;
+            }
+            for r in &x.relations {
+                let (s, o) = (&x.mentions[r.subject], &x.mentions[r.object]);
+                if s.key != center && o.key != center {
+                    continue;
+                }
+                let rel = GraphRelation {
+                    subject: s.name.clone(),
+                    predicate: r.predicate.clone(),
+                    object: o.name.clone(),
+                    chunk: c.id,
+                };
+                if !relations.iter().any(|x| {
+                    (&x.subject, &x.predicate, &x.object)
+                        == (&rel.subject, &rel.predicate, &rel.object)
+                }) {
+                    relations.push(rel);
+                }
+            }
+        }
+        let mut neighbours: Vec<GraphNeighbour> = neighbours.into_values().collect();
+        neighbours.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.name.cmp(&b.name)));
+        neighbours.truncate(25);
+        relations.truncate(50);
+        Ok(GraphResponse {
+            entity: display,
+            chunks: chunks
+                .iter()
+                .map(|c| GraphChunk {
+                    id: c.id,
+                    doc_id: c.doc_id.clone(),
+                    title: c.title.clone(),
+                })
+                .collect(),
+            neighbours,
+            relations,
+        })
     }
 }
 

@@ -33,7 +33,7 @@ pub struct KeyRecord {
 }
 
 /// A key's collections.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KeyScope {
     /// Collections it may read: search, ask, list documents, read runs.
     #[serde(default)]
@@ -469,6 +469,25 @@ impl Keys {
         let changed = self.store.move_collection(from, to).await?;
         self.current(true).await?;
         Ok(changed)
+    }
+
+    /// Every key, oldest first, read afresh.
+    pub async fn list(&self) -> Result<Vec<KeyRecord>> {
+        self.current(true).await
+    }
+
+    /// Creates a key (see [`KeyStore::add`]); the server knows it at once.
+    pub async fn add(&self, name: &str, scope: Option<KeyScope>) -> Result<(KeyRecord, String)> {
+        let added = self.store.add(name, scope).await?;
+        self.current(true).await?;
+        Ok(added)
+    }
+
+    /// Removes a key by id (see [`KeyStore::remove`]); it stops working at once here.
+    pub async fn remove(&self, id: &str) -> Result<bool> {
+        let removed = self.store.remove(id).await?;
+        self.current(true).await?;
+        Ok(removed)
     }
 
     /// Whether any key exists (then every `/v1` request needs one).

@@ -9,11 +9,13 @@
 //! path is documented.
 
 use crate::api::{
-    AskBody, AskResponse, ContextBody, ContextResponse, DocumentDetail, Health, IngestRecords,
-    IngestResponse, Removed, RunsResponse, SearchBody, SearchResponse, StrategyInfo, StreamEvent,
+    AskBody, AskResponse, CollectionBody, CollectionCreated, CollectionDeleted, ContextBody,
+    ContextResponse, DocumentDetail, GraphBody, GraphResponse, Health, IngestRecords,
+    IngestResponse, KeyInfo, KeyRemoved, NewKey, NewKeyBody, Removed, RunsResponse, SearchBody,
+    SearchResponse, StrategyInfo, StreamEvent,
 };
 use crate::error::ErrorBody;
-use metarag_core::Document;
+use metarag_core::{CollectionInfo, Document};
 use metarag_eval::runs::RunDetail;
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::{JsonSchema, SchemaGenerator};
@@ -180,6 +182,20 @@ pub fn document() -> Value {
         json!({ "post": operation("Search the index (hybrid, bm25 or dense)", Some(search_req), with_ok(search_ok, search_errs), vec![]) }),
     );
 
+    let graph_req = json_body(s.request::<GraphBody>());
+    let graph_ok = ok(
+        "The entity, the chunks that mention it, the entities named beside it and the relations stated, from the collections the key may read",
+        s.response::<GraphResponse>(),
+    );
+    let graph_errs = e(
+        &[("404", "No such entity in the documents this key may read")],
+        &mut s,
+    );
+    paths.insert(
+        "/v1/graph".into(),
+        json!({ "post": operation("An entity's neighbourhood in the entity graph (the web page's graph view)", Some(graph_req), with_ok(graph_ok, graph_errs), vec![]) }),
+    );
+
     let context_req = json_body(s.request::<ContextBody>());
     let context_ok = ok(
         "The route, the context checks, the numbered sources and the trace (no answer)",
@@ -258,6 +274,73 @@ pub fn document() -> Value {
         "/v1/runs/{id}".into(),
         json!({ "get": operation("One recorded run", None, with_ok(run_ok, run_e), vec![
             param("id", "path", "The run id", json!({"type": "string"}), true)]) }),
+    );
+
+    let admin_e = |extra: &[(&'static str, &'static str)], s: &mut Schemas| {
+        let mut all = vec![("403", "Not an admin key")];
+        all.extend_from_slice(extra);
+        e(&all, s)
+    };
+    let cols_ok = ok(
+        "The collections the key may read, with their sizes",
+        json!({ "type": "array", "items": s.response::<CollectionInfo>() }),
+    );
+    let cols_e = e(&[], &mut s);
+    let col_req = json_body(s.request::<CollectionBody>());
+    let col_made = ok("Made, or there already", s.response::<CollectionCreated>());
+    let col_made_e = admin_e(&[], &mut s);
+    paths.insert(
+        "/v1/collections".into(),
+        json!({
+            "get": operation("List collections", None, with_ok(cols_ok, cols_e), vec![]),
+            "post": operation("Make a collection (admin keys)", Some(col_req.clone()), with_ok(col_made, col_made_e), vec![]),
+        }),
+    );
+    let renamed_ok = ok(
+        "The collection under its new name",
+        s.response::<CollectionInfo>(),
+    );
+    let renamed_e = admin_e(&[("404", "No such collection")], &mut s);
+    let deleted_ok = ok(
+        "Deleted, with its documents",
+        s.response::<CollectionDeleted>(),
+    );
+    let deleted_e = admin_e(&[("404", "No such collection")], &mut s);
+    let name_param = param(
+        "name",
+        "path",
+        "The collection",
+        json!({"type": "string"}),
+        true,
+    );
+    paths.insert(
+        "/v1/collections/{name}".into(),
+        json!({
+            "patch": operation("Rename a collection (admin keys); keys and runs follow it", Some(col_req), with_ok(renamed_ok, renamed_e), vec![name_param.clone()]),
+            "delete": operation("Delete a collection with its documents, graph entries and history (admin keys)", None, with_ok(deleted_ok, deleted_e), vec![name_param]),
+        }),
+    );
+    let keys_ok = ok(
+        "Every key, without the key or its hash",
+        json!({ "type": "array", "items": s.response::<KeyInfo>() }),
+    );
+    let keys_e = admin_e(&[], &mut s);
+    let key_req = json_body(s.request::<NewKeyBody>());
+    let key_made = ok("The key, shown this once", s.response::<NewKey>());
+    let key_made_e = admin_e(&[], &mut s);
+    paths.insert(
+        "/v1/keys".into(),
+        json!({
+            "get": operation("List API keys (admin keys)", None, with_ok(keys_ok, keys_e), vec![]),
+            "post": operation("Make an API key held to collections, or an admin key (admin keys)", Some(key_req), with_ok(key_made, key_made_e), vec![]),
+        }),
+    );
+    let key_gone = ok("The removed key's id", s.response::<KeyRemoved>());
+    let key_gone_e = admin_e(&[("404", "No such key")], &mut s);
+    paths.insert(
+        "/v1/keys/{id}".into(),
+        json!({ "delete": operation("Remove an API key (admin keys); it stops working at once", None, with_ok(key_gone, key_gone_e),
+            vec![param("id", "path", "The key's id", json!({"type": "string"}), true)]) }),
     );
 
     let health_ok = ok("The server is up", s.response::<Health>());
@@ -339,6 +422,7 @@ mod tests {
             "/v1/documents",
             "/v1/documents/{id}",
             "/v1/search",
+            "/v1/graph",
             "/v1/ask",
             "/v1/context",
             "/v1/ask/stream",
@@ -347,6 +431,10 @@ mod tests {
             "/v1/runs/{id}",
             "/v1/health",
             "/v1/metrics",
+            "/v1/collections",
+            "/v1/collections/{name}",
+            "/v1/keys",
+            "/v1/keys/{id}",
         ] {
             assert!(doc["paths"].get(path).is_some(), "{path} is not documented");
         }

@@ -5,9 +5,11 @@ use crate::app::{App, UserError};
 use crate::output::{print_json, truncate};
 use anyhow::Result;
 use clap::{Args as ClapArgs, Subcommand};
-use metarag_core::{Filter, StoreRead};
-use metarag_index::{EmbeddedIndex, Entity};
+use metarag_core::{ChunkId, Filter, GraphWalk, ScoredChunk, StoreRead};
+use metarag_index::{EmbeddedIndex, Entity, GraphStats, Link, Reached, StoredRelation};
+use metarag_pgstore::PgStore;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// `metarag graph`
 #[derive(ClapArgs, Debug)]
@@ -69,20 +71,24 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         print!("{}", app.registry()?.get(&args.strategy)?.mermaid());
         return Ok(ExitCode::SUCCESS);
     };
-    app.require_embedded("`metarag graph` (the entity graph)")?;
-    let Some(index) = app.open_existing_index(false)? else {
+    let Some(opened) = app.existing_store(false).await? else {
         return Err(
             UserError("no index yet; add documents with `metarag ingest <paths>`".into()).into(),
         );
     };
-    if !index.config().graph {
-        return Err(UserError("the entity graph is off (`index.graph = false`)".into()).into());
-    }
+    let index = match (opened.index, opened.postgres) {
+        (Some(index), _) if !index.config().graph => {
+            return Err(UserError("the entity graph is off (`index.graph = false`)".into()).into());
+        }
+        (Some(index), _) => Graph::Embedded(index),
+        (None, Some(pg)) => Graph::Postgres(pg),
+        (None, None) => unreachable!("a store is embedded or Postgres"),
+    };
     let walk = app.config.retrieval().graph;
     match command {
         Command::Entities { n, label } => {
-            let stats = index.graph_stats()?;
-            let top = index.top_entities(label.as_deref(), n)?;
+            let stats = index.graph_stats().await?;
+            let top = index.top_entities(label.as_deref(), n).await?;
             if app.json {
                 print_json(&serde_json::json!({ "stats": stats, "entities": top }))?;
             } else {
@@ -101,11 +107,11 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             }
         }
         Command::Show { entity, n } => {
-            let e = resolve(&index, &entity, &walk)?;
-            let relations = index.entity_relations(&e, n)?;
-            let mentions = index.entity_mentions(&e, n)?;
+            let e = resolve(&index, &entity, &walk).await?;
+            let relations = index.entity_relations(&e, n).await?;
+            let mentions = index.entity_mentions(&e, n).await?;
             let ids: Vec<_> = mentions.iter().map(|m| m.0).collect();
-            let chunks = StoreRead::chunks(&index, &ids).await?;
+            let chunks = index.chunks(&ids).await?;
             if app.json {
                 let mentions: Vec<_> = mentions
                     .iter()
@@ -135,12 +141,12 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
             }
         }
         Command::Neighbors { entity, hops, n } => {
-            let e = resolve(&index, &entity, &walk)?;
+            let e = resolve(&index, &entity, &walk).await?;
             let mut walk = walk.clone();
             if let Some(h) = hops {
                 walk.max_hops = h;
             }
-            let mut reached = index.entity_neighbours(&e, &walk)?;
+            let mut reached = index.entity_neighbours(&e, &walk).await?;
             reached.truncate(n);
             if app.json {
                 print_json(&reached)?;
@@ -159,9 +165,9 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
         }
         Command::Explain { query, k } => {
             let (links, reached, ranked) =
-                index.graph_search_explained(&query, k, &walk, &Filter::default())?;
+                index.explain(&query, k, &walk, &Filter::default()).await?;
             let ids: Vec<_> = ranked.iter().map(|r| r.id).collect();
-            let chunks = StoreRead::chunks(&index, &ids).await?;
+            let chunks = index.chunks(&ids).await?;
             if app.json {
                 let hits: Vec<_> = ranked
                     .iter()
@@ -204,11 +210,83 @@ pub async fn run(app: &App, args: Args) -> Result<ExitCode> {
 }
 
 /// The entity a name links to best, or a user error naming the name.
-fn resolve(index: &EmbeddedIndex, name: &str, walk: &metarag_core::GraphWalk) -> Result<Entity> {
+async fn resolve(index: &Graph, name: &str, walk: &GraphWalk) -> Result<Entity> {
     index
-        .link_entity(name, walk.link_threshold, 1)?
+        .link(name, walk.link_threshold, 1)
+        .await?
         .into_iter()
         .next()
         .map(|l| l.entity)
         .ok_or_else(|| UserError(format!("no entity in the graph matches `{name}`")).into())
+}
+
+/// The entity graph of either store: the same inspection over the embedded index's
+/// SQLite tables or Postgres's.
+enum Graph {
+    Embedded(Arc<EmbeddedIndex>),
+    Postgres(Arc<PgStore>),
+}
+
+impl Graph {
+    async fn graph_stats(&self) -> Result<GraphStats> {
+        Ok(match self {
+            Graph::Embedded(i) => i.graph_stats()?,
+            Graph::Postgres(p) => p.graph_stats().await?,
+        })
+    }
+
+    async fn top_entities(&self, label: Option<&str>, n: usize) -> Result<Vec<Entity>> {
+        Ok(match self {
+            Graph::Embedded(i) => i.top_entities(label, n)?,
+            Graph::Postgres(p) => p.top_entities(label, n).await?,
+        })
+    }
+
+    async fn link(&self, name: &str, threshold: f32, max: usize) -> Result<Vec<Link>> {
+        Ok(match self {
+            Graph::Embedded(i) => i.link_entity(name, threshold, max)?,
+            Graph::Postgres(p) => p.link_entity(name, threshold, max).await?,
+        })
+    }
+
+    async fn entity_relations(&self, e: &Entity, n: usize) -> Result<Vec<StoredRelation>> {
+        Ok(match self {
+            Graph::Embedded(i) => i.entity_relations(e, n)?,
+            Graph::Postgres(p) => p.entity_relations(e, n).await?,
+        })
+    }
+
+    async fn entity_mentions(&self, e: &Entity, n: usize) -> Result<Vec<(ChunkId, f32)>> {
+        Ok(match self {
+            Graph::Embedded(i) => i.entity_mentions(e, n)?,
+            Graph::Postgres(p) => p.entity_mentions(e, n).await?,
+        })
+    }
+
+    async fn entity_neighbours(&self, e: &Entity, walk: &GraphWalk) -> Result<Vec<Reached>> {
+        Ok(match self {
+            Graph::Embedded(i) => i.entity_neighbours(e, walk)?,
+            Graph::Postgres(p) => p.entity_neighbours(e, walk).await?,
+        })
+    }
+
+    async fn explain(
+        &self,
+        query: &str,
+        k: usize,
+        walk: &GraphWalk,
+        filter: &Filter,
+    ) -> Result<(Vec<Link>, Vec<Reached>, Vec<ScoredChunk>)> {
+        Ok(match self {
+            Graph::Embedded(i) => i.graph_search_explained(query, k, walk, filter)?,
+            Graph::Postgres(p) => p.graph_search_explained(query, k, walk, filter).await?,
+        })
+    }
+
+    async fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<metarag_core::Chunk>> {
+        Ok(match self {
+            Graph::Embedded(i) => StoreRead::chunks(i, ids).await?,
+            Graph::Postgres(p) => StoreRead::chunks(p, ids).await?,
+        })
+    }
 }

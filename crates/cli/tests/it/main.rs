@@ -962,6 +962,25 @@ fn two_servers_on_one_postgres_share_documents_runs_and_keys() {
     assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
     assert_eq!(events[0]["kind"], "added", "{events}");
     assert_eq!(events[0]["title"], "Brannock Light", "{events}");
+    // So is the entity graph: built by A's ingest, walked by B's CLI.
+    let out = cli(
+        &b_home,
+        &["graph", "explain", "Who kept Brannock Light?", "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let explained: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        explained["links"][0]["entity"]["name"], "Brannock Light",
+        "{explained}"
+    );
+    assert_eq!(
+        explained["chunks"][0]["title"], "Brannock Light",
+        "{explained}"
+    );
 
     // A run recorded by A is listed, and shown whole, by B.
     let (status, answer) = post(

@@ -757,6 +757,190 @@ async fn audit_conformance<S: Store>(s: &S, name: &str) {
     assert_eq!(kinds(&read(all()).await), kinds(&people), "{name}");
 }
 
+/// A small encyclopaedia whose answers are a hop away: films, their stars, places.
+fn graph_corpus() -> Vec<DocumentUpdate> {
+    let pages: [(&str, &str, &[&str]); 7] = [
+        (
+            "salt",
+            "Salt and Ember",
+            &[
+                "Salt and Ember is a 1962 drama film starring Orrin Dalby as a lighthouse keeper. It was shot in Kestrel Bay.",
+            ],
+        ),
+        (
+            "dalby",
+            "Orrin Dalby",
+            &[
+                "Orrin Dalby was an actor who later served as mayor of Marrowgate.",
+                "Dalby was born in Kestrel Bay in 1921.",
+            ],
+        ),
+        (
+            "marrowgate",
+            "Marrowgate",
+            &[
+                "Marrowgate is a market town on the River Senn. Its mayor from 1970 was Orrin Dalby.",
+            ],
+        ),
+        (
+            "tide",
+            "Tide Mill",
+            &[
+                "The Tide Mill is a drama about a miller and his storm-bound family, filmed in Kestrel Bay.",
+            ],
+        ),
+        (
+            "kestrel",
+            "Kestrel Bay",
+            &[
+                "Kestrel Bay is a fishing village. The Kestrel Bay Light was built in 1840 by the Senn Harbour Board.",
+            ],
+        ),
+        (
+            "ember",
+            "Ember Days",
+            &["Ember Days are four separate sets of three days of prayer."],
+        ),
+        (
+            "nasa",
+            "National Aeronautics and Space Administration",
+            &["The National Aeronautics and Space Administration (NASA) runs the space programme."],
+        ),
+    ];
+    pages
+        .iter()
+        .enumerate()
+        .map(|(i, (id, title, texts))| update(id, title, texts, i, None))
+        .collect()
+}
+
+/// The entity graph on every store: the same entities, mentions and relations from the
+/// same documents, the same links and walk, so the same ranking; kept as documents are
+/// replaced and removed, and a filter keeps the ranking inside its collections.
+async fn graph_conformance<S: Store>(s: &S, name: &str) -> Vec<(String, Vec<(String, u32)>)> {
+    let col = |n: &str| CollectionId::new(n).unwrap();
+    let mut docs = graph_corpus();
+    // One page in another collection.
+    docs[6].document.collection = col("space");
+    s.apply(docs, vec![]).await.unwrap();
+    let walk = metarag_core::GraphWalk::default();
+    let ranked = |query: &str, filter: Filter| {
+        let walk = walk.clone();
+        let query = query.to_string();
+        async move {
+            let mut out = Vec::new();
+            for h in s.graph(&query, 10, &walk, &filter).await.unwrap() {
+                let c = &s.chunks(&[h.id]).await.unwrap()[0];
+                out.push((c.doc_id.to_string(), c.draft.ordinal));
+            }
+            out
+        }
+    };
+    let mut seen = Vec::new();
+    for query in [
+        "Which town did the star of Salt and Ember govern?",
+        "Where was Orin Dalby born?",
+        "What did NASA run?",
+        "Kestrel Bay",
+        "Which films were shot in Kestrel Bay?",
+    ] {
+        let got = ranked(query, Filter::default()).await;
+        assert!(!got.is_empty(), "{name}: {query}: nothing ranked");
+        seen.push((query.to_string(), got));
+    }
+    // The film's page names its star, whose pages say what he governed.
+    let star = &seen[0].1;
+    assert_eq!(star[0].0, "salt", "{name}: {star:?}");
+    assert!(star.iter().any(|(d, _)| d == "dalby"), "{name}: {star:?}");
+    // A misspelt name links fuzzily; an acronym by its alias.
+    assert!(
+        seen[1].1.iter().any(|(d, _)| d == "dalby"),
+        "{name}: {:?}",
+        seen[1]
+    );
+    assert_eq!(seen[2].1[0].0, "nasa", "{name}: {:?}", seen[2]);
+    // A filter keeps to its collections.
+    let only_default = Filter {
+        collections: vec![col("default")],
+        ..Default::default()
+    };
+    assert!(
+        ranked("What did NASA run?", only_default)
+            .await
+            .iter()
+            .all(|(d, _)| d != "nasa")
+    );
+    // Replacing and removing documents keeps the counts: the film page rewritten without
+    // its star, the star's page removed.
+    let mut film = graph_corpus().remove(0);
+    film.chunks.truncate(1);
+    film.chunks[0].0.text = "Salt and Ember is a 1962 drama film shot in Kestrel Bay.".into();
+    s.apply(vec![film], vec![DocId::new("dalby").unwrap()])
+        .await
+        .unwrap();
+    let after = ranked(
+        "Which town did the star of Salt and Ember govern?",
+        Filter::default(),
+    )
+    .await;
+    assert!(after.iter().all(|(d, _)| d != "dalby"), "{name}: {after:?}");
+    seen.push(("after".into(), after));
+    s.delete_collection(&col("space")).await.unwrap();
+    let nasa = ranked("What did NASA run?", Filter::default()).await;
+    assert!(nasa.iter().all(|(d, _)| d != "nasa"), "{name}: {nasa:?}");
+    seen
+}
+
+#[tokio::test]
+async fn both_stores_walk_the_entity_graph_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = EmbeddedIndex::open(dir.path(), IndexConfig::new("test-embedder", DIM)).unwrap();
+    let want = graph_conformance(&embedded, "embedded").await;
+    let pg = metarag_testkit::postgres();
+    let store = PgStore::connect(pg_config(&pg.url())).await.unwrap();
+    let got = graph_conformance(&store, "postgres").await;
+    assert_eq!(got, want, "the same rankings on both stores");
+    // The same graph, part for part.
+    let stats = store.graph_stats().await.unwrap();
+    assert_eq!(stats, embedded.graph_stats().unwrap());
+    let top = |es: Vec<metarag_pgstore::Entity>| -> Vec<(String, String, u64)> {
+        es.into_iter()
+            .map(|e| (e.key, e.label, e.mentions))
+            .collect()
+    };
+    assert_eq!(
+        top(store.top_entities(None, 50).await.unwrap()),
+        top(embedded.top_entities(None, 50).unwrap())
+    );
+    let kestrel = &store.link_entity("Kestrel Bay", 0.8, 1).await.unwrap()[0].entity;
+    let kestrel_embedded = &embedded.link_entity("Kestrel Bay", 0.8, 1).unwrap()[0].entity;
+    let names = |rs: Vec<metarag_pgstore::StoredRelation>| -> Vec<(String, String, String)> {
+        let mut r: Vec<_> = rs
+            .into_iter()
+            .map(|r| (r.subject, r.predicate, r.object))
+            .collect();
+        r.sort();
+        r
+    };
+    assert_eq!(
+        names(store.entity_relations(kestrel, 20).await.unwrap()),
+        names(embedded.entity_relations(kestrel_embedded, 20).unwrap())
+    );
+    let walk = metarag_core::GraphWalk::default();
+    let reached = |rs: Vec<metarag_pgstore::Reached>| -> Vec<(String, usize)> {
+        let mut r: Vec<_> = rs.into_iter().map(|r| (r.entity.key, r.hop)).collect();
+        r.sort();
+        r
+    };
+    assert_eq!(
+        reached(store.entity_neighbours(kestrel, &walk).await.unwrap()),
+        reached(embedded.entity_neighbours(kestrel_embedded, &walk).unwrap())
+    );
+    // A second server opening the database finds the graph built and keeps it.
+    let again = PgStore::connect(pg_config(&pg.url())).await.unwrap();
+    assert_eq!(again.graph_stats().await.unwrap(), stats);
+}
+
 #[tokio::test]
 async fn both_stores_keep_the_audit_memory_alike() {
     let dir = tempfile::tempdir().unwrap();
@@ -928,6 +1112,12 @@ async fn a_database_at_every_earlier_schema_version_migrates_without_loss() {
             .await
             .unwrap();
         assert_eq!(hits.len(), 1, "from v{from}: the old chunk is searchable");
+        // The graph was built from the chunks already stored.
+        let kiel = old
+            .graph("Kiel Canal", 3, &Default::default(), &Filter::default())
+            .await
+            .unwrap();
+        assert_eq!(kiel.len(), 1, "from v{from}: the old chunk is in the graph");
         old.apply(corpus(), vec![]).await.unwrap();
         assert_corpus_stats_match(&old).await;
         drop(old);

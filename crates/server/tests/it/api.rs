@@ -42,7 +42,7 @@ impl Server {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
         let r = self
             .http
             .post(self.url(path))
@@ -829,6 +829,200 @@ async fn each_key_sees_and_changes_only_its_collections() {
         404
     );
     assert_eq!(runs(&admin).await, 2);
+}
+
+/// Keys managed over HTTP by admin keys alone: made held to collections (and working at
+/// once), listed without their hashes, removed (and refused at once).
+#[tokio::test]
+async fn admin_keys_manage_keys_over_http() {
+    let s = start(scripted(), Limits::default()).await;
+    let (status, body) = s
+        .post(
+            "/v1/ingest?collection=alpha",
+            json!({"records": [{"doc_id": "a1", "title": "Alpha", "text": "Alpha deploys on Tuesdays."}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // On an open server the first key made over HTTP must be an admin key.
+    let (status, err) = s
+        .post("/v1/keys", json!({"name": "first", "read": ["alpha"]}))
+        .await;
+    assert_eq!(status, 400, "{err}");
+    let admin = s.keys.add("admin", None).await.unwrap().1;
+    let call = |method: reqwest::Method, path: &str, key: &str, body: Option<Value>| {
+        let mut r = s.http.request(method, s.url(path)).bearer_auth(key);
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    use reqwest::Method;
+    let (status, made) = call(
+        Method::POST,
+        "/v1/keys",
+        &admin,
+        Some(json!({"name": "alpha-reader", "read": ["alpha"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    let reader = made["key"].as_str().unwrap().to_string();
+    let id = made["record"]["id"].as_str().unwrap().to_string();
+    assert_eq!(made["record"]["scope"]["read"], json!(["alpha"]), "{made}");
+    // It works at once, held to its collection, and manages nothing.
+    let (status, docs) = call(Method::GET, "/v1/documents", &reader, None).await;
+    assert_eq!(status, 200, "{docs}");
+    assert_eq!(docs.as_array().unwrap().len(), 1);
+    assert_eq!(call(Method::GET, "/v1/keys", &reader, None).await.0, 403);
+    assert_eq!(
+        call(
+            Method::POST,
+            "/v1/keys",
+            &reader,
+            Some(json!({"name": "x", "admin": true}))
+        )
+        .await
+        .0,
+        403
+    );
+    // Listed without the key or its hash.
+    let (status, listed) = call(Method::GET, "/v1/keys", &admin, None).await;
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["admin", "alpha-reader"]);
+    assert!(!listed.to_string().contains("sha256"), "{listed}");
+    assert!(!listed.to_string().contains(&reader[4..]), "{listed}");
+    // A key with no collections is refused rather than made an admin key; so is one
+    // that is both.
+    for body in [
+        json!({"name": "vague"}),
+        json!({"name": "both", "admin": true, "read": ["alpha"]}),
+        json!({"name": "bad", "read": ["Not A Name"]}),
+    ] {
+        let (status, err) = call(Method::POST, "/v1/keys", &admin, Some(body.clone())).await;
+        assert_eq!(status, 400, "{body} -> {err}");
+    }
+    // Removed: refused at once.
+    let (status, gone) = call(Method::DELETE, &format!("/v1/keys/{id}"), &admin, None).await;
+    assert_eq!(status, 200, "{gone}");
+    assert_eq!(
+        call(Method::GET, "/v1/documents", &reader, None).await.0,
+        401
+    );
+    assert_eq!(
+        call(Method::DELETE, &format!("/v1/keys/{id}"), &admin, None)
+            .await
+            .0,
+        404
+    );
+}
+
+/// The graph view reads an entity's neighbourhood off the chunks a key may read: the
+/// graph's entities are shared by every collection, but another collection's names,
+/// relations and chunks never appear, and an entity only another collection names is
+/// not found.
+#[tokio::test]
+async fn the_graph_view_shows_only_what_the_key_may_read() {
+    let s = start(scripted(), Limits::default()).await;
+    for (c, id, title, text) in [
+        (
+            "alpha",
+            "dalby",
+            "Orrin Dalby",
+            "Orrin Dalby was the mayor of Marrowgate. Dalby was born in Kestrel Bay.",
+        ),
+        (
+            "beta",
+            "dossier",
+            "Dalby Dossier",
+            "Orrin Dalby met Vesna Krall in Brightwater.",
+        ),
+    ] {
+        let (status, body) = s
+            .post(
+                &format!("/v1/ingest?collection={c}"),
+                json!({"records": [{"doc_id": id, "title": title, "text": text}]}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let col = |n: &str| metarag_core::CollectionId::new(n).unwrap();
+    let admin = s.keys.add("admin", None).await.unwrap().1;
+    let reader = s
+        .keys
+        .add(
+            "reader",
+            Some(metarag_server::KeyScope {
+                read: vec![col("alpha")],
+                write: vec![],
+            }),
+        )
+        .await
+        .unwrap()
+        .1;
+    let graph = |key: &str, body: Value| {
+        let r = s.http.post(s.url("/v1/graph")).bearer_auth(key).json(&body);
+        async move {
+            let r = r.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let names = |g: &Value| -> Vec<String> {
+        g["neighbours"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (status, g) = graph(&reader, json!({"entity": "Orrin Dalby"})).await;
+    assert_eq!(status, 200, "{g}");
+    assert_eq!(g["entity"], "Orrin Dalby", "{g}");
+    let seen = names(&g);
+    assert!(seen.iter().any(|n| n == "Marrowgate"), "{g}");
+    let text = g.to_string();
+    for hidden in ["Vesna", "Brightwater", "Dossier", "dossier"] {
+        assert!(!text.contains(hidden), "{hidden} leaked: {g}");
+    }
+    // The admin reads both collections' chunks.
+    let (status, g) = graph(&admin, json!({"entity": "Orrin Dalby"})).await;
+    assert_eq!(status, 200, "{g}");
+    let seen = names(&g);
+    assert!(
+        seen.iter().any(|n| n == "Marrowgate") && seen.iter().any(|n| n == "Vesna Krall"),
+        "{g}"
+    );
+    // Naming a collection the key cannot read is refused; a name only it states is not
+    // found, as a name no document states.
+    let (status, _) = graph(
+        &reader,
+        json!({"entity": "Orrin Dalby", "collections": ["beta"]}),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, secret) = graph(&reader, json!({"entity": "Vesna Krall"})).await;
+    let (_, nothing) = graph(&reader, json!({"entity": "Nobody Atall"})).await;
+    assert_eq!(status, 404, "{secret}");
+    assert_eq!(
+        secret["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("Vesna Krall", "X"),
+        nothing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .replace("Nobody Atall", "X")
+    );
+    let (status, _) = graph(&reader, json!({"entity": "  "})).await;
+    assert_eq!(status, 400);
 }
 
 #[tokio::test]
