@@ -475,18 +475,17 @@ pub fn router_for(state: Arc<Service>) -> Router {
 async fn authorize(State(s): State<AppState>, mut req: Request, next: Next) -> Response {
     let mut access = Access::All;
     if let Some(keys) = &s.keys {
-        match keys.any().await {
+        let header = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match keys.required(header.is_some()).await {
             Ok(false) => {}
-            Ok(true) => {
-                let header = req
-                    .headers()
-                    .get(header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok());
-                match keys.check(header).await {
-                    Ok(a) => access = a,
-                    Err(e) => return e.into_response(),
-                }
-            }
+            Ok(true) => match keys.check(header.as_deref()).await {
+                Ok(a) => access = a,
+                Err(e) => return e.into_response(),
+            },
             Err(e) => return e.into_response(),
         }
     }

@@ -495,6 +495,20 @@ impl Keys {
         Ok(!self.current(false).await?.is_empty())
     }
 
+    /// Whether a request must carry a key, given whether it `presented` one. A request
+    /// that presents a key to a server that knew of none makes a shared store be read
+    /// afresh: the key may have been made on another server a moment ago, and must be
+    /// held to its collections from its first use, not treated as the open server's
+    /// anyone.
+    pub async fn required(&self, presented: bool) -> Result<bool> {
+        if self.any().await? {
+            return Ok(true);
+        }
+        Ok(presented
+            && matches!(self.store, KeyStore::Postgres(_))
+            && !self.current(true).await?.is_empty())
+    }
+
     /// Checks an `Authorization` header value; `Ok` with what the key may reach.
     pub async fn check(&self, header: Option<&str>) -> Result<Access> {
         let Some(value) = header else {

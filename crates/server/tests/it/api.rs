@@ -5,10 +5,11 @@
 //! along the way.
 
 use metarag_agent::Agent;
-use metarag_core::{DynLlm, Llm};
+use metarag_core::{DynLlm, DynStore, Llm};
 use metarag_eval::runs::RunLog;
 use metarag_index::{EmbeddedIndex, IndexConfig};
 use metarag_ingest::{ChunkSettings, Chunker, IngestOptions};
+use metarag_pgstore::{PgConfig, PgDatabase, PgStore};
 use metarag_retrieve::{HybridRetriever, RetrievalConfig};
 use metarag_server::{Engine, KeyStore, Keys, Limits, Service, router_for, serve};
 use metarag_testkit::ScriptedLlm;
@@ -29,6 +30,7 @@ pub(crate) struct Server {
     pub(crate) http: reqwest::Client,
     pub(crate) keys: KeyStore,
     _dir: tempfile::TempDir,
+    _pg: Option<metarag_testkit::PgServer>,
 }
 
 impl Server {
@@ -89,18 +91,41 @@ impl Server {
 
 /// Starts the API on an ephemeral loopback port over a fresh data directory.
 pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
+    start_on(llm, limits, false).await
+}
+
+/// [`start`], over a fresh Postgres database when `postgres` (the store, the run log and
+/// the keys all in it, as `metarag serve` runs with `backend = "postgres"`).
+pub(crate) async fn start_on(llm: Arc<dyn DynLlm>, limits: Limits, postgres: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let embedder = metarag_testkit::embedder();
-    let index = Arc::new(
-        EmbeddedIndex::open(
-            dir.path().join("index"),
-            IndexConfig::new(
-                metarag_core::Embedder::model_id(&embedder),
-                metarag_core::Embedder::dimension(&embedder),
-            ),
-        )
-        .unwrap(),
+    let (model, dimension) = (
+        metarag_core::Embedder::model_id(&embedder).to_string(),
+        metarag_core::Embedder::dimension(&embedder),
     );
+    let (store, runs, keys, pg): (Arc<dyn DynStore>, RunLog, KeyStore, _) = if postgres {
+        let pg = metarag_testkit::postgres();
+        let db = PgDatabase::connect(&pg.url(), 4).await.unwrap();
+        let store = PgStore::open(db.clone(), PgConfig::new(pg.url(), model, dimension))
+            .await
+            .unwrap();
+        (
+            Arc::new(store),
+            RunLog::postgres(db.clone()),
+            KeyStore::postgres(db),
+            Some(pg),
+        )
+    } else {
+        let index =
+            EmbeddedIndex::open(dir.path().join("index"), IndexConfig::new(model, dimension))
+                .unwrap();
+        (
+            Arc::new(index),
+            RunLog::open(&dir.path().join("runs.sqlite")).unwrap(),
+            KeyStore::new(dir.path().join("keys.json")),
+            None,
+        )
+    };
     let chunker = Arc::new(
         Chunker::new(
             embedder.tokenizer().clone(),
@@ -113,7 +138,7 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
     );
     let retriever = Arc::new(HybridRetriever::new(
         embedder.clone(),
-        index.clone(),
+        store.clone(),
         RetrievalConfig::default(),
     ));
     let agent = Agent::builder(llm)
@@ -121,9 +146,8 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
         .embedder(Arc::new(embedder.clone()))
         .build()
         .unwrap();
-    let keys = KeyStore::new(dir.path().join("keys.json"));
     let engine = Engine {
-        store: index.clone(),
+        store,
         embedder,
         chunker,
         ingest: IngestOptions {
@@ -132,7 +156,7 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
         },
         retrieval: RetrievalConfig::default(),
         agent,
-        runs: RunLog::open(&dir.path().join("runs.sqlite")).unwrap(),
+        runs,
         pricing: Default::default(),
     };
     let service = Service::new(engine, limits, Some(Keys::new(keys.clone()).await.unwrap()));
@@ -149,6 +173,7 @@ pub(crate) async fn start(llm: Arc<dyn DynLlm>, limits: Limits) -> Server {
             .unwrap(),
         keys,
         _dir: dir,
+        _pg: pg,
     }
 }
 
@@ -567,7 +592,17 @@ async fn collections_are_made_searched_renamed_and_deleted_over_http() {
 /// it cannot write is refused, and only the admin manages collections.
 #[tokio::test]
 async fn each_key_sees_and_changes_only_its_collections() {
-    let s = start(scripted(), Limits::default()).await;
+    each_key_on(start(scripted(), Limits::default()).await).await;
+}
+
+/// [`each_key_sees_and_changes_only_its_collections`] with the store, the run log and the
+/// keys in Postgres.
+#[tokio::test]
+async fn each_key_sees_and_changes_only_its_collections_on_postgres() {
+    each_key_on(start_on(scripted(), Limits::default(), true).await).await;
+}
+
+async fn each_key_on(s: Server) {
     let record = |id: &str, title: &str, text: &str| json!({"records": [{"doc_id": id, "title": title, "text": text}]});
     for (c, id, text) in [
         ("alpha", "a1", "The alpha team deploys on Tuesdays."),
@@ -931,7 +966,16 @@ async fn admin_keys_manage_keys_over_http() {
 /// not found.
 #[tokio::test]
 async fn the_graph_view_shows_only_what_the_key_may_read() {
-    let s = start(scripted(), Limits::default()).await;
+    graph_view_on(start(scripted(), Limits::default()).await).await;
+}
+
+/// [`the_graph_view_shows_only_what_the_key_may_read`] over Postgres's graph.
+#[tokio::test]
+async fn the_graph_view_shows_only_what_the_key_may_read_on_postgres() {
+    graph_view_on(start_on(scripted(), Limits::default(), true).await).await;
+}
+
+async fn graph_view_on(s: Server) {
     for (c, id, title, text) in [
         (
             "alpha",
