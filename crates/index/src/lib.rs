@@ -18,7 +18,8 @@
 //! before or after the change, never in between.
 //!
 //! [`EmbeddedIndex`] implements [`metarag_core::Store`]; fusion of the two rankings lives in
-//! `metarag-retrieve`.
+//! `metarag-retrieve`. The graph search's logic apart from its storage is [`walker`], which
+//! the Postgres store drives with its own queries.
 
 mod bm25;
 mod dense;

@@ -7,7 +7,9 @@
 //! table, ranked by Okapi BM25 in SQL with title and text as two fields; filters by
 //! document, title, date and JSONB metadata are SQL conditions on the joined document. Hybrid fusion stays in
 //! `metarag-retrieve` (weighted RRF in Rust, as over the embedded index), so both stores
-//! rank by the same code.
+//! rank by the same code. The entity graph is the embedded index's tables, filled by its
+//! extractor and walked by its logic ([`metarag_index::walker`]), one query per hop; the
+//! audit memory is an `events` table written with each change.
 //!
 //! Writes are one transaction per [`Store::apply`] batch: a document is replaced with all
 //! its chunks or not at all, and a crash mid-batch leaves the previous state. The schema is

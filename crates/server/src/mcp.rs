@@ -6,7 +6,9 @@
 //! `{"error": {"code", "message"}}` body as the REST API, so the calling model reads why;
 //! protocol errors (an unknown tool, arguments that do not match the schema) are rmcp's.
 
-use crate::api::{AskBody, ContextBody, IngestRecords, SearchBody, Service, records_upload};
+use crate::api::{
+    AskBody, ContextBody, GraphBody, IngestRecords, SearchBody, Service, records_upload,
+};
 use crate::auth::{Access, KeyScope};
 use crate::error::Error;
 use base64::Engine as _;
@@ -167,6 +169,18 @@ impl McpServer {
                 })
             });
         reply(result)
+    }
+
+    /// An entity's neighbourhood in the entity graph.
+    #[tool(
+        description = "Look up an entity (a person, place, work, organisation) in the entity graph: the passages that mention it, the entities named beside it and the relations stated between them, from the documents this key may read."
+    )]
+    async fn graph(
+        &self,
+        Parameters(args): Parameters<GraphBody>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        reply(self.service.graph(args, &self.access(&ctx)).await)
     }
 
     /// The verified context for a question, without an answer.

@@ -34,6 +34,7 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
             "ask",
             "context",
             "get_document",
+            "graph",
             "ingest",
             "list_documents",
             "search"
@@ -81,6 +82,21 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     assert_eq!(
         found.structured_content.unwrap()["hits"][0]["chunk"]["title"],
         "Hoover Dam"
+    );
+
+    let graph = client
+        .call_tool(call("graph", json!({"entity": "Hoover Dam"})))
+        .await
+        .unwrap();
+    let g = graph.structured_content.unwrap();
+    assert_eq!(g["entity"], "Hoover Dam", "{g}");
+    assert!(
+        g["neighbours"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["name"].as_str().unwrap().contains("Colorado River")),
+        "{g}"
     );
 
     let doc = client
@@ -245,7 +261,7 @@ async fn mcp_over_streamable_http_with_and_without_a_key() {
         .iter()
         .find(|m| m["id"] == 2)
         .map(|m| m["result"]["tools"].as_array().unwrap().len());
-    assert_eq!(n, Some(6), "{tools:?}");
+    assert_eq!(n, Some(7), "{tools:?}");
     let r = post(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_documents", "arguments": {}}}),
         session.clone(),
@@ -270,17 +286,31 @@ async fn mcp_over_streamable_http_with_and_without_a_key() {
 
     // A key scoped to one collection reaches only it through every tool.
     let alpha = metarag_core::CollectionId::new("alpha").unwrap();
-    for (c, id, text) in [
-        ("alpha", "a1", "The alpha team deploys on Tuesdays."),
-        ("beta", "b1", "The beta team deploys on Fridays."),
+    for (c, id, title, text) in [
+        (
+            "alpha",
+            "a1",
+            "alpha notes",
+            "The alpha team deploys on Tuesdays.",
+        ),
+        (
+            "beta",
+            "b1",
+            "beta notes",
+            "The beta team deploys on Fridays.",
+        ),
+        (
+            "beta",
+            "b2",
+            "Dalby Dossier",
+            "Orrin Dalby met Vesna Krall in Brightwater.",
+        ),
     ] {
         let r = s
             .http
             .post(s.url(&format!("/v1/ingest?collection={c}")))
             .bearer_auth(&key)
-            .json(
-                &json!({"records": [{"doc_id": id, "title": format!("{c} notes"), "text": text}]}),
-            )
+            .json(&json!({"records": [{"doc_id": id, "title": title, "text": text}]}))
             .send()
             .await
             .unwrap();
@@ -367,4 +397,17 @@ async fn mcp_over_streamable_http_with_and_without_a_key() {
     );
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused.to_string().contains("may not write"), "{refused}");
+    // The graph: an entity only another collection names is not found, and nothing of
+    // its text comes back.
+    let unseen = result(
+        messages(
+            call(8, "graph", json!({"entity": "Vesna Krall"}))
+                .await
+                .unwrap(),
+        )
+        .await,
+        8,
+    );
+    assert_eq!(unseen["isError"], true, "{unseen}");
+    assert!(!unseen.to_string().contains("Brightwater"), "{unseen}");
 }
