@@ -107,6 +107,9 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
             .map(|&(a, b)| without_citations(&answer[a..b]))
             .unwrap_or_default();
     }
+    if let Some(from_answer) = echo_repaired(&s.question, &answer, &short) {
+        short = from_answer;
+    }
     // An "A or B?" reply whose answer names one option and whose short answer names the
     // other contradicts itself; the answer is kept (see `contradicted_option` for why).
     // Constrained output does not prevent this: the schema limits the short answer to the
@@ -143,6 +146,33 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
         "round {index}: {short:?}{fixed}; {stripped} invalid citations stripped, {attributed} attributed"
     ));
     Ok(next)
+}
+
+/// The answer in place of a short answer that only restates the question: every content
+/// word of `short` is the question's own ("how many sessions will sshd allow over one
+/// connection?" / "sessions will sshd allow over one connection") while the answer, a
+/// phrase of at most eight words, says something the question does not ("10 [1]"). The
+/// 1.5B writer copied the question into the short answer beside a right answer on the
+/// documentation set's tuning half. Yes/no and "A or B" questions are left alone: their
+/// short answers are the verdict or an option, which the question may well write.
+fn echo_repaired(question: &str, answer: &str, short: &str) -> Option<String> {
+    use crate::program::values::stems;
+    use crate::text::{AnswerType, answer_type, options};
+    if is_refusal(short) || is_refusal(answer) || options(question).is_some() {
+        return None;
+    }
+    if answer_type(question) == AnswerType::YesNo {
+        return None;
+    }
+    let asked = stems(question);
+    let short_terms = stems(short);
+    if short_terms.is_empty() || !short_terms.is_subset(&asked) {
+        return None;
+    }
+    let phrase = without_citations(answer);
+    let phrase = phrase.trim().trim_end_matches('.').trim();
+    let new = stems(phrase);
+    (phrase.split_whitespace().count() <= 8 && !new.is_subset(&asked)).then(|| phrase.to_string())
 }
 
 /// The `answer` and `short_answer` strings of a reply that is JSON cut off before its end
@@ -198,5 +228,36 @@ mod tests {
         );
         assert_eq!(salvage(r#"{"answer": "cut in the mid"#), None);
         assert_eq!(salvage("Plain text answer."), None);
+    }
+
+    #[test]
+    fn a_short_answer_that_restates_the_question_gives_way_to_the_answer() {
+        let q = "By default, how many lanterns will the Quell daemon keep lit over one night?";
+        assert_eq!(
+            echo_repaired(q, "12 [1]", "lanterns will the Quell daemon keep lit"),
+            Some("12".into())
+        );
+        // A short answer with a word of its own stays, right or wrong.
+        assert_eq!(echo_repaired(q, "12 [1]", "14 lanterns"), None);
+        // So does an echo beside an answer that only echoes too, or a long answer.
+        assert_eq!(
+            echo_repaired(q, "The Quell daemon keeps lanterns lit [1].", "lanterns"),
+            None
+        );
+        assert_eq!(
+            echo_repaired(
+                q,
+                "It keeps twelve of them lit on a normal night, more in winter [1].",
+                "lanterns"
+            ),
+            None
+        );
+        // Yes/no and "A or B" questions are decided elsewhere.
+        let yn = "Does the Quell daemon keep lanterns lit?";
+        assert_eq!(echo_repaired(yn, "Yes, twelve [1].", "lanterns lit"), None);
+        let ab = "Which keeps more lanterns lit, Quell or Orm?";
+        assert_eq!(echo_repaired(ab, "Twelve [1].", "Quell"), None);
+        // A decline is not repaired into an answer.
+        assert_eq!(echo_repaired(q, "unknown", "lanterns"), None);
     }
 }

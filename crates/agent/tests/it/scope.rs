@@ -104,3 +104,77 @@ async fn a_run_held_to_collections_searches_them_and_keys_its_calls_by_them() {
         .unwrap();
     assert!(t.sources.is_empty(), "{:?}", t.sources);
 }
+
+/// A retriever that records the documents of every hit it returns and the filter of
+/// every search, over the real one.
+struct Spy {
+    inner: Arc<dyn metarag_core::DynRetriever>,
+    seen: std::sync::Mutex<Vec<(Filter, Vec<String>)>>,
+}
+
+impl metarag_core::Retriever for Spy {
+    async fn search(
+        &self,
+        request: &metarag_core::SearchRequest,
+    ) -> metarag_core::Result<Vec<metarag_core::Hit>> {
+        let hits = self.inner.search_dyn(request).await?;
+        let docs = hits.iter().map(|h| h.chunk.doc_id.to_string()).collect();
+        self.seen
+            .lock()
+            .unwrap()
+            .push((request.filter.clone(), docs));
+        Ok(hits)
+    }
+}
+
+/// Every strategy, with every search it makes (first reads, retries, follow-up hops,
+/// remediation, planners' branches), stays inside the ask's scope: the scope is applied
+/// where the agent searches, not by each strategy.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_strategy_searches_only_inside_the_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = [
+        serde_json::json!({"doc_id": "jaws", "title": JAWS.0, "text": JAWS.1, "metadata": {"shelf": "films"}}),
+        serde_json::json!({"doc_id": "spielberg", "title": SPIELBERG.0, "text": SPIELBERG.1, "metadata": {"shelf": "people"}}),
+    ];
+    let spy = Arc::new(Spy {
+        inner: crate::index_records(dir.path(), &records).await,
+        seen: Default::default(),
+    });
+    // The writer's good answer, and whatever else each strategy asks for answered by it
+    // too: judges and planners that cannot parse it take their fallbacks, which is
+    // where the extra searches (retries, remediation) come from.
+    let llm: Arc<dyn DynLlm> = Arc::new(ScriptedLlm::new().otherwise(GOOD));
+    let agent = Agent::builder(llm)
+        .retriever(spy.clone() as Arc<dyn metarag_core::DynRetriever>)
+        .build()
+        .unwrap();
+    let films = Filter {
+        metadata: [("shelf".to_string(), serde_json::json!("films"))].into(),
+        ..Default::default()
+    };
+    let names: Vec<&str> = agent.registry().names();
+    assert!(names.len() >= 10, "{names:?}");
+    for name in names {
+        spy.seen.lock().unwrap().clear();
+        let t = agent
+            .ask(&Ask::new(Q, name).with_scope(films.clone()))
+            .await;
+        let t = t.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let seen = std::mem::take(&mut *spy.seen.lock().unwrap());
+        for (filter, docs) in &seen {
+            // A strategy may narrow a search further (to one document, say), never widen it.
+            assert_eq!(
+                filter.metadata, films.metadata,
+                "{name}: a search left the scope"
+            );
+            assert!(docs.iter().all(|d| d == "jaws"), "{name}: {docs:?}");
+        }
+        assert!(
+            t.sources.iter().all(|s| s.passage.doc == "jaws"),
+            "{name}: {:?}",
+            t.sources
+        );
+        assert_eq!(t.scope, films, "{name}");
+    }
+}
