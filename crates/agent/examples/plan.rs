@@ -7,6 +7,14 @@
 //! ```sh
 //! cargo run --release -p metarag-agent --example plan -- MODEL.gguf QUESTIONS.jsonl OUT.jsonl
 //! ```
+//!
+//! `--replay PLANS.jsonl` reads such an output again and puts each recorded plan through
+//! this build's repairs and checks, without a model: what a change to `Plan::repaired` or
+//! the checks does to the same plans, question by question, in seconds.
+//!
+//! ```sh
+//! cargo run -p metarag-agent --example plan -- --replay PLANS.jsonl
+//! ```
 
 use metarag_agent::monitor::AnswerForm;
 use metarag_agent::program::plan::{Plan, plan};
@@ -18,6 +26,11 @@ use std::io::{BufRead, Write};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, plans] = args.as_slice()
+        && flag == "--replay"
+    {
+        return replay(plans);
+    }
     let [model, questions, out] = args.as_slice() else {
         return Err("usage: plan MODEL.gguf QUESTIONS.jsonl OUT.jsonl".into());
     };
@@ -54,26 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let started = std::time::Instant::now();
         let reply = llm.chat(&plan(question)).await?;
-        let typed = serde_json::from_str::<Plan>(&reply.text)
-            .map_err(|e| format!("the plan does not parse: {e}"))
-            .and_then(|p| {
-                p.repaired(question)
-                    .compile()
-                    .and_then(|raw| raw.validate())
-                    .and_then(|p| p.fits(&AnswerForm::of(question)).map(|()| p))
-                    .map_err(|e| e.to_string())
-            });
-        let (shape, program) = match &typed {
-            Ok(p) => (
-                p.steps
-                    .iter()
-                    .map(|s| s.name())
-                    .collect::<Vec<_>>()
-                    .join(" > "),
-                p.display(),
-            ),
-            Err(e) => ("(invalid)".to_string(), e.clone()),
-        };
+        let (shape, program) = checked(question, &reply.text);
         *shapes.entry(shape.clone()).or_default() += 1;
         println!("{question}\n  {}\n", program.replace('\n', "\n  "));
         let row = serde_json::json!({
@@ -84,6 +78,78 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     for (shape, n) in shapes {
         println!("{n:4}  {shape}");
+    }
+    Ok(())
+}
+
+/// A plan's reply put through the repairs and checks: the program's shape ("follow >
+/// find") and its listing, or "(invalid)" and why.
+fn checked(question: &str, reply: &str) -> (String, String) {
+    let typed = serde_json::from_str::<Plan>(reply)
+        .map_err(|e| format!("the plan does not parse: {e}"))
+        .and_then(|p| {
+            p.repaired(question)
+                .compile()
+                .and_then(|raw| raw.validate())
+                .and_then(|p| p.fits(&AnswerForm::of(question)).map(|()| p))
+                .map_err(|e| e.to_string())
+        });
+    match typed {
+        Ok(p) => (
+            p.steps
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(" > "),
+            p.display(),
+        ),
+        Err(e) => ("(invalid)".to_string(), e),
+    }
+}
+
+/// Each recorded plan checked again by this build: the questions whose program changed,
+/// then the shapes before and after.
+fn replay(plans: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(plans).map_err(|e| format!("reading {plans}: {e}"))?;
+    let (mut before, mut after): (BTreeMap<String, usize>, BTreeMap<String, usize>) =
+        Default::default();
+    let mut changed = 0;
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let row: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{plans} line {}: {e}", n + 1))?;
+        let (Some(question), Some(reply), Some(old)) = (
+            row["question"].as_str(),
+            row["plan"].as_str(),
+            row["program"].as_str(),
+        ) else {
+            return Err(
+                format!("{plans} line {}: no `question`, `plan` or `program`", n + 1).into(),
+            );
+        };
+        let (shape, program) = checked(question, reply);
+        *before
+            .entry(row["shape"].as_str().unwrap_or("?").to_string())
+            .or_default() += 1;
+        *after.entry(shape).or_default() += 1;
+        if program != old {
+            changed += 1;
+            println!(
+                "{question}\n  was: {}\n  now: {}\n",
+                old.replace('\n', "\n       "),
+                program.replace('\n', "\n       ")
+            );
+        }
+    }
+    println!("{changed} programs changed");
+    let shapes: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    println!("before  after  shape");
+    for shape in shapes {
+        let n = |m: &BTreeMap<String, usize>| m.get(shape).copied().unwrap_or(0);
+        println!("{:6}  {:5}  {shape}", n(&before), n(&after));
     }
     Ok(())
 }

@@ -110,6 +110,9 @@ impl Plan {
     ///   having no capital letter: names are written capitalized, relations are not;
     /// - a name the question writes with a comma ("Anna Veltz, Countess of Orm") split
     ///   into two subjects where one is asked about: joined again;
+    /// - two subjects of a fact about one thing, written a few words apart and not
+    ///   coordinated ("Ivo" and "Salt Road" in "the actor who plays Ivo in Salt Road"):
+    ///   that stretch of the question becomes the one subject;
     /// - a chain whose last relation is the fact read ("nationality", then "nationality of
     ///   the husband"): the relation goes, the read stays;
     /// - a fact read through a relation in the possessive ("director's birth date"): the
@@ -145,6 +148,17 @@ impl Plan {
             } else {
                 i += 1;
             }
+        }
+        // One thing named by two ("the character Ivo plays in Salt Road", "the timeout of
+        // a unit under the stock configuration"): the slots have no relation with two
+        // arguments, so the model writes both as subjects of a fact about one. Where the
+        // question writes them a few words apart, not coordinated, that stretch of the
+        // question is the subject, and a search for it finds what holds both.
+        if self.about.len() > takes
+            && takes == 1
+            && let Some(span) = one_thing(question, &self.about)
+        {
+            self.about = vec![span];
         }
         if let Some((relation, fact)) = self.read.split_once("'s ")
             && !relation.trim().is_empty()
@@ -385,6 +399,55 @@ fn same_fact(relation: &str, read: &str) -> bool {
         && words.iter().map(|w| w.len()).sum::<usize>() == joined.len()
 }
 
+/// The stretch of `question` from the first of `subjects` to the last, where it writes
+/// every one of them (any case) and at most four words between neighbours, none of them a
+/// coordinator ("and", "or", "versus", a comma) or a relative pronoun: "Ivo in Salt Road"
+/// from "Who plays Ivo in Salt Road?", not "Orm and Velmora" (two things, for a combine
+/// that takes two). Quotation marks inside the stretch are dropped.
+fn one_thing(question: &str, subjects: &[String]) -> Option<String> {
+    let lower = question.to_lowercase();
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(subjects.len());
+    for s in subjects {
+        let s = s.trim().to_lowercase();
+        if s.is_empty() {
+            return None;
+        }
+        let start = lower.find(&s)?;
+        spans.push((start, start + s.len()));
+    }
+    spans.sort_unstable();
+    for w in spans.windows(2) {
+        let ((_, end), (start, _)) = (w[0], w[1]);
+        if start < end {
+            return None;
+        }
+        let gap = &lower[end..start];
+        let words = crate::text::tokens(gap);
+        if words.len() > 4
+            || gap.contains(',')
+            || gap.contains(';')
+            || words.iter().any(|t| {
+                matches!(
+                    t.as_str(),
+                    "and" | "or" | "nor" | "versus" | "vs"
+                    // A relative clause between them is a chain ("the host of X in the
+                    // country that Y's creator is from"), not one thing.
+                    | "that" | "which" | "who" | "whom" | "whose" | "where" | "when"
+                )
+            })
+        {
+            return None;
+        }
+    }
+    let (first, last) = (spans.first()?.0, spans.last()?.1);
+    // Lower-casing keeps byte offsets for the text questions are written in; where it
+    // does not, the question is not cut.
+    question
+        .get(first..last)
+        .filter(|_| lower.len() == question.len())
+        .map(|s| s.replace(['"', '“', '”'], "").trim().to_string())
+}
+
 /// Whether the question asks for the older (`Some(true)`) or the younger (`Some(false)`)
 /// of its subjects, by its own words; `None` when it names neither or both.
 fn asks_older(question: &str) -> Option<bool> {
@@ -610,6 +673,43 @@ mod tests {
         );
         assert_eq!(p.about, ["Anna Veltz, Countess of Orm"]);
         p.compile().unwrap().validate().unwrap();
+    }
+
+    #[test]
+    fn two_names_of_one_thing_are_one_subject() {
+        let q = "Who is married to the actor who plays Ivo in Salt Road?";
+        let p = repaired(
+            serde_json::json!({"about": ["Salt Road", "Ivo"], "chain": ["actor", "spouse"],
+                "combine": "none", "options": [], "read": "", "type": "person"}),
+            q,
+        );
+        assert_eq!(p.about, ["Ivo in Salt Road"]);
+        let program = p.compile().unwrap().validate().unwrap();
+        assert_eq!(program.steps.len(), 2);
+        // Coordinated or far apart, they are two things: left for the check to refuse.
+        for (q, about) in [
+            (
+                "Do timeout and kill send the same signal?",
+                ["timeout", "kill"],
+            ),
+            (
+                "In Salt Road, who plays the wife of the man who wrote the score for Velmora?",
+                ["Salt Road", "Velmora"],
+            ),
+        ] {
+            let p = repaired(
+                serde_json::json!({"about": about, "chain": [], "combine": "none",
+                    "options": [], "read": "signal", "type": "text"}),
+                q,
+            );
+            assert_eq!(p.about.len(), 2, "{q}");
+            assert!(p.compile().is_err(), "{q}");
+        }
+        // A subject the question does not write is not cut from it.
+        assert_eq!(
+            one_thing("Who plays Ivo in Salt Road?", &["Ivo".into(), "Orm".into()]),
+            None
+        );
     }
 
     #[test]
