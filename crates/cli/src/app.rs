@@ -462,7 +462,8 @@ impl App {
             .threads(l.threads)
             .context_size(l.context_size)
             .prefix_reuse(l.prefix_reuse)
-            .park_prompts(l.park_prompts);
+            .park_prompts(l.park_prompts)
+            .lookup_draft(l.lookup_draft);
         let llm = LocalLlm::load(config)?;
         tracing::info!(info = ?llm.info(), "local model loaded");
         Ok(Arc::new(llm))

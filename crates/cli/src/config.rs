@@ -216,6 +216,9 @@ pub struct RawLlm {
     /// Local, with prefix reuse: keep a second prompt's KV cache, set aside by a call that
     /// shared little with it, for a later call over the same prompt.
     pub park_prompts: bool,
+    /// Local: prompt-lookup drafting, the most tokens guessed ahead per step from the text
+    /// already in the prompt and reply (0: off).
+    pub lookup_draft: usize,
     /// OpenAI: base URL including `/v1`.
     pub base_url: String,
     /// OpenAI: API key (prefer `api_key_env`).
@@ -244,6 +247,7 @@ impl Default for RawLlm {
             context_size: 4096,
             prefix_reuse: true,
             park_prompts: true,
+            lookup_draft: 0,
             base_url: "https://api.openai.com/v1".into(),
             api_key: None,
             api_key_env: "OPENAI_API_KEY".into(),
@@ -603,6 +607,11 @@ impl Config {
         }
         if raw.llm.context_size < 256 {
             return Err(invalid("llm.context_size", "must be at least 256 tokens"));
+        }
+        // A draft is one batch with the token it follows; past a few dozen tokens a
+        // rejected draft costs more than the agreeing ones save.
+        if raw.llm.lookup_draft > 32 {
+            return Err(invalid("llm.lookup_draft", "must be at most 32 tokens"));
         }
         if raw.llm.timeout_secs == 0 {
             return Err(invalid("llm.timeout_secs", "must be positive"));

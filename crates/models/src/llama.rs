@@ -55,6 +55,10 @@ pub struct LocalLlmConfig {
     /// Let [`LocalLlm::hidden_state`] read the model's last hidden layer (llama.cpp's
     /// embeddings output, no pooling). Off by default: only a monitor probe needs it.
     pub hidden_states: bool,
+    /// Prompt-lookup drafting: the most tokens guessed ahead per step from an earlier
+    /// occurrence of the text just generated (in the prompt or the reply), checked by the
+    /// model in one batch; 0 turns it off. See [`LocalLlmConfig::lookup_draft`].
+    pub lookup_draft: usize,
 }
 
 impl LocalLlmConfig {
@@ -69,6 +73,7 @@ impl LocalLlmConfig {
             prefix_reuse: true,
             park_prompts: true,
             hidden_states: false,
+            lookup_draft: 0,
         }
     }
 
@@ -99,6 +104,25 @@ impl LocalLlmConfig {
     /// Turns the hidden-state output on or off (see [`LocalLlm::hidden_state`]).
     pub fn hidden_states(mut self, on: bool) -> Self {
         self.hidden_states = on;
+        self
+    }
+
+    /// Sets prompt-lookup drafting: up to `tokens` guessed ahead per step (0: off).
+    ///
+    /// Much of what metarag asks the model to write is already in its prompt: a read
+    /// copies a source's sentence as its quote, a reply repeats the JSON keys the prompt
+    /// spells out. After each token, the longest recent stretch of the text (up to three
+    /// tokens) is looked up earlier in the prompt and reply, and the tokens that followed
+    /// it there are the draft. The model evaluates the token and the draft in one batch
+    /// and each position's sample is taken as without a draft, by the same sampler
+    /// (grammar and seed included): the draft is kept while it agrees and dropped from the
+    /// first token that does not. Only single-sample calls draft. Off by default: on the
+    /// 2-core machine measured (docs/results/llm-local.md) a batch of a few tokens costs
+    /// nearly as much as evaluating them one by one, so the quoting reads generated 16%
+    /// slower with it, and batched logits differ from one token's in the last bits, so a
+    /// near tie may flip (2 of 10 replies differed).
+    pub fn lookup_draft(mut self, tokens: usize) -> Self {
+        self.lookup_draft = tokens;
         self
     }
 }
@@ -168,6 +192,7 @@ pub struct LocalLlm {
     jobs: mpsc::Sender<Job>,
     info: LocalLlmInfo,
     cancelled: Arc<AtomicU64>,
+    drafts: Arc<DraftCounts>,
 }
 
 impl std::fmt::Debug for LocalLlm {
@@ -213,11 +238,13 @@ impl LocalLlm {
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<LocalLlmInfo>>(1);
         let model_id = config.model_id.clone();
         let cancelled = Arc::new(AtomicU64::new(0));
+        let drafts = Arc::new(DraftCounts::default());
         std::thread::Builder::new()
             .name(format!("llama:{}", config.model_id))
             .spawn({
                 let cancelled = cancelled.clone();
-                move || worker(backend, config, rx, ready_tx, cancelled)
+                let drafts = drafts.clone();
+                move || worker(backend, config, rx, ready_tx, cancelled, drafts)
             })
             .map_err(|e| Error::Llama(format!("starting the model thread: {e}")))?;
         let info = ready_rx
@@ -228,6 +255,7 @@ impl LocalLlm {
             jobs,
             info,
             cancelled,
+            drafts,
         })
     }
 
@@ -240,6 +268,15 @@ impl LocalLlm {
     /// stream, an aborted run. Their tokens are not generated for nobody.
     pub fn cancelled_calls(&self) -> u64 {
         self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Prompt-lookup drafting so far (see [`LocalLlmConfig::lookup_draft`]): tokens
+    /// drafted, and those the model's own samples agreed with.
+    pub fn drafted_tokens(&self) -> (u64, u64) {
+        (
+            self.drafts.drafted.load(Ordering::Relaxed),
+            self.drafts.accepted.load(Ordering::Relaxed),
+        )
     }
 
     /// Probability that the model's next word is "yes" rather than "no" after `messages`
@@ -356,12 +393,20 @@ fn llama_err(what: &str) -> impl Fn(String) -> Error + '_ {
     move |e| Error::Llama(format!("{what}: {e}"))
 }
 
+/// Counts of prompt-lookup drafting, shared by the worker and its handle.
+#[derive(Debug, Default)]
+struct DraftCounts {
+    drafted: AtomicU64,
+    accepted: AtomicU64,
+}
+
 fn worker(
     backend: &'static LlamaBackend,
     config: LocalLlmConfig,
     jobs: mpsc::Receiver<Job>,
     ready: mpsc::SyncSender<Result<LocalLlmInfo>>,
     cancelled: Arc<AtomicU64>,
+    drafts: Arc<DraftCounts>,
 ) {
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -431,6 +476,8 @@ fn worker(
         yes_no: None,
         hidden_states: config.hidden_states,
         path: config.path.clone(),
+        lookup_draft: config.lookup_draft,
+        drafts,
     };
     if ready.send(Ok(info)).is_err() {
         return;
@@ -509,6 +556,9 @@ struct Engine<'m> {
     yes_no: Option<(Vec<LlamaToken>, Vec<LlamaToken>)>,
     hidden_states: bool,
     path: PathBuf,
+    /// Most tokens drafted per step by prompt lookup (0: none).
+    lookup_draft: usize,
+    drafts: Arc<DraftCounts>,
 }
 
 impl Engine<'_> {
@@ -938,6 +988,11 @@ impl Engine<'_> {
         stop: &[String],
         gone: &dyn Fn() -> bool,
     ) -> Result<()> {
+        if let [d] = seqs
+            && self.lookup_draft > 0
+        {
+            return self.decode_drafting(d, stop, gone);
+        }
         let vocab = self.model.vocab();
         let hold_back = stop.iter().map(String::len).max().unwrap_or(1) - 1;
         let mut batch = LlamaBatch::new(seqs.len(), seqs.len() as i32);
@@ -974,6 +1029,76 @@ impl Engine<'_> {
                 self.kv.push(token);
             }
             pos += 1;
+        }
+    }
+
+    /// [`Engine::decode`] for one sequence, with prompt-lookup drafts (see
+    /// [`LocalLlmConfig::lookup_draft`]): each step decodes the sampled token and the
+    /// tokens that followed its context earlier in one batch, then samples every position
+    /// in turn as the plain loop would, keeping the draft while the samples agree. The
+    /// cells of a rejected draft are removed, so `self.kv` describes sequence 0 as always.
+    fn decode_drafting(
+        &mut self,
+        d: &mut Decoding<'_>,
+        stop: &[String],
+        gone: &dyn Fn() -> bool,
+    ) -> Result<()> {
+        let vocab = self.model.vocab();
+        let hold_back = stop.iter().map(String::len).max().unwrap_or(1) - 1;
+        let mut batch = LlamaBatch::new(self.lookup_draft + 1, 1);
+        let Some(mut token) = d.next(&self.ctx, &vocab, stop, hold_back) else {
+            return Ok(());
+        };
+        loop {
+            if gone() {
+                return Err(Error::Cancelled);
+            }
+            let pos = self.kv.len();
+            // Never past the room `prepare` made: the draft holds at most the tokens the
+            // call may still generate after this one.
+            let room = d.max_tokens.saturating_sub(d.generated);
+            let draft = lookup(&self.kv, token, self.lookup_draft.min(room));
+            batch.clear();
+            for (i, &t) in std::iter::once(&token).chain(&draft).enumerate() {
+                batch
+                    .add(t, (pos + i) as i32, &[0], true)
+                    .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
+            }
+            self.ctx
+                .decode(&mut batch)
+                .map_err(|e| llama_err("generating")(e.to_string()))?;
+            self.kv.push(token);
+            let mut next = None;
+            for i in 0..=draft.len() {
+                d.logits_index = i as i32;
+                match d.next(&self.ctx, &vocab, stop, hold_back) {
+                    Some(t) if draft.get(i) == Some(&t) => self.kv.push(t),
+                    sampled => {
+                        next = sampled;
+                        break;
+                    }
+                }
+            }
+            let accepted = self.kv.len() - pos - 1;
+            self.drafts
+                .drafted
+                .fetch_add(draft.len() as u64, Ordering::Relaxed);
+            self.drafts
+                .accepted
+                .fetch_add(accepted as u64, Ordering::Relaxed);
+            if accepted < draft.len() {
+                let removed = self
+                    .ctx
+                    .clear_kv_cache_seq(Some(0), Some(self.kv.len() as u32), None)
+                    .map_err(|e| llama_err("dropping a draft")(e.to_string()))?;
+                if !removed {
+                    return Err(Error::Llama("dropping a draft: cells not removed".into()));
+                }
+            }
+            match next {
+                Some(t) => token = t,
+                None => return Ok(()),
+            }
         }
     }
 
@@ -1241,6 +1366,34 @@ const KEPT: i32 = SWAP + 1;
 const PARK_MIN_TOKENS: usize = 64;
 
 /// Tokens two prompts share from their start.
+/// The draft for the token after `last`: the tokens that followed the latest earlier
+/// occurrence of the text's last three tokens (`history` then `last`), else of its last
+/// two, at most `max` of them. A single token is not looked up: too common to predict what
+/// follows it. Empty when nothing matches.
+fn lookup(history: &[LlamaToken], last: LlamaToken, max: usize) -> Vec<LlamaToken> {
+    if max == 0 {
+        return Vec::new();
+    }
+    let n = history.len() + 1;
+    let at = |i: usize| if i == n - 1 { last } else { history[i] };
+    for len in [3usize, 2] {
+        if n <= len {
+            continue;
+        }
+        let pattern: Vec<LlamaToken> = (n - len..n).map(at).collect();
+        // Latest first: the reply's own recent text, then the prompt from its end (the
+        // sources and the request sit late in a prompt).
+        let found = (0..n - len)
+            .rev()
+            .find(|&start| (0..len).all(|k| at(start + k) == pattern[k]));
+        if let Some(start) = found {
+            let from = start + len;
+            return (from..n.min(from + max)).map(at).collect();
+        }
+    }
+    Vec::new()
+}
+
 fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
@@ -1268,6 +1421,23 @@ fn first_stop(text: &str, stop: &[String]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_draft_is_what_followed_the_latest_earlier_occurrence() {
+        let t = |v: &[i32]| v.iter().map(|&x| LlamaToken::new(x)).collect::<Vec<_>>();
+        // ... 1 2 3 [4 5 6] ... 1 2 | 3 -> 4 5 (at most two).
+        let history = t(&[9, 1, 2, 3, 4, 5, 6, 7, 1, 2]);
+        assert_eq!(lookup(&history, LlamaToken::new(3), 2), t(&[4, 5]));
+        // The latest occurrence wins over an earlier one.
+        let history = t(&[1, 2, 8, 0, 1, 2, 9, 0, 1]);
+        assert_eq!(lookup(&history, LlamaToken::new(2), 3), t(&[9, 0, 1]));
+        // Two tokens when three do not match; never one alone.
+        let history = t(&[5, 6, 7, 0, 6]);
+        assert_eq!(lookup(&history, LlamaToken::new(7), 4), t(&[0, 6, 7]));
+        assert!(lookup(&t(&[1, 2, 3]), LlamaToken::new(3), 4).is_empty());
+        assert!(lookup(&history, LlamaToken::new(7), 0).is_empty());
+        assert!(lookup(&[], LlamaToken::new(7), 4).is_empty());
+    }
 
     #[test]
     fn stop_strings_cut_at_the_earliest() {

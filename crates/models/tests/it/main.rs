@@ -515,3 +515,55 @@ fn cross_encoder_loading_names_the_missing_file() {
     let err = CrossEncoder::load(dir.path(), "x").unwrap_err().to_string();
     assert!(err.contains("config.json"), "{err}");
 }
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Quoted {
+    /// The sentence copied from the evidence.
+    quote: String,
+    /// The answer alone.
+    answer: String,
+}
+
+/// Prompt-lookup drafting changes how many tokens one decode evaluates, not how a token is
+/// chosen: on these prompts the greedy replies (free text, and JSON under a grammar that
+/// copies a sentence of the prompt) and a seeded sample are the same with it as without,
+/// also over a reused prefix (a rejected draft's cells are gone), and the copied sentence
+/// is drafted. Not in general: logits of a batch can differ from one token's in the last
+/// bits, so near ties may flip (2 of 10 quoting reads on the 1.5B model,
+/// docs/results/llm-local.md).
+#[tokio::test]
+async fn lookup_drafting_writes_what_plain_decoding_writes() {
+    let plain = own_local_llm(1024);
+    let drafting = LocalLlm::load(
+        LocalLlmConfig::new(LLM, test_gguf())
+            .context_size(1024)
+            .lookup_draft(8),
+    )
+    .unwrap();
+    let mut quoting = over_evidence(
+        "Copy, word for word, the sentence of the evidence that says who directed Jaws, then \
+         give the name alone. Reply in JSON: {\"quote\": \"...\", \"answer\": \"...\"}",
+    )
+    .max_tokens(96);
+    quoting.schema = Some(metarag_core::OutputSchema::of::<Quoted>());
+    let free = over_evidence("Repeat the second sentence of the evidence exactly.").max_tokens(48);
+    for request in [&quoting, &free] {
+        let a = plain.chat(request).await.unwrap();
+        let b = drafting.chat(request).await.unwrap();
+        assert_eq!(a.text, b.text);
+        assert_eq!(a.usage.completion_tokens, b.usage.completion_tokens);
+        assert!(a.usage.completion_tokens > 8, "{a:?}");
+        // The same call again, now over a reused prefix: still the same.
+        let c = drafting.chat(request).await.unwrap();
+        assert_eq!(a.text, c.text);
+    }
+    let (drafted, accepted) = drafting.drafted_tokens();
+    assert!(accepted > 0 && accepted <= drafted, "{drafted} {accepted}");
+    assert_eq!(plain.drafted_tokens(), (0, 0));
+    // Sampled replies draw from the same distribution: a seeded sample is the same too.
+    let sampled = free.clone().samples(1, 0.8, 11);
+    let a = plain.chat(&sampled).await.unwrap();
+    let b = drafting.chat(&sampled).await.unwrap();
+    assert_eq!(a.text, b.text);
+}

@@ -38,6 +38,11 @@ pub struct LlmArgs {
     /// Also write the JSON report here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also time a quoting read (copy the sentence that answers, then the answer, in
+    /// JSON) without and with prompt-lookup drafting of up to this many tokens, and check
+    /// that both write the same reply (0: skip).
+    #[arg(long, default_value_t = 0)]
+    lookup_draft: usize,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum, Serialize)]
@@ -85,6 +90,53 @@ fn followup_request(evidence: &str, question: &str) -> ChatRequest {
     .stop("\n")
 }
 
+/// The shape of a program read: a quote copied from a source, then the value, in JSON
+/// under a grammar. Most of its tokens are in the prompt already, which is what
+/// prompt-lookup drafting is for.
+fn quote_request(evidence: &str, question: &str) -> ChatRequest {
+    let mut request = ChatRequest::new(vec![
+        Message::system("You answer questions using only the numbered passages."),
+        Message::user(format!(
+            "{evidence}\nQuestion: {question}\nFirst copy, word for word, the sentence of a passage \
+             that answers the question. Then give the answer alone. Reply in JSON: \
+             {{\"quote\": \"...\", \"answer\": \"...\"}}"
+        )),
+    ])
+    .max_tokens(120);
+    request.schema = Some(metarag_core::OutputSchema {
+        name: "quote".into(),
+        schema: serde_json::json!({
+            "type": "object",
+            "properties": {"quote": {"type": "string"}, "answer": {"type": "string"}},
+            "required": ["quote", "answer"],
+            "additionalProperties": false
+        }),
+    });
+    request
+}
+
+/// The quoting read without and with prompt-lookup drafting, over the same questions.
+#[derive(Debug, Default, Serialize)]
+struct DraftReport {
+    /// Most tokens drafted per step.
+    lookup_draft: usize,
+    /// Tokens generated (the same both ways when the replies agree).
+    generated_plain: u64,
+    generated_drafting: u64,
+    /// Generation time alone (prompt evaluation left out), milliseconds.
+    generation_ms_plain: f64,
+    generation_ms_drafting: f64,
+    generation_tokens_per_second_plain: f64,
+    generation_tokens_per_second_drafting: f64,
+    /// Tokens drafted, and those the model's samples agreed with.
+    drafted: u64,
+    accepted: u64,
+    /// Questions whose two replies are the same text.
+    identical: usize,
+    /// The questions whose replies differ: id, plain reply, drafting reply.
+    different: Vec<(String, String, String)>,
+}
+
 #[derive(Debug, Default, Serialize)]
 struct ModelReport {
     model: String,
@@ -106,6 +158,8 @@ struct ModelReport {
     followup_wall_ms_without_reuse: f64,
     threads: usize,
     predictions: Vec<Prediction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drafting: Option<DraftReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,6 +171,52 @@ struct Prediction {
     prediction: String,
     f1: f64,
     seconds: f64,
+}
+
+/// The quoting read over every question on the plain instance, then on the drafting one.
+async fn time_drafting(
+    plain: &LocalLlm,
+    drafting: &LocalLlm,
+    questions: &[QaRecord],
+    args: &LlmArgs,
+) -> Result<DraftReport> {
+    let mut d = DraftReport {
+        lookup_draft: args.lookup_draft,
+        ..DraftReport::default()
+    };
+    let (drafted_before, accepted_before) = drafting.drafted_tokens();
+    for (i, q) in questions.iter().enumerate() {
+        let request = quote_request(&evidence(q, args.context), &q.question);
+        let a = plain.chat(&request).await?;
+        let b = drafting.chat(&request).await?;
+        d.generated_plain += a.usage.completion_tokens;
+        d.generated_drafting += b.usage.completion_tokens;
+        d.generation_ms_plain += a.usage.generation_ms.unwrap_or(0.0);
+        d.generation_ms_drafting += b.usage.generation_ms.unwrap_or(0.0);
+        if a.text == b.text {
+            d.identical += 1;
+        } else {
+            d.different
+                .push((q.id.clone(), a.text.clone(), b.text.clone()));
+        }
+        eprintln!(
+            "[quote {}/{}] plain {:.0} ms, drafting {:.0} ms, {} tokens, same: {}",
+            i + 1,
+            questions.len(),
+            a.usage.generation_ms.unwrap_or(0.0),
+            b.usage.generation_ms.unwrap_or(0.0),
+            a.usage.completion_tokens,
+            a.text == b.text
+        );
+    }
+    let (drafted, accepted) = drafting.drafted_tokens();
+    d.drafted = drafted - drafted_before;
+    d.accepted = accepted - accepted_before;
+    d.generation_tokens_per_second_plain =
+        d.generated_plain as f64 * 1e3 / d.generation_ms_plain.max(1e-9);
+    d.generation_tokens_per_second_drafting =
+        d.generated_drafting as f64 * 1e3 / d.generation_ms_drafting.max(1e-9);
+    Ok(d)
 }
 
 /// Measures the local chat model on gold QA.
@@ -207,6 +307,16 @@ pub async fn run(app: &App, args: LlmArgs) -> Result<ExitCode> {
         r.seconds_per_question_p95 = metarag_eval::percentile(&seconds, 95.0);
         r.prompt_tokens_per_second = prompt_tokens as f64 * 1e3 / prompt_ms.max(1e-9);
         r.generation_tokens_per_second = gen_tokens as f64 * 1e3 / gen_ms.max(1e-9);
+        if args.lookup_draft > 0 {
+            drop(without);
+            let drafting = LocalLlm::load(
+                LocalLlmConfig::new(name.clone(), path.clone())
+                    .threads(l.threads)
+                    .context_size(l.context_size)
+                    .lookup_draft(args.lookup_draft),
+            )?;
+            r.drafting = Some(time_drafting(&with, &drafting, &questions, &args).await?);
+        }
         reports.push(r);
     }
     let json = serde_json::json!({
@@ -241,6 +351,31 @@ pub async fn run(app: &App, args: LlmArgs) -> Result<ExitCode> {
             r.followup_wall_ms_with_reuse / r.questions.max(1) as f64,
             r.followup_wall_ms_without_reuse / r.questions.max(1) as f64,
         );
+    }
+    let drafts: Vec<(&str, &DraftReport)> = reports
+        .iter()
+        .filter_map(|r| Some((r.model.as_str(), r.drafting.as_ref()?)))
+        .collect();
+    if !drafts.is_empty() {
+        println!(
+            "\n| model | quoting read, draft up to | gen tok/s plain | gen tok/s drafting | speed-up | drafted | accepted | same reply |"
+        );
+        println!("|---|---|---|---|---|---|---|---|");
+        for (model, d) in drafts {
+            println!(
+                "| {model} | {} | {:.1} | {:.1} | {:.2}x | {} | {} ({:.0}%) | {} of {} |",
+                d.lookup_draft,
+                d.generation_tokens_per_second_plain,
+                d.generation_tokens_per_second_drafting,
+                d.generation_tokens_per_second_drafting
+                    / d.generation_tokens_per_second_plain.max(1e-9),
+                d.drafted,
+                d.accepted,
+                100.0 * d.accepted as f64 / d.drafted.max(1) as f64,
+                d.identical,
+                d.identical + d.different.len(),
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
