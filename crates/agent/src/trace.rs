@@ -296,6 +296,9 @@ pub enum AbstainedBy {
     /// A read of the question's program found no source stating its fact, and the
     /// monitor did not pass the written answer.
     Program,
+    /// A thing the question names appears in no document: no source read and no word
+    /// search of the index for it writes its name (metarag, before it writes).
+    Unmentioned,
 }
 
 impl AbstainedBy {
@@ -306,6 +309,7 @@ impl AbstainedBy {
             AbstainedBy::Monitor => "monitor",
             AbstainedBy::Search => "search",
             AbstainedBy::Program => "program",
+            AbstainedBy::Unmentioned => "unmentioned",
         }
     }
 }

@@ -110,6 +110,12 @@ pub struct ProgramRun {
     pub steps: Vec<StepRecord>,
     /// How it ended.
     pub outcome: Outcome,
+    /// A thing the question names that no document mentions: neither a source nor a
+    /// search of the index for it writes its name. The program does not run; metarag
+    /// declines (when declining is on) rather than answer about something the documents
+    /// never name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmentioned: Option<String>,
 }
 
 impl Outcome {
@@ -447,6 +453,7 @@ pub async fn solve<E: Send>(s: &mut Run<E>, node: &str) -> Result<ProgramRun, No
         program,
         steps: Vec::new(),
         outcome: Outcome::Invalid { reason },
+        unmentioned: None,
     };
     let run = match c.parsed::<Plan>() {
         Err(e) => invalid(c.text().unwrap_or_default().to_string(), e),
@@ -461,12 +468,34 @@ pub async fn solve<E: Send>(s: &mut Run<E>, node: &str) -> Result<ProgramRun, No
                 serde_json::to_string(&planned).unwrap_or_default(),
                 e.to_string(),
             ),
-            Ok(p) if !p.reasons() => ProgramRun {
-                program: p.display(),
-                steps: Vec::new(),
-                outcome: Outcome::Skipped,
+            Ok(p) => match unmentioned(s, &p.named_subjects()).await? {
+                Some(subject) => ProgramRun {
+                    program: p.display(),
+                    steps: Vec::new(),
+                    outcome: Outcome::Unresolved {
+                        step: 1 + p
+                            .steps
+                            .iter()
+                            .position(|op| {
+                                matches!(op, Op::Find { subject: Subject::Named(n), .. }
+                                    | Op::Follow { subject: Subject::Named(n), .. } if *n == subject)
+                            })
+                            .unwrap_or(0),
+                        op: "find".into(),
+                        reason: format!("no document mentions {subject:?}"),
+                        missing: false,
+                        query: None,
+                    },
+                    unmentioned: Some(subject),
+                },
+                None if !p.reasons() => ProgramRun {
+                    program: p.display(),
+                    steps: Vec::new(),
+                    outcome: Outcome::Skipped,
+                    unmentioned: None,
+                },
+                None => run(s, node, &p).await?,
             },
-            Ok(p) => run(s, node, &p).await?,
         },
     };
     let outcome = run.outcome.name();
@@ -720,6 +749,7 @@ pub async fn run<E: Send>(
                     program: program.display(),
                     steps: records,
                     outcome,
+                    unmentioned: None,
                 });
             }
         }
@@ -753,7 +783,62 @@ pub async fn run<E: Send>(
             short_answer: short,
             neither,
         },
+        unmentioned: None,
     })
+}
+
+/// The first of `subjects` that no document mentions, over an index: a subject the
+/// question writes (a planner's paraphrase is not checked) that neither a source already
+/// read nor the first hits of a BM25 search for it name (see [`mentions`]). A word
+/// search is the right test of "the documents never write this name": any chunk holding
+/// a rare name ranks first for it, where a dense search returns neighbours whatever the
+/// words. Given paragraphs (gold context) are not an index and are never checked: a
+/// subject the question describes ("the third season") need not be written in them.
+pub async fn unmentioned<E: Send>(
+    s: &mut Run<E>,
+    subjects: &[String],
+) -> Result<Option<String>, NodeError> {
+    if s.mode != EvidenceMode::Retrieval {
+        return Ok(None);
+    }
+    let asked = content_terms(&s.question);
+    for subject in subjects {
+        let terms: Vec<String> = content_terms(subject).into_iter().collect();
+        if terms.is_empty() || !terms.iter().all(|t| asked.contains(t)) {
+            continue;
+        }
+        let read = s
+            .pool
+            .iter()
+            .any(|p| mentions(&terms, &format!("{} {}", p.title, p.text)));
+        if read {
+            continue;
+        }
+        let mut request = metarag_core::SearchRequest::new(subject.as_str(), MENTION_DEPTH);
+        request.mode = metarag_core::SearchMode::Bm25;
+        let hits =
+            s.gw.search(crate::gateway::DEFAULT_RETRIEVER, &request)
+                .await?;
+        if !hits
+            .iter()
+            .any(|h| mentions(&terms, &format!("{} {}", h.chunk.title, h.chunk.draft.text)))
+        {
+            return Ok(Some(subject.clone()));
+        }
+    }
+    Ok(None)
+}
+
+/// How many BM25 hits [`unmentioned`] reads for a subject.
+const MENTION_DEPTH: usize = 10;
+
+/// Whether `text` mentions a subject of content words `terms`: at least two thirds of
+/// them are among its words ("Sons of Ingmar" in a passage on "Ingmar's sons" counts;
+/// one shared word of a three-word name does not).
+pub fn mentions(terms: &[String], text: &str) -> bool {
+    let words = content_terms(text);
+    let found = terms.iter().filter(|t| words.contains(*t)).count();
+    !terms.is_empty() && found * 3 >= terms.len() * 2
 }
 
 /// The order of two values where both are dates or both quantities.

@@ -520,6 +520,27 @@ impl Program {
             )
     }
 
+    /// The things the question names that the program reads about: the named subjects of
+    /// its `find` and `follow` steps, each once, in order.
+    pub fn named_subjects(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for op in &self.steps {
+            if let Op::Find {
+                subject: Subject::Named(n),
+                ..
+            }
+            | Op::Follow {
+                subject: Subject::Named(n),
+                ..
+            } = op
+                && !out.contains(n)
+            {
+                out.push(n.clone());
+            }
+        }
+        out
+    }
+
     /// The kind of value the program answers with: its last step's.
     pub fn answer_kind(&self) -> Kind {
         match self.steps.last() {

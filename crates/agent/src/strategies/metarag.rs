@@ -558,6 +558,29 @@ async fn run_program(s: &mut S) -> NodeResult {
         return Ok(Transition::Goto(WRITE));
     }
     let run = program::exec::solve(s, PROGRAM.as_str()).await?;
+    if let Some(subject) = run.unmentioned.clone()
+        && s.cfg().abstain.is_on()
+    {
+        // Nothing the documents say is about it: any answer would be made up, however
+        // sure the model sounds (the monitor passed "60 seconds" for a tool the corpus
+        // never names). Declined before the write, which saves its call.
+        let reason = format!(
+            "no document mentions {subject:?}: no source read names it, and a word search \
+             of the index for it found none that does"
+        );
+        s.note = Some(format!("declined: {reason}\n{}", run.program));
+        s.abstention = Some(Abstention {
+            by: AbstainedBy::Unmentioned,
+            reason,
+            sources_say: Vec::new(),
+            withheld: None,
+        });
+        s.ext.program = Some(run);
+        return Ok(Transition::done(format!(
+            "abstained ({})",
+            AbstainedBy::Unmentioned.as_str()
+        )));
+    }
     let next = match &run.outcome {
         Outcome::Resolved {
             answer,

@@ -734,3 +734,91 @@ async fn a_read_no_source_grounds_and_a_weak_answer_make_metarag_decline() {
     assert!(!t.abstained && t.abstention.is_none());
     assert_eq!(t.short_answer, "Blue Harbour");
 }
+
+/// Team documents, not Wikipedia: a tool the question names that no document mentions.
+fn team_docs() -> Vec<(String, String)> {
+    [
+        (
+            "billing service",
+            "The billing service retries a failed refund five times before it gives up.",
+        ),
+        (
+            "search service",
+            "The search service daemon reloads its index every ten minutes.",
+        ),
+        (
+            "on-call",
+            "The billing team's on-call rotation lasts one week.",
+        ),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect()
+}
+
+/// A question about something no document names ("the frobnik daemon"): metarag declines
+/// before it writes, whatever the model would have said, and the trace names the
+/// subject. With declining off, the same run answers (the writer's answer), the subject
+/// still recorded as unmentioned. A subject the documents do name is answered.
+#[tokio::test]
+async fn a_subject_no_document_mentions_makes_metarag_decline_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = index(dir.path(), &team_docs()).await;
+    let q = "How many times does the frobnik daemon retry a failed refund?";
+    let plan = serde_json::json!({"about": ["frobnik daemon"], "chain": [], "combine": "none",
+        "options": [], "read": "retry count", "type": "quantity"});
+    let config = |abstain| AgentConfig {
+        plan_with_llm: false,
+        max_rounds: 0,
+        abstain,
+        ..AgentConfig::default()
+    };
+    let (agent, llm) = agent_with(
+        writer("5").on(&[PLAN], plan.to_string()),
+        Some(retriever.clone()),
+        config(Abstain::Below(0.0)),
+    );
+    let t = agent.ask(&Ask::new(q, "metarag")).await.unwrap();
+    assert!(t.abstained, "{:?}", t.stop);
+    let a = t.abstention.clone().unwrap();
+    assert_eq!(a.by, AbstainedBy::Unmentioned);
+    assert!(a.reason.contains("\"frobnik daemon\""), "{}", a.reason);
+    assert_eq!(t.short_answer, ABSTAINED_SHORT);
+    assert!(t.answer.starts_with(ABSTAINED_ANSWER), "{}", t.answer);
+    assert_eq!(llm.hits(&[WRITE]), 0);
+    assert_eq!(
+        program_of(&t).unmentioned.as_deref(),
+        Some("frobnik daemon")
+    );
+
+    let (answering, _) = agent_with(
+        writer("5").on(&[PLAN], plan.to_string()),
+        Some(retriever.clone()),
+        config(Abstain::Off),
+    );
+    let t = answering.ask(&Ask::new(q, "metarag")).await.unwrap();
+    assert!(!t.abstained);
+    assert_eq!(t.short_answer, "5");
+    assert_eq!(
+        program_of(&t).unmentioned.as_deref(),
+        Some("frobnik daemon")
+    );
+
+    // The billing service is named by a document: no decline on that ground.
+    let plan = serde_json::json!({"about": ["billing service"], "chain": [], "combine": "none",
+        "options": [], "read": "retry count", "type": "quantity"});
+    let (known, _) = agent_with(
+        writer("5").on(&[PLAN], plan.to_string()),
+        Some(retriever),
+        config(Abstain::Below(0.0)),
+    );
+    let t = known
+        .ask(&Ask::new(
+            "How many times does the billing service retry a failed refund?",
+            "metarag",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(program_of(&t).unmentioned, None);
+    assert_ne!(t.abstention.map(|a| a.by), Some(AbstainedBy::Unmentioned));
+}
