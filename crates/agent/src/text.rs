@@ -194,13 +194,52 @@ pub fn is_refusal(answer: &str) -> bool {
     PATTERNS.iter().any(|p| a.contains(p))
 }
 
-/// Whether a question asks for yes or no (starts with an auxiliary verb).
+/// Auxiliary verbs that open a yes/no question.
+pub(crate) const AUX: &[&str] = &[
+    "is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will",
+    "would", "should", "shall", "may", "might",
+];
+
+/// Words that open a question's main clause.
+const QUESTION_WORDS: &[&str] = &[
+    "what", "which", "who", "whom", "whose", "where", "when", "why", "how",
+];
+
+/// The main clause of a question that opens with a subordinate one: "If I raise the limit
+/// while it runs, do the old windows keep theirs?" -> "do the old windows keep theirs?";
+/// "When I run it without -n, how many lines does it print?" -> "how many lines does it
+/// print?". A question opens with a subordinate clause when its first word neither is an
+/// auxiliary nor opens a question ("when" does only before an auxiliary: "When did ..."
+/// asks for a date, "When I run ..." sets a condition); its main clause starts after the
+/// first comma that an auxiliary or a question word follows. Anything else is its own
+/// main clause.
+pub fn main_clause(question: &str) -> &str {
+    let t = tokens(question);
+    let Some(first) = t.first() else {
+        return question;
+    };
+    let opens_question = AUX.contains(&first.as_str())
+        || (QUESTION_WORDS.contains(&first.as_str())
+            && (first != "when" || t.get(1).is_some_and(|w| AUX.contains(&w.as_str()))));
+    if opens_question {
+        return question;
+    }
+    let mut from = 0;
+    while let Some(i) = question[from..].find(',') {
+        let rest = question[from + i + 1..].trim_start();
+        let next = tokens(rest).into_iter().next().unwrap_or_default();
+        if AUX.contains(&next.as_str()) || QUESTION_WORDS.contains(&next.as_str()) {
+            return rest;
+        }
+        from += i + 1;
+    }
+    question
+}
+
+/// Whether a question asks for yes or no: its main clause ([`main_clause`]) starts with
+/// an auxiliary verb.
 pub fn is_yes_no_question(question: &str) -> bool {
-    const AUX: &[&str] = &[
-        "is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had",
-        "will", "would", "should", "shall", "may", "might",
-    ];
-    tokens(question)
+    tokens(main_clause(question))
         .first()
         .is_some_and(|first| AUX.contains(&first.as_str()))
 }
@@ -219,9 +258,10 @@ pub enum AnswerType {
     Other,
 }
 
-/// What a question asks for.
+/// What a question asks for, read from its main clause ([`main_clause`]): "When I pass
+/// no size, how many lines ...?" asks for a number, not a date.
 pub fn answer_type(question: &str) -> AnswerType {
-    let q = question.trim().to_lowercase();
+    let q = main_clause(question).trim().to_lowercase();
     let t = tokens(&q);
     let starts = |w: &[&str]| t.len() >= w.len() && t.iter().zip(w).all(|(a, b)| a == b);
     if starts(&["when"])
@@ -753,6 +793,35 @@ mod tests {
         let mut sorted = STOPWORDS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, STOPWORDS);
+    }
+
+    #[test]
+    fn a_leading_condition_leaves_the_main_clause_to_say_what_is_asked() {
+        // Questions over documentation often open with the situation.
+        let q = "If I raise the scrollback limit while the server runs, do old panes keep theirs?";
+        assert_eq!(main_clause(q), "do old panes keep theirs?");
+        assert!(is_yes_no_question(q));
+        assert_eq!(answer_type(q), AnswerType::YesNo);
+        let q = "When I call the packer without a size, how many parts does it write?";
+        assert_eq!(answer_type(q), AnswerType::Number);
+        let q = "With the cache setting left alone, are entries kept after a restart?";
+        assert_eq!(answer_type(q), AnswerType::YesNo);
+        let q = "Out of the box, which port does the relay listen on?";
+        assert_eq!(main_clause(q), "which port does the relay listen on?");
+        assert_eq!(answer_type(q), AnswerType::Other);
+        // A question word before an auxiliary opens the question itself, commas or not.
+        let q = "When did the relay, a small daemon, first ship?";
+        assert_eq!(main_clause(q), q);
+        assert_eq!(answer_type(q), AnswerType::Date);
+        let q = "Is the relay, by default, bound to localhost?";
+        assert_eq!(answer_type(q), AnswerType::YesNo);
+        // No comma before a question: the question as written.
+        let q = "Tell me the relay's default port";
+        assert_eq!(main_clause(q), q);
+        // A comma inside the condition that no question follows is passed over.
+        let q = "After Ada, Bo and Cy left the band, who replaced them?";
+        assert_eq!(main_clause(q), "who replaced them?");
+        assert_eq!(answer_type(q), AnswerType::Other);
     }
 
     #[test]

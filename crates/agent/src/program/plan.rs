@@ -113,6 +113,9 @@ impl Plan {
     /// - two subjects of a fact about one thing, written a few words apart and not
     ///   coordinated ("Ivo" and "Salt Road" in "the actor who plays Ivo in Salt Road"):
     ///   that stretch of the question becomes the one subject;
+    /// - a yes/no question about several things planned with a combine that answers no
+    ///   yes/no (none, pick, count, intersect): the question's "same", "both" or "either"
+    ///   says which one does;
     /// - a chain whose last relation is the fact read ("nationality", then "nationality of
     ///   the husband"): the relation goes, the read stays;
     /// - a fact read through a relation in the possessive ("director's birth date"): the
@@ -159,6 +162,33 @@ impl Plan {
             && let Some(span) = one_thing(question, &self.about)
         {
             self.about = vec![span];
+        }
+        // A yes/no question about several things, planned with a combine that does not
+        // answer one (none, pick, count, intersect): the question's own word says how
+        // their values combine ("Do A and B send the same signal?", "Are both A and B
+        // deprecated?", "Does either A or B ...?").
+        if self.about.len() > 1
+            && matches!(
+                self.combine,
+                Combine::None | Combine::Pick | Combine::Count | Combine::Intersect
+            )
+            && crate::text::is_yes_no_question(question)
+            && let Some(combine) = yes_no_combine(question, self.about.len())
+        {
+            self.combine = combine;
+            // Whether two values agree is decided in code: each read is the value itself
+            // ("signal", not a verdict on "same signal").
+            if combine == Combine::Same {
+                self.read = self
+                    .read
+                    .split_whitespace()
+                    .filter(|w| !w.eq_ignore_ascii_case("same"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if self.kind == Kind::YesNo {
+                    self.kind = Kind::Text;
+                }
+            }
         }
         if let Some((relation, fact)) = self.read.split_once("'s ")
             && !relation.trim().is_empty()
@@ -399,9 +429,27 @@ fn same_fact(relation: &str, read: &str) -> bool {
         && words.iter().map(|w| w.len()).sum::<usize>() == joined.len()
 }
 
+/// How a yes/no question over `n` things combines their values, by its own words:
+/// "same" (two things) asks whether they agree, "both", "all", "each" or "every" whether
+/// it holds for all, "either" or "any" whether for one; `None` when it says none of these.
+fn yes_no_combine(question: &str, n: usize) -> Option<Combine> {
+    let words = crate::text::tokens(question);
+    let has = |w: &[&str]| words.iter().any(|t| w.contains(&t.as_str()));
+    if n == 2 && has(&["same"]) {
+        Some(Combine::Same)
+    } else if has(&["both", "all", "each", "every"]) {
+        Some(Combine::All)
+    } else if has(&["either", "any"]) {
+        Some(Combine::Any)
+    } else {
+        None
+    }
+}
+
 /// The stretch of `question` from the first of `subjects` to the last, where it writes
 /// every one of them (any case) and at most four words between neighbours, none of them a
-/// coordinator ("and", "or", "versus", a comma) or a relative pronoun: "Ivo in Salt Road"
+/// coordinator ("and", "or", "versus", a comma), a relative pronoun, a subordinating word
+/// ("while", "if") or an auxiliary verb: "Ivo in Salt Road"
 /// from "Who plays Ivo in Salt Road?", not "Orm and Velmora" (two things, for a combine
 /// that takes two). Quotation marks inside the stretch are dropped.
 fn one_thing(question: &str, subjects: &[String]) -> Option<String> {
@@ -433,7 +481,11 @@ fn one_thing(question: &str, subjects: &[String]) -> Option<String> {
                     // A relative clause between them is a chain ("the host of X in the
                     // country that Y's creator is from"), not one thing.
                     | "that" | "which" | "who" | "whom" | "whose" | "where" | "when"
-                )
+                    // So is a subordinate clause or a finite auxiliary ("history-limit
+                    // while tmux is running": a setting and a program, not one thing).
+                    | "while" | "if" | "because" | "since" | "unless" | "until" | "after"
+                    | "before" | "although" | "though" | "whereas" | "whether"
+                ) || crate::text::AUX.contains(&t.as_str())
             })
         {
             return None;
@@ -686,15 +738,20 @@ mod tests {
         assert_eq!(p.about, ["Ivo in Salt Road"]);
         let program = p.compile().unwrap().validate().unwrap();
         assert_eq!(program.steps.len(), 2);
-        // Coordinated or far apart, they are two things: left for the check to refuse.
+        // Coordinated, far apart or in two clauses, they are two things: left for the check
+        // to refuse.
         for (q, about) in [
             (
-                "Do timeout and kill send the same signal?",
+                "Which signal do timeout and kill send?",
                 ["timeout", "kill"],
             ),
             (
                 "In Salt Road, who plays the wife of the man who wrote the score for Velmora?",
                 ["Salt Road", "Velmora"],
+            ),
+            (
+                "If I raise Orm's limit while Velmora is running, what happens to old panes?",
+                ["Orm", "Velmora"],
             ),
         ] {
             let p = repaired(
@@ -710,6 +767,58 @@ mod tests {
             one_thing("Who plays Ivo in Salt Road?", &["Ivo".into(), "Orm".into()]),
             None
         );
+    }
+
+    #[test]
+    fn a_yes_no_question_about_two_things_combines_them_by_its_own_word() {
+        for (q, combine, want) in [
+            (
+                "Do timeout and kill send the same signal?",
+                "none",
+                Combine::Same,
+            ),
+            (
+                "Are the billing service and the search service both deprecated?",
+                "pick",
+                Combine::All,
+            ),
+            (
+                "Is either the billing service or the search service deprecated?",
+                "intersect",
+                Combine::Any,
+            ),
+        ] {
+            let p = repaired(
+                serde_json::json!({"about": ["billing service", "search service"], "chain": [],
+                    "combine": combine, "options": [], "read": "deprecated",
+                    "type": "yes_no"}),
+                q,
+            );
+            assert_eq!(p.combine, want, "{q}");
+            assert!(p.compile().is_ok(), "{q}");
+        }
+        // Two values compared in code: each read is the value, not a verdict on "same".
+        let p = repaired(
+            serde_json::json!({"about": ["timeout", "kill"], "chain": [], "combine": "none",
+                "options": [], "read": "same signal", "type": "yes_no"}),
+            "Do timeout and kill send the same signal when none is named?",
+        );
+        assert_eq!(
+            (p.combine, p.read.as_str(), p.kind),
+            (Combine::Same, "signal", Kind::Text)
+        );
+        // Not a yes/no question, or no word that says how: left as planned.
+        for q in [
+            "Which signal do timeout and kill both send?",
+            "Do timeout and kill send signals?",
+        ] {
+            let p = repaired(
+                serde_json::json!({"about": ["timeout", "kill"], "chain": [],
+                    "combine": "none", "options": [], "read": "signal", "type": "text"}),
+                q,
+            );
+            assert_eq!(p.combine, Combine::None, "{q}");
+        }
     }
 
     #[test]
