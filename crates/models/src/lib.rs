@@ -36,7 +36,7 @@ pub use cache::{CacheStats, CachedLlm, CallCache, cache_key};
 pub use cpu::{CpuKernels, cpu_kernels};
 pub use embed::{Pooling, Precision, SentenceEmbedder};
 pub use error::{Error, Result};
-pub use llama::{HiddenState, LocalLlm, LocalLlmConfig, LocalLlmInfo};
+pub use llama::{HiddenState, LocalLlm, LocalLlmConfig, LocalLlmInfo, Throughput};
 pub use meter::{Ledger, MeteredLlm, ModelUsage, Pricing};
 pub use openai::{OpenAiConfig, OpenAiLlm};
 pub use rerank::{CrossEncoder, LlmReranker};

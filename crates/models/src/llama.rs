@@ -183,6 +183,39 @@ enum Job {
     /// Clear the KV cache but the kept prefix: the next call evaluates its whole prompt
     /// unless it starts with that prefix.
     Forget { reply: oneshot::Sender<()> },
+    /// Time llama-bench's two tests (see [`LocalLlm::throughput`]).
+    Throughput {
+        prompt: usize,
+        generate: usize,
+        reply: oneshot::Sender<Result<Throughput>>,
+    },
+}
+
+/// One run of llama-bench's two tests on the loaded model: a prompt of `prompt_tokens`
+/// evaluated in batches from an empty cache (`pp512`), and `generated_tokens` decoded
+/// one at a time from an empty cache (`tg128`), as llama-bench runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Throughput {
+    /// Prompt tokens evaluated.
+    pub prompt_tokens: usize,
+    /// Seconds they took.
+    pub prompt_s: f64,
+    /// Tokens decoded one by one.
+    pub generated_tokens: usize,
+    /// Seconds they took.
+    pub generate_s: f64,
+}
+
+impl Throughput {
+    /// Prompt tokens per second.
+    pub fn prompt_per_s(&self) -> f64 {
+        self.prompt_tokens as f64 / self.prompt_s.max(f64::EPSILON)
+    }
+
+    /// Generated tokens per second.
+    pub fn generated_per_s(&self) -> f64 {
+        self.generated_tokens as f64 / self.generate_s.max(f64::EPSILON)
+    }
 }
 
 /// A GGUF chat model run in-process with llama.cpp. Cheap to share behind an `Arc`; calls
@@ -301,6 +334,24 @@ impl LocalLlm {
         self.send(Job::HiddenState {
             messages,
             completion: completion.into(),
+            reply,
+        })?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    /// Times llama-bench's `pp` and `tg` tests on this engine, so that its speed can be set
+    /// beside llama.cpp's own on the same model file and threads: `prompt` tokens decoded
+    /// in batches of the configured batch size with logits for the last one only, then
+    /// `generate` tokens decoded one per call with logits for each, both from an empty
+    /// cache and over pseudo-random tokens (fixed, so runs compare), as llama-bench does.
+    /// Nothing is sampled: this is the model's evaluation speed alone, the ceiling a chat
+    /// call's prompt and generation rates approach. The KV cache is emptied before and
+    /// after, the kept prefix included.
+    pub async fn throughput(&self, prompt: usize, generate: usize) -> Result<Throughput> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Job::Throughput {
+            prompt,
+            generate,
             reply,
         })?;
         rx.await.map_err(|_| gone())?
@@ -527,6 +578,15 @@ fn worker(
             Job::Forget { reply } => {
                 engine.forget();
                 let _ = reply.send(());
+            }
+            Job::Throughput {
+                prompt,
+                generate,
+                reply,
+            } => {
+                let result = engine.throughput(prompt, generate);
+                engine.reset();
+                let _ = reply.send(result);
             }
         }
     }
@@ -978,6 +1038,63 @@ impl Engine<'_> {
             generated,
             prompt_ms,
             generation_ms,
+        })
+    }
+
+    /// See [`LocalLlm::throughput`].
+    fn throughput(&mut self, prompt: usize, generate: usize) -> Result<Throughput> {
+        if prompt + generate == 0 || prompt.max(generate) > self.ctx.n_ctx() as usize {
+            return Err(Error::Request(format!(
+                "throughput test of {prompt} prompt and {generate} generated tokens: each \
+                 must fit the context of {} tokens, and one must be above 0",
+                self.ctx.n_ctx()
+            )));
+        }
+        let vocab = self.model.n_vocab().max(1) as u64;
+        // Fixed pseudo-random ids (splitmix64), so two runs time the same work.
+        let token = |i: usize| {
+            let mut z = (i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            LlamaToken::new(((z ^ (z >> 31)) % vocab) as i32)
+        };
+        let err = |what: &'static str| move |e: String| Error::Llama(format!("{what}: {e}"));
+        self.reset();
+        let started = Instant::now();
+        let tokens: Vec<LlamaToken> = (0..prompt).map(token).collect();
+        let mut pos = 0usize;
+        for chunk in tokens.chunks(self.batch_size.max(1)) {
+            let mut batch = LlamaBatch::new(chunk.len(), 1);
+            for &t in chunk {
+                batch
+                    .add(t, pos as i32, &[0], pos + 1 == prompt)
+                    .map_err(|e| err("filling a batch")(e.to_string()))?;
+                pos += 1;
+            }
+            self.ctx
+                .decode(&mut batch)
+                .map_err(|e| err("evaluating the prompt")(e.to_string()))?;
+        }
+        let prompt_s = started.elapsed().as_secs_f64();
+        self.reset();
+        let started = Instant::now();
+        let mut batch = LlamaBatch::new(1, 1);
+        for i in 0..generate {
+            batch.clear();
+            batch
+                .add(token(prompt + i), i as i32, &[0], true)
+                .map_err(|e| err("filling a batch")(e.to_string()))?;
+            self.ctx
+                .decode(&mut batch)
+                .map_err(|e| err("generating")(e.to_string()))?;
+        }
+        let generate_s = started.elapsed().as_secs_f64();
+        self.reset();
+        Ok(Throughput {
+            prompt_tokens: prompt,
+            prompt_s,
+            generated_tokens: generate,
+            generate_s,
         })
     }
 

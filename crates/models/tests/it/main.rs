@@ -567,3 +567,26 @@ async fn lookup_drafting_writes_what_plain_decoding_writes() {
     let b = drafting.chat(&sampled).await.unwrap();
     assert_eq!(a.text, b.text);
 }
+
+/// llama-bench's two tests on the engine: both rates are measured over the tokens asked
+/// for, a test larger than the context is refused by name, and the model still answers
+/// after (the cache the tests filled is emptied).
+#[tokio::test]
+async fn throughput_times_the_prompt_and_generation_tests_and_leaves_the_model_usable() {
+    let llm = own_local_llm(1024);
+    let t = llm.throughput(64, 8).await.unwrap();
+    assert_eq!((t.prompt_tokens, t.generated_tokens), (64, 8));
+    assert!(t.prompt_s > 0.0 && t.generate_s > 0.0, "{t:?}");
+    assert!(t.prompt_per_s() > 0.0 && t.generated_per_s() > 0.0, "{t:?}");
+    let only_generation = llm.throughput(0, 4).await.unwrap();
+    assert_eq!(only_generation.prompt_tokens, 0);
+    let err = llm.throughput(4096, 0).await.unwrap_err().to_string();
+    assert!(err.contains("4096") && err.contains("1024"), "{err}");
+    let err = llm.throughput(0, 0).await.unwrap_err().to_string();
+    assert!(err.contains("above 0"), "{err}");
+    let answer = llm
+        .chat(&over_evidence("Who directed Jaws? The name alone.").max_tokens(12))
+        .await
+        .unwrap();
+    assert!(answer.text.contains("Spielberg"), "{answer:?}");
+}

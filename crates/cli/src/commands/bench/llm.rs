@@ -43,6 +43,66 @@ pub struct LlmArgs {
     /// that both write the same reply (0: skip).
     #[arg(long, default_value_t = 0)]
     lookup_draft: usize,
+    /// Also time llama-bench's prompt test on the engine itself: this many prompt tokens
+    /// evaluated in batches from an empty cache (llama-bench's `pp512` is `--pp 512`;
+    /// 0: skip). With `--n 0` only the throughput tests run.
+    #[arg(long, default_value_t = 0)]
+    pp: usize,
+    /// Also time llama-bench's generation test: this many tokens decoded one at a time
+    /// from an empty cache (`tg128` is `--tg 128`; 0: skip).
+    #[arg(long, default_value_t = 0)]
+    tg: usize,
+    /// Repetitions of the throughput tests, after one warm-up run (llama-bench's `-r`).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    repetitions: u32,
+}
+
+/// llama-bench's `pp` and `tg` tests timed on metarag's own engine.
+#[derive(Debug, Default, Serialize)]
+struct ThroughputReport {
+    prompt_tokens: usize,
+    generated_tokens: usize,
+    repetitions: u32,
+    /// Prompt tokens per second: mean and standard deviation over the repetitions.
+    prompt_per_s: f64,
+    prompt_per_s_sd: f64,
+    /// Generated tokens per second: mean and standard deviation.
+    generated_per_s: f64,
+    generated_per_s_sd: f64,
+}
+
+/// Mean and sample standard deviation.
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len().max(1) as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var.sqrt())
+}
+
+/// One warm-up run, then `repetitions` timed ones, as llama-bench runs its tests.
+async fn time_throughput(llm: &LocalLlm, args: &LlmArgs) -> Result<ThroughputReport> {
+    llm.throughput(args.pp.min(16), args.tg.min(4)).await?;
+    let (mut pp, mut tg) = (Vec::new(), Vec::new());
+    for _ in 0..args.repetitions {
+        let t = llm.throughput(args.pp, args.tg).await?;
+        pp.push(t.prompt_per_s());
+        tg.push(t.generated_per_s());
+    }
+    let (prompt_per_s, prompt_per_s_sd) = mean_sd(&pp);
+    let (generated_per_s, generated_per_s_sd) = mean_sd(&tg);
+    Ok(ThroughputReport {
+        prompt_tokens: args.pp,
+        generated_tokens: args.tg,
+        repetitions: args.repetitions,
+        prompt_per_s,
+        prompt_per_s_sd,
+        generated_per_s,
+        generated_per_s_sd,
+    })
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum, Serialize)]
@@ -160,6 +220,8 @@ struct ModelReport {
     predictions: Vec<Prediction>,
     #[serde(skip_serializing_if = "Option::is_none")]
     drafting: Option<DraftReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    throughput: Option<ThroughputReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -247,6 +309,10 @@ pub async fn run(app: &App, args: LlmArgs) -> Result<ExitCode> {
             threads: with.info().threads,
             ..ModelReport::default()
         };
+        if args.pp + args.tg > 0 {
+            // First, on a model nothing else has run on yet (as llama-bench's own run).
+            r.throughput = Some(time_throughput(&with, &args).await?);
+        }
         let (mut prompt_tokens, mut prompt_ms, mut gen_tokens, mut gen_ms) = (0u64, 0.0, 0u64, 0.0);
         let mut seconds = Vec::new();
         for (i, q) in questions.iter().enumerate() {
@@ -330,11 +396,13 @@ pub async fn run(app: &App, args: LlmArgs) -> Result<ExitCode> {
         print_json(&json)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "| model | n | EM | F1 | Sub-EM | s/question (mean, p50, p95) | prompt tok/s | gen tok/s | 2nd call: prompt tokens reused | 2nd call ms, reuse vs none |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for r in &reports {
+    if !questions.is_empty() {
+        println!(
+            "| model | n | EM | F1 | Sub-EM | s/question (mean, p50, p95) | prompt tok/s | gen tok/s | 2nd call: prompt tokens reused | 2nd call ms, reuse vs none |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+    }
+    for r in reports.iter().filter(|r| r.questions > 0) {
         println!(
             "| {} | {} | {:.3} | {:.3} | {:.3} | {:.1}, {:.1}, {:.1} | {:.1} | {:.1} | {:.0}% | {:.0} vs {:.0} |",
             r.model,
@@ -351,6 +419,28 @@ pub async fn run(app: &App, args: LlmArgs) -> Result<ExitCode> {
             r.followup_wall_ms_with_reuse / r.questions.max(1) as f64,
             r.followup_wall_ms_without_reuse / r.questions.max(1) as f64,
         );
+    }
+    let tests: Vec<(&ModelReport, &ThroughputReport)> = reports
+        .iter()
+        .filter_map(|r| Some((r, r.throughput.as_ref()?)))
+        .collect();
+    if !tests.is_empty() {
+        // llama-bench's own table shape, so the two read side by side.
+        println!("\n| model | threads | test | t/s |\n|---|---|---|---|");
+        for (r, t) in tests {
+            if t.prompt_tokens > 0 {
+                println!(
+                    "| {} | {} | pp{} | {:.2} ± {:.2} |",
+                    r.model, r.threads, t.prompt_tokens, t.prompt_per_s, t.prompt_per_s_sd
+                );
+            }
+            if t.generated_tokens > 0 {
+                println!(
+                    "| {} | {} | tg{} | {:.2} ± {:.2} |",
+                    r.model, r.threads, t.generated_tokens, t.generated_per_s, t.generated_per_s_sd
+                );
+            }
+        }
     }
     let drafts: Vec<(&str, &DraftReport)> = reports
         .iter()
