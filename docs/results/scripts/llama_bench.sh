@@ -5,7 +5,7 @@
 # has them). llama-cpp-sys-2 ships llama.cpp without tools/llama-bench's sources, so they
 # are taken from llama-cpp-python's sdist on PyPI (its llama-bench.cpp compiles against the
 # vendored library). Then pp512 and tg128 with 2 threads, 3 repetitions, on the installed
-# qwen2.5-1.5b-instruct model. Usage: bash docs/results/scripts/llama_bench.sh [WORKDIR]
+# qwen2.5-1.5b-instruct model. Usage: [VARIANTS=portable] bash docs/results/scripts/llama_bench.sh [WORKDIR]
 set -euo pipefail
 work="${1:-/tmp/llama-bench}"
 mkdir -p "$work"
@@ -22,15 +22,17 @@ cp "$work"/llama_cpp_python-0.3.36/vendor/llama.cpp/tools/llama-bench/* "$work/s
 # The vendored tools/ lists tools whose sources are not shipped: build llama-bench alone.
 printf 'find_package(Threads REQUIRED)\nllama_add_compile_flags()\nadd_subdirectory(llama-bench)\n' \
   > "$work/src/tools/CMakeLists.txt"
-for v in portable native; do
+for v in ${VARIANTS:-portable native}; do
   n=OFF; [ "$v" = native ] && n=ON
   cmake -S "$work/src" -B "$work/build-$v" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=$n \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null
   cmake --build "$work/build-$v" --target llama-bench -j"$(nproc)" >/dev/null
 done
+# BUILD_ONLY=1: stop here (build while the machine is busy, time later on a quiet one).
+[ -n "${BUILD_ONLY:-}" ] && exit 0
 model=$(ls "${METARAG_HOME:-$HOME/.cache/metarag/home}"/models/qwen2.5-1.5b-instruct/*.gguf)
-for v in portable native; do
+for v in ${VARIANTS:-portable native}; do
   echo "== $v"
   "$work/build-$v/bin/llama-bench" -m "$model" -t 2 -p 512 -n 128 -r 3 -o md 2>/dev/null
 done
