@@ -190,6 +190,12 @@ impl Plan {
                 }
             }
         }
+        // "The spouse of the actor who played Ivo": relations written before the subject
+        // apply from the nearest one out (the actor first, then the spouse). A chain
+        // listed in the question's reading order instead is turned round.
+        if let Some(order) = applied_order(question, &self.about, &self.chain) {
+            self.chain = order;
+        }
         if let Some((relation, fact)) = self.read.split_once("'s ")
             && !relation.trim().is_empty()
             && !relation.chars().any(char::is_uppercase)
@@ -427,6 +433,34 @@ fn same_fact(relation: &str, read: &str) -> bool {
     // Every content word of the read inside the one-word relation, and nothing else.
     words.iter().all(|w| joined.contains(w.as_str()))
         && words.iter().map(|w| w.len()).sum::<usize>() == joined.len()
+}
+
+/// The chain in the order its relations apply, where the question writes every one of
+/// them before every subject ("the spouse of the actor who played Ivo in Salt Road"): the
+/// relation nearest the subject applies first, so the chain runs from the last written to
+/// the first. `None` when the chain is already in that order, has fewer than two
+/// relations, or a relation or subject is not written in the question (a possessive
+/// chain, "Ivo's father's birthplace", is written in the order it applies, after the
+/// subject, and is left alone).
+fn applied_order(question: &str, about: &[String], chain: &[String]) -> Option<Vec<String>> {
+    if chain.len() < 2 {
+        return None;
+    }
+    let lower = question.to_lowercase();
+    let find = |s: &str| {
+        let s = s.trim().to_lowercase();
+        (!s.is_empty()).then(|| lower.find(&s)).flatten()
+    };
+    let subject = about.iter().map(|a| find(a)).collect::<Option<Vec<_>>>()?;
+    let first_subject = subject.into_iter().min()?;
+    let at = chain.iter().map(|c| find(c)).collect::<Option<Vec<_>>>()?;
+    if at.iter().any(|&p| p >= first_subject) {
+        return None;
+    }
+    let mut order: Vec<(usize, String)> = at.into_iter().zip(chain.iter().cloned()).collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0));
+    let order: Vec<String> = order.into_iter().map(|(_, c)| c).collect();
+    (order != chain).then_some(order)
 }
 
 /// How a yes/no question over `n` things combines their values, by its own words:
@@ -767,6 +801,27 @@ mod tests {
             one_thing("Who plays Ivo in Salt Road?", &["Ivo".into(), "Orm".into()]),
             None
         );
+    }
+
+    #[test]
+    fn relations_written_before_the_subject_apply_from_the_nearest_out() {
+        let chain = |q: &str, chain: &[&str]| {
+            repaired(
+                serde_json::json!({"about": ["Ivo in Salt Road"], "chain": chain,
+                    "combine": "none", "options": [], "read": "", "type": "person"}),
+                q,
+            )
+            .chain
+        };
+        let q = "Who was the spouse of the actor who played Ivo in Salt Road?";
+        assert_eq!(chain(q, &["spouse", "actor"]), ["actor", "spouse"]);
+        // Already in the order they apply: as written.
+        assert_eq!(chain(q, &["actor", "spouse"]), ["actor", "spouse"]);
+        // A relation after the subject, or one the question does not write: left alone.
+        let q = "The actor who played Ivo in Salt Road has a sister. Who is she?";
+        assert_eq!(chain(q, &["actor", "sister"]), ["actor", "sister"]);
+        let q = "Whom did the actor who played Ivo in Salt Road marry?";
+        assert_eq!(chain(q, &["husband", "actor"]), ["husband", "actor"]);
     }
 
     #[test]
