@@ -458,7 +458,7 @@ fn applied_order(question: &str, about: &[String], chain: &[String]) -> Option<V
         return None;
     }
     let mut order: Vec<(usize, String)> = at.into_iter().zip(chain.iter().cloned()).collect();
-    order.sort_by(|a, b| b.0.cmp(&a.0));
+    order.sort_by_key(|o| std::cmp::Reverse(o.0));
     let order: Vec<String> = order.into_iter().map(|(_, c)| c).collect();
     (order != chain).then_some(order)
 }
