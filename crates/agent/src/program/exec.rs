@@ -834,11 +834,39 @@ const MENTION_DEPTH: usize = 10;
 
 /// Whether `text` mentions a subject of content words `terms`: at least two thirds of
 /// them are among its words ("Sons of Ingmar" in a passage on "Ingmar's sons" counts;
-/// one shared word of a three-word name does not).
+/// one shared word of a three-word name does not). An identifier written in camel case
+/// counts as its words too: documentation writes "the stub DNS listener" as
+/// `DNSStubListener=`.
 pub fn mentions(terms: &[String], text: &str) -> bool {
-    let words = content_terms(text);
+    let mut words = content_terms(text);
+    words.extend(camel_words(text));
     let found = terms.iter().filter(|t| words.contains(*t)).count();
     !terms.is_empty() && found * 3 >= terms.len() * 2
+}
+
+/// The words inside camel-case identifiers, lowercase: "DNSStubListener" -> "dns", "stub",
+/// "listener"; "ReadWritePaths" -> "read", "write", "paths". A word boundary is a lowercase
+/// letter followed by a capital, or a capital followed by a capital and a lowercase letter.
+fn camel_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = word.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let lower_to_upper = chars[i - 1].is_lowercase() && chars[i].is_uppercase();
+            let acronym_end = chars[i - 1].is_uppercase()
+                && chars[i].is_uppercase()
+                && chars.get(i + 1).is_some_and(|c| c.is_lowercase());
+            if lower_to_upper || acronym_end {
+                out.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        if start > 0 {
+            out.push(chars[start..].iter().collect::<String>().to_lowercase());
+        }
+    }
+    out
 }
 
 /// The order of two values where both are dates or both quantities.
@@ -1015,6 +1043,32 @@ mod tests {
             value: value.into(),
             source,
         }
+    }
+
+    #[test]
+    fn a_subject_is_mentioned_by_most_of_its_words_identifiers_included() {
+        let terms = |s: &str| content_terms(s).into_iter().collect::<Vec<_>>();
+        let listener = terms("stub DNS listener");
+        assert!(mentions(
+            &listener,
+            "DNSStubListener= takes a boolean argument or udp or tcp."
+        ));
+        assert!(mentions(
+            &listener,
+            "The DNS stub listener answers on 127.0.0.53."
+        ));
+        assert!(!mentions(&listener, "Each DNS server is tried in turn."));
+        let name = terms("Sons of Ingmar");
+        assert!(mentions(&name, "Ingmar's sons left the farm in 1919."));
+        assert!(!mentions(&name, "Her sons left the farm in 1919."));
+        assert!(!mentions(
+            &terms("fail2ban"),
+            "faillog maintains a count of login failures."
+        ));
+        assert_eq!(
+            camel_words("ReadWritePaths= and HTTPServer, plain words"),
+            ["read", "write", "paths", "http", "server"]
+        );
     }
 
     #[test]
