@@ -190,6 +190,21 @@ impl Plan {
                 }
             }
         }
+        // "Does xargs start one process per CPU or as many as it can?" planned as one read
+        // of one thing: the value read is checked against the question's options in code
+        // (`pick` with one value step), so a value that is neither option is answered as
+        // itself rather than forced onto the nearer one.
+        if self.about.len() == 1
+            && self.combine == Combine::None
+            && self.kind != Kind::YesNo
+            // "How many shell, login or sftp sessions ...?" counts a list; it offers no
+            // options.
+            && crate::text::answer_type(question) == crate::text::AnswerType::Other
+            && let Some((a, b)) = crate::text::options(question)
+        {
+            self.combine = Combine::Pick;
+            self.options = vec![a, b];
+        }
         // "The spouse of the actor who played Ivo": relations written before the subject
         // apply from the nearest one out (the actor first, then the spouse). A chain
         // listed in the question's reading order instead is turned round.
@@ -801,6 +816,39 @@ mod tests {
             one_thing("Who plays Ivo in Salt Road?", &["Ivo".into(), "Orm".into()]),
             None
         );
+    }
+
+    #[test]
+    fn a_one_thing_read_of_an_either_or_question_picks_among_its_options() {
+        let q = "When I start the packer without -j, does it run one worker per core or as many as it can?";
+        let p = repaired(
+            serde_json::json!({"about": ["the packer"], "chain": [], "combine": "none",
+                "options": [], "read": "workers started", "type": "quantity"}),
+            q,
+        );
+        assert_eq!(p.combine, Combine::Pick);
+        assert_eq!(p.options.len(), 2);
+        assert!(
+            p.options[0].ends_with("one worker per core"),
+            "{:?}",
+            p.options
+        );
+        assert_eq!(p.options[1], "as many as it can");
+        let program = p.compile().unwrap().validate().unwrap();
+        assert!(program.reasons());
+        assert!(matches!(program.steps.last(), Some(Op::Pick { .. })));
+        // A question without options, or one counting a list: as planned.
+        for q in [
+            "How many workers does the packer start without -j?",
+            "By default, how many shell, login or batch workers will the packer start?",
+        ] {
+            let p = repaired(
+                serde_json::json!({"about": ["the packer"], "chain": [], "combine": "none",
+                    "options": [], "read": "workers started", "type": "quantity"}),
+                q,
+            );
+            assert_eq!(p.combine, Combine::None, "{q}");
+        }
     }
 
     #[test]
