@@ -132,6 +132,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
         );
     }
     truthfulness(&mut out, record);
+    declines(&mut out, record);
     let base = baselines(&c.dataset);
     if !base.is_empty() {
         out.push_str("\n## Beside the published numbers\n\nThe paper rows are 500 questions with GPT-3.5-turbo (MetaRAG paper) and DeepSeek V3.2 (seed `000`), gold context; ours are this run's sample and model, so compare the ordering of methods more than the absolute numbers.\n\n| method | EM | F1 | precision | recall |\n|---|---|---|---|---|\n");
@@ -578,6 +579,46 @@ fn truthfulness(out: &mut String, record: &RunRecord) {
             t.unanswerable,
             opt(t.abstention_precision),
             opt(t.abstention_recall)
+        );
+    }
+}
+
+/// Which check declined, per strategy: declines of questions with no answer (right to
+/// decline), and of answerable ones, whether the answer held back held a gold answer (a
+/// decline that cost a right answer) or not (one that withheld a wrong one). This is each
+/// check's precision, which the truthfulness table's single figure hides.
+fn declines(out: &mut String, record: &RunRecord) {
+    // (strategy, check) -> [unanswerable, held back right, held back wrong, nothing held].
+    let mut rows: BTreeMap<(String, &'static str), [usize; 4]> = BTreeMap::new();
+    for r in &record.results {
+        let Some(a) = r.trace.as_ref().and_then(|t| t.abstention.as_ref()) else {
+            continue;
+        };
+        let i = if r.answers.iter().all(|g| g.trim().is_empty()) {
+            0
+        } else {
+            match a.withheld.as_deref() {
+                Some(w) if crate::score_answer(w, &r.answers).sub_em >= 1.0 => 1,
+                Some(_) => 2,
+                None => 3,
+            }
+        };
+        rows.entry((r.strategy.as_str().to_string(), a.by.as_str()))
+            .or_default()[i] += 1;
+    }
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\n## Declines by check\n\nEach decline by the check that decided it (`trace.abstention.by`): on a question with no answer in the documents (right to decline), or on an answerable one, where the answer held back contained a gold answer (the decline cost it) or did not (it withheld a wrong one), or nothing was written (declined before writing).\n\n| strategy | check | declines | no answer exists | held back a right answer | held back a wrong one | nothing written |\n|---|---|---|---|---|---|---|\n");
+    for ((strategy, by), c) in rows {
+        let _ = writeln!(
+            out,
+            "| {strategy} | {by} | {} | {} | {} | {} | {} |",
+            c.iter().sum::<usize>(),
+            c[0],
+            c[1],
+            c[2],
+            c[3]
         );
     }
 }

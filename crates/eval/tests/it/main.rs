@@ -274,6 +274,27 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     ] {
         assert!(md.contains(needle), "missing {needle:?} in\n{md}");
     }
+    assert!(!md.contains("## Declines by check"), "no run declined:\n{md}");
+    // A decline is listed under the check that made it, with what it held back: here an
+    // answer that held the gold one (the decline cost it).
+    let mut back = back;
+    let r = back
+        .results
+        .iter_mut()
+        .find(|r| r.strategy.as_str() == "metarag")
+        .unwrap();
+    let gold = r.answers[0].clone();
+    r.trace.as_mut().unwrap().abstention = Some(metarag_agent::Abstention {
+        by: metarag_agent::AbstainedBy::Monitor,
+        reason: "the monitor's confidence 0.10 is under abstain 0.25".into(),
+        sources_say: Vec::new(),
+        withheld: Some(format!("It is {gold} [1].")),
+    });
+    let md = markdown(&back, None, &[]);
+    assert!(
+        md.contains("| metarag | monitor | 1 | 0 | 1 | 0 | 0 |"),
+        "missing the decline row in\n{md}"
+    );
     let err = RunRecord::load(&dir.path().join("run-f1-by-type.svg")).unwrap_err();
     assert!(err.to_string().contains("not a run record"), "{err}");
 }
