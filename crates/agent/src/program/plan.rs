@@ -190,21 +190,6 @@ impl Plan {
                 }
             }
         }
-        // "Does xargs start one process per CPU or as many as it can?" planned as one read
-        // of one thing: the value read is checked against the question's options in code
-        // (`pick` with one value step), so a value that is neither option is answered as
-        // itself rather than forced onto the nearer one.
-        if self.about.len() == 1
-            && self.combine == Combine::None
-            && self.kind != Kind::YesNo
-            // "How many shell, login or sftp sessions ...?" counts a list; it offers no
-            // options.
-            && crate::text::answer_type(question) == crate::text::AnswerType::Other
-            && let Some((a, b)) = crate::text::options(question)
-        {
-            self.combine = Combine::Pick;
-            self.options = vec![a, b];
-        }
         // "The spouse of the actor who played Ivo": relations written before the subject
         // apply from the nearest one out (the actor first, then the spouse). A chain
         // listed in the question's reading order instead is turned round.
@@ -222,6 +207,33 @@ impl Plan {
                 self.chain.push(relation);
             }
             self.read = fact;
+        }
+        // An "A or B" question planned about one thing ("Does xargs start one process per
+        // CPU or as many as it can?", "In dig, which option has the bigger default,
+        // +tries or +retry?"): options that are values (they hold a digit) are checked
+        // against the value read in code (`pick` with one value step), so a value that
+        // is neither option is answered as itself rather than forced onto the nearer
+        // one; options that are things, where the plan compares, are the things compared.
+        if self.about.len() == 1
+            && self.kind != Kind::YesNo
+            // "How many shell, login or sftp sessions ...?" counts a list; it offers no
+            // options.
+            && crate::text::answer_type(question) == crate::text::AnswerType::Other
+            && let Some((a, b)) = crate::text::options(question)
+        {
+            let compares = matches!(
+                self.combine,
+                Combine::Earlier | Combine::Later | Combine::More | Combine::Less
+            );
+            let values = [&a, &b]
+                .iter()
+                .any(|o| o.chars().any(|c| c.is_ascii_digit()));
+            if compares && !values {
+                self.about = vec![a, b];
+            } else if compares || self.combine == Combine::None {
+                self.combine = Combine::Pick;
+                self.options = vec![a, b];
+            }
         }
         if self.about.len() == 1
             && matches!(
@@ -837,6 +849,15 @@ mod tests {
         let program = p.compile().unwrap().validate().unwrap();
         assert!(program.reasons());
         assert!(matches!(program.steps.last(), Some(Op::Pick { .. })));
+        // A comparison planned about one thing where the options are things: the options
+        // are the things compared.
+        let p = repaired(
+            serde_json::json!({"about": ["the packer"], "chain": [], "combine": "more",
+                "options": [], "read": "default value", "type": "quantity"}),
+            "In the packer, which flag has the bigger default, --jobs or --retries?",
+        );
+        assert_eq!(p.about, ["--jobs", "--retries"]);
+        assert_eq!(p.combine, Combine::More);
         // A question without options, or one counting a list: as planned.
         for q in [
             "How many workers does the packer start without -j?",

@@ -274,7 +274,10 @@ async fn runs_scores_resumes_summarizes_and_reports() {
     ] {
         assert!(md.contains(needle), "missing {needle:?} in\n{md}");
     }
-    assert!(!md.contains("## Declines by check"), "no run declined:\n{md}");
+    assert!(
+        !md.contains("## Declines by check"),
+        "no run declined:\n{md}"
+    );
     // A decline is listed under the check that made it, with what it held back: here an
     // answer that held the gold one (the decline cost it).
     let mut back = back;
