@@ -193,6 +193,22 @@ impl Plan {
         // "The spouse of the actor who played Ivo": relations written before the subject
         // apply from the nearest one out (the actor first, then the spouse). A chain
         // listed in the question's reading order instead is turned round.
+        // "Alfred Gell and Edmund Leach shared what nationality?", "Which prizes did A and
+        // B both win?": not a yes/no question, two things, one fact of each, and the
+        // question asks what they have in common: the items both values hold.
+        if self.about.len() == 2
+            && self.combine == Combine::None
+            && !crate::text::is_yes_no_question(question)
+            && crate::text::tokens(question).iter().any(|t| {
+                matches!(
+                    t.as_str(),
+                    "both" | "share" | "shared" | "shares" | "common"
+                )
+            })
+        {
+            self.combine = Combine::Intersect;
+            self.kind = Kind::List;
+        }
         if let Some(order) = applied_order(question, &self.about, &self.chain) {
             self.chain = order;
         }
@@ -873,6 +889,29 @@ mod tests {
     }
 
     #[test]
+    fn what_two_things_have_in_common_is_what_both_values_hold() {
+        for q in [
+            "The painters Ada Orm and Bo Velmora shared what nationality?",
+            "Which prizes did Ada Orm and Bo Velmora both win?",
+        ] {
+            let p = repaired(
+                serde_json::json!({"about": ["Ada Orm", "Bo Velmora"], "chain": [],
+                    "combine": "none", "options": [], "read": "nationality", "type": "place"}),
+                q,
+            );
+            assert_eq!((p.combine, p.kind), (Combine::Intersect, Kind::List), "{q}");
+            assert!(p.compile().is_ok(), "{q}");
+        }
+        // A yes/no question is left to the yes/no repair; one without such a word, as planned.
+        let p = repaired(
+            serde_json::json!({"about": ["Ada Orm", "Bo Velmora"], "chain": [],
+                "combine": "none", "options": [], "read": "nationality", "type": "place"}),
+            "What nationality were Ada Orm and Bo Velmora?",
+        );
+        assert_eq!(p.combine, Combine::None);
+    }
+
+    #[test]
     fn relations_written_before_the_subject_apply_from_the_nearest_out() {
         let chain = |q: &str, chain: &[&str]| {
             repaired(
@@ -931,18 +970,14 @@ mod tests {
             (p.combine, p.read.as_str(), p.kind),
             (Combine::Same, "signal", Kind::Text)
         );
-        // Not a yes/no question, or no word that says how: left as planned.
-        for q in [
-            "Which signal do timeout and kill both send?",
+        // No word that says how: left as planned (a question that is not yes/no is the
+        // in-common repair's).
+        let p = repaired(
+            serde_json::json!({"about": ["timeout", "kill"], "chain": [],
+                "combine": "none", "options": [], "read": "signal", "type": "text"}),
             "Do timeout and kill send signals?",
-        ] {
-            let p = repaired(
-                serde_json::json!({"about": ["timeout", "kill"], "chain": [],
-                    "combine": "none", "options": [], "read": "signal", "type": "text"}),
-                q,
-            );
-            assert_eq!(p.combine, Combine::None, "{q}");
-        }
+        );
+        assert_eq!(p.combine, Combine::None);
     }
 
     #[test]
