@@ -508,7 +508,8 @@ fn applied_order(question: &str, about: &[String], chain: &[String]) -> Option<V
 
 /// How a yes/no question over `n` things combines their values, by its own words:
 /// "same" (two things) asks whether they agree, "both", "all", "each" or "every" whether
-/// it holds for all, "either" or "any" whether for one; `None` when it says none of these.
+/// it holds for all, "either" or "any" whether for one, and two things written as options
+/// ("Is A or B ...?") which of them it holds for; `None` when it says none of these.
 fn yes_no_combine(question: &str, n: usize) -> Option<Combine> {
     let words = crate::text::tokens(question);
     let has = |w: &[&str]| words.iter().any(|t| w.contains(&t.as_str()));
@@ -518,6 +519,9 @@ fn yes_no_combine(question: &str, n: usize) -> Option<Combine> {
         Some(Combine::All)
     } else if has(&["either", "any"]) {
         Some(Combine::Any)
+    } else if n == 2 && crate::text::options(question).is_some() {
+        // "Is Orm or Velmora a county town?" asks which of the two it is.
+        Some(Combine::Pick)
     } else {
         None
     }
@@ -969,6 +973,21 @@ mod tests {
         assert_eq!(
             (p.combine, p.read.as_str(), p.kind),
             (Combine::Same, "signal", Kind::Text)
+        );
+        // Two options: which of them it holds for.
+        let p = repaired(
+            serde_json::json!({"about": ["Orm", "Velmora"], "chain": [], "combine": "none",
+                "options": [], "read": "county town", "type": "yes_no"}),
+            "Is Orm or Velmora a county town?",
+        );
+        assert_eq!(p.combine, Combine::Pick);
+        let program = p.compile().unwrap().validate().unwrap();
+        assert!(
+            program
+                .fits(&crate::monitor::AnswerForm::of(
+                    "Is Orm or Velmora a county town?"
+                ))
+                .is_ok()
         );
         // No word that says how: left as planned (a question that is not yes/no is the
         // in-common repair's).
