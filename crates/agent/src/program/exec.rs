@@ -469,25 +469,30 @@ pub async fn solve<E: Send>(s: &mut Run<E>, node: &str) -> Result<ProgramRun, No
                 e.to_string(),
             ),
             Ok(p) => match unmentioned(s, &p.named_subjects()).await? {
-                Some(subject) => ProgramRun {
-                    program: p.display(),
-                    steps: Vec::new(),
-                    outcome: Outcome::Unresolved {
-                        step: 1 + p
-                            .steps
-                            .iter()
-                            .position(|op| {
-                                matches!(op, Op::Find { subject: Subject::Named(n), .. }
-                                    | Op::Follow { subject: Subject::Named(n), .. } if *n == subject)
-                            })
-                            .unwrap_or(0),
-                        op: "find".into(),
-                        reason: format!("no document mentions {subject:?}"),
-                        missing: false,
-                        query: None,
-                    },
-                    unmentioned: Some(subject),
-                },
+                Some(subject) => {
+                    // The first step about it is the one that cannot ground.
+                    let (i, op) = p
+                        .steps
+                        .iter()
+                        .enumerate()
+                        .find(|(_, op)| {
+                            matches!(op, Op::Find { subject: Subject::Named(n), .. }
+                                | Op::Follow { subject: Subject::Named(n), .. } if *n == subject)
+                        })
+                        .map_or((0, "find"), |(i, op)| (i, op.name()));
+                    ProgramRun {
+                        program: p.display(),
+                        steps: Vec::new(),
+                        outcome: Outcome::Unresolved {
+                            step: i + 1,
+                            op: op.into(),
+                            reason: format!("no document mentions {subject:?}"),
+                            missing: false,
+                            query: None,
+                        },
+                        unmentioned: Some(subject),
+                    }
+                }
                 None if !p.reasons() => ProgramRun {
                     program: p.display(),
                     steps: Vec::new(),
