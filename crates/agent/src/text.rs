@@ -208,9 +208,12 @@ const QUESTION_WORDS: &[&str] = &[
 /// The main clause of a question that opens with a subordinate one: "If I raise the limit
 /// while it runs, do the old windows keep theirs?" -> "do the old windows keep theirs?";
 /// "When I run it without -n, how many lines does it print?" -> "how many lines does it
-/// print?". A question opens with a subordinate clause when its first word neither is an
-/// auxiliary nor opens a question ("when" does only before an auxiliary: "When did ..."
-/// asks for a date, "When I run ..." sets a condition); its main clause starts after the
+/// print?". A question opens with a subordinate clause when its first word opens a
+/// condition, a circumstance or a choice ("if", "when", "with", "by", "of", ...) and
+/// neither is an auxiliary nor opens the question itself ("when" does only before an
+/// auxiliary: "When did ..." asks for a date, "When I run ..." sets a condition); a
+/// question beginning otherwise ("The school in the bazaar, or bazar, is located in which
+/// country?") is its own main clause. The main clause starts after the
 /// first comma that an auxiliary or a question word follows. Anything else is its own
 /// main clause.
 pub fn main_clause(question: &str) -> &str {
@@ -218,10 +221,48 @@ pub fn main_clause(question: &str) -> &str {
     let Some(first) = t.first() else {
         return question;
     };
+    // Only a word that opens a condition, a circumstance or a choice starts a clause
+    // before the question: "The school in the bazaar, or bazar, is located in which
+    // country?" is a statement-shaped question, not a condition then "is ...?".
+    const OPENERS: &[&str] = &[
+        "if",
+        "when",
+        "whenever",
+        "while",
+        "once",
+        "after",
+        "before",
+        "with",
+        "without",
+        "unless",
+        "until",
+        "since",
+        "given",
+        "assuming",
+        "suppose",
+        "supposing",
+        "by",
+        "out",
+        "in",
+        "on",
+        "at",
+        "for",
+        "during",
+        "between",
+        "among",
+        "of",
+        "from",
+        "according",
+        "say",
+        "now",
+        "then",
+        "apart",
+        "besides",
+    ];
     let opens_question = AUX.contains(&first.as_str())
         || (QUESTION_WORDS.contains(&first.as_str())
             && (first != "when" || t.get(1).is_some_and(|w| AUX.contains(&w.as_str()))));
-    if opens_question {
+    if opens_question || !OPENERS.contains(&first.as_str()) {
         return question;
     }
     let mut from = 0;
@@ -818,6 +859,10 @@ mod tests {
         // No comma before a question: the question as written.
         let q = "Tell me the relay's default port";
         assert_eq!(main_clause(q), q);
+        // A statement-shaped question with an aside is not a condition and a question.
+        let q = "The old school in the Orm market, or bazar, is located in which country?";
+        assert_eq!(main_clause(q), q);
+        assert_eq!(answer_type(q), AnswerType::Other);
         // A comma inside the condition that no question follows is passed over.
         let q = "After Ada, Bo and Cy left the band, who replaced them?";
         assert_eq!(main_clause(q), "who replaced them?");
