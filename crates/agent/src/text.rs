@@ -213,9 +213,8 @@ const QUESTION_WORDS: &[&str] = &[
 /// neither is an auxiliary nor opens the question itself ("when" does only before an
 /// auxiliary: "When did ..." asks for a date, "When I run ..." sets a condition); a
 /// question beginning otherwise ("The school in the bazaar, or bazar, is located in which
-/// country?") is its own main clause. The main clause starts after the
-/// first comma that an auxiliary or a question word follows. Anything else is its own
-/// main clause.
+/// country?") is its own main clause, as is one with no comma before an auxiliary or a
+/// question word. Otherwise the main clause starts after the first such comma.
 pub fn main_clause(question: &str) -> &str {
     let t = tokens(question);
     let Some(first) = t.first() else {

@@ -1058,7 +1058,6 @@ impl Engine<'_> {
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             LlamaToken::new(((z ^ (z >> 31)) % vocab) as i32)
         };
-        let err = |what: &'static str| move |e: String| Error::Llama(format!("{what}: {e}"));
         self.reset();
         let started = Instant::now();
         let tokens: Vec<LlamaToken> = (0..prompt).map(token).collect();
@@ -1068,12 +1067,12 @@ impl Engine<'_> {
             for &t in chunk {
                 batch
                     .add(t, pos as i32, &[0], pos + 1 == prompt)
-                    .map_err(|e| err("filling a batch")(e.to_string()))?;
+                    .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
                 pos += 1;
             }
             self.ctx
                 .decode(&mut batch)
-                .map_err(|e| err("evaluating the prompt")(e.to_string()))?;
+                .map_err(|e| llama_err("evaluating the prompt")(e.to_string()))?;
         }
         let prompt_s = started.elapsed().as_secs_f64();
         self.reset();
@@ -1083,10 +1082,10 @@ impl Engine<'_> {
             batch.clear();
             batch
                 .add(token(prompt + i), i as i32, &[0], true)
-                .map_err(|e| err("filling a batch")(e.to_string()))?;
+                .map_err(|e| llama_err("filling a batch")(e.to_string()))?;
             self.ctx
                 .decode(&mut batch)
-                .map_err(|e| err("generating")(e.to_string()))?;
+                .map_err(|e| llama_err("generating")(e.to_string()))?;
         }
         let generate_s = started.elapsed().as_secs_f64();
         self.reset();

@@ -115,11 +115,18 @@ impl Plan {
     ///   that stretch of the question becomes the one subject;
     /// - a yes/no question about several things planned with a combine that answers no
     ///   yes/no (none, pick, count, intersect): the question's "same", "both" or "either"
-    ///   says which one does;
+    ///   says which one does ("Is A or B ...?": which of them);
+    /// - a question that is not yes/no asking what two things "share" or "both" do: the
+    ///   intersection of their values;
+    /// - relations written before the subject but listed in reading order ("the spouse of
+    ///   the actor who played Ivo"): turned round, the nearest relation first;
     /// - a chain whose last relation is the fact read ("nationality", then "nationality of
     ///   the husband"): the relation goes, the read stays;
     /// - a fact read through a relation in the possessive ("director's birth date"): the
     ///   relation joins the chain's end, the rest is the fact;
+    /// - an "A or B" question planned about one thing: options that are values are picked
+    ///   among in code (a value that is neither is answered as itself), options that are
+    ///   things, where the plan compares, become the things compared;
     /// - a comparison of one subject ("earlier" over the one thing asked about, written
     ///   when the fact is a date): nothing to compare, so its fact is the answer.
     pub fn repaired(mut self, question: &str) -> Plan {
@@ -190,9 +197,6 @@ impl Plan {
                 }
             }
         }
-        // "The spouse of the actor who played Ivo": relations written before the subject
-        // apply from the nearest one out (the actor first, then the spouse). A chain
-        // listed in the question's reading order instead is turned round.
         // "Alfred Gell and Edmund Leach shared what nationality?", "Which prizes did A and
         // B both win?": not a yes/no question, two things, one fact of each, and the
         // question asks what they have in common: the items both values hold.
@@ -209,6 +213,9 @@ impl Plan {
             self.combine = Combine::Intersect;
             self.kind = Kind::List;
         }
+        // "The spouse of the actor who played Ivo": relations written before the subject
+        // apply from the nearest one out (the actor first, then the spouse). A chain
+        // listed in the question's reading order instead is turned round.
         if let Some(order) = applied_order(question, &self.about, &self.chain) {
             self.chain = order;
         }
