@@ -427,7 +427,207 @@ pub fn options(question: &str) -> Option<(String, String)> {
     if let Some(pair) = between_options(q) {
         return Some(pair);
     }
+    // The alternatives are the question's own: in its last sentence ("I have none of A
+    // or B set. Which editor ...?") and its main clause ("If I set neither A or B, how
+    // long ...?").
+    let q = main_clause(last_sentence(q));
     let idx = q.rfind(" or ")?;
+    let right = &q[idx + 4..];
+    // Options with no capitalised word are values or phrases ("after 2 seconds or after
+    // 10", "a minute or an hour", "with gzip or with xz"), not names.
+    let right_cut = value_option(right);
+    let named = |text: &str| text.split_whitespace().any(|w| w != "I" && starts_upper(w));
+    if !right_cut.is_empty() && !named(&right_cut) {
+        return value_options(&q[..idx], &right_cut);
+    }
+    // A clause with no name in it ("login or batch workers will the packer start") is
+    // no option either.
+    if right_cut.is_empty() && !named(right) {
+        return None;
+    }
+    let (a, b) = name_options(q, idx)?;
+    // A left option that is missing or a clause ("I get ext4", "metadata get the single
+    // profile"): the words parallel to the right option, as for values.
+    let words = a.split_whitespace().collect::<Vec<_>>();
+    let pronoun = |w: &str| w == "I" || PRONOUNS.contains(&w);
+    let clause = words.is_empty()
+        || words.first().is_some_and(|w| pronoun(w) || AUX.contains(w))
+        || (words.len() > b.split_whitespace().count() + 3
+            && !words.iter().any(|w| starts_upper(w) && !pronoun(w)));
+    if clause {
+        // Only for a right option that follows " or " at once: in "a son or daughter of
+        // the director of Love Affair" the name is not the alternative.
+        if !right.trim_start().starts_with(&b) {
+            return None;
+        }
+        let left = value_left(&q[..idx], &b)?;
+        return Some((left, b));
+    }
+    Some((a, b))
+}
+
+/// Personal pronouns, which start a clause, never an option ("do I get ext4 or XFS").
+const PRONOUNS: &[&str] = &["i", "it", "we", "you", "they", "he", "she"];
+
+/// Whether a word starts with an uppercase letter (a digit does not count, unlike
+/// [`name_like`]).
+fn starts_upper(word: &str) -> bool {
+    word.trim_start_matches(['(', '"', '\'', '\u{201c}', '\u{2018}'])
+        .chars()
+        .next()
+        .is_some_and(char::is_uppercase)
+}
+
+/// The last sentence of a text: after the last ". " (or "? ", "! ") followed by a capital
+/// that ends a word of three or more lowercase letters, or any word of two or more
+/// letters before a question's first word ("... or PELT. Which ...?"), so that
+/// abbreviations ("Sellers v. Grant", "Dr. Holm") do not end one.
+pub fn last_sentence(text: &str) -> &str {
+    let b = text.as_bytes();
+    let mut start = 0;
+    for (i, _) in text.match_indices(['.', '?', '!']) {
+        let next_upper = text[i + 1..]
+            .strip_prefix(' ')
+            .and_then(|r| r.chars().next())
+            .is_some_and(char::is_uppercase);
+        let word = text[..i]
+            .rsplit(|c: char| !c.is_alphanumeric())
+            .next()
+            .unwrap_or("");
+        let lower_word = word.len() >= 3 && word.chars().all(|c| c.is_ascii_lowercase());
+        // "... or PELT. Which folder ...?": a question's first word opens a sentence
+        // after any word.
+        let asks = tokens(&text[i + 1..])
+            .first()
+            .is_some_and(|w| QUESTION_WORDS.contains(&w.as_str()) || AUX.contains(&w.as_str()));
+        if next_upper && (lower_word || (asks && word.len() >= 2)) && b.get(i + 1) == Some(&b' ') {
+            start = i + 2;
+        }
+    }
+    &text[start..]
+}
+
+/// Words after which a value option ends: what follows qualifies the question, not the
+/// option ("at 80 unless I say otherwise", "RAID1 by default", "printf on the input").
+const OPTION_ENDS: &[&str] = &[
+    "unless", "if", "when", "whenever", "while", "by", "without", "on", "out", "before", "after",
+    "because", "assuming", "so", "in", "for", "that", "which",
+];
+
+/// The right option of a value alternative: up to a comma, a bracket or a word that
+/// starts a qualifier ([`OPTION_ENDS`], never its first word); empty when what is left is
+/// a clause rather than an option (more than six words).
+fn value_option(right: &str) -> String {
+    let right = right.split([',', '(', ';']).next().unwrap_or("");
+    let words: Vec<&str> = right.split_whitespace().collect();
+    let end = words
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, w)| OPTION_ENDS.contains(&w.to_lowercase().as_str()))
+        .map_or(words.len(), |(i, _)| i);
+    // "batch workers will the packer start": an auxiliary with words after it is a
+    // clause ("as many as it can" ends with one and is an option).
+    let clause = words[..end]
+        .iter()
+        .enumerate()
+        .skip(1)
+        .any(|(i, w)| i + 1 < end && AUX.contains(&w.to_lowercase().as_str()));
+    if end > 6 || clause {
+        return String::new();
+    }
+    words[..end].join(" ")
+}
+
+/// Whether a word is a number: digits ("32,000", "4096-bit") or a number word.
+fn number_word(word: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve",
+        "twenty", "thirty", "hundred", "thousand", "million", "billion", "single", "once", "twice",
+        "half",
+    ];
+    word.chars().next().is_some_and(|c| c.is_ascii_digit())
+        || WORDS.contains(
+            &word
+                .to_lowercase()
+                .trim_matches(|c: char| !c.is_alphanumeric()),
+        )
+}
+
+/// "... X or Y?" with values for options: the left option is the phrase parallel to the
+/// right one. `None` when the clause before " or " negates ("doesn't keep the name or
+/// the attributes" is one fact, not a choice).
+fn value_options(left: &str, right: &str) -> Option<(String, String)> {
+    let negated = tokens(delimited(left).1)
+        .iter()
+        .any(|t| matches!(t.as_str(), "not" | "never" | "no" | "t" | "nor" | "neither"));
+    if negated {
+        return None;
+    }
+    let a = value_left(left, right)?;
+    Some((a, right.to_string()))
+}
+
+/// The left option of "... X or Y" given the right one `right`: after a comma or colon,
+/// the rest when it is about as long as `right`; else from the last word that mirrors
+/// the right option's first ("after 2 seconds or after 10", "the last 20 entries or the
+/// last 50"), else from the last number near the end ("32,000 or a million", "one process
+/// per CPU or as many as it can"), else from the last article near the end ("the single
+/// profile or RAID1"), else as many words as `right` has ("zstd or lzo").
+fn value_left(left: &str, right: &str) -> Option<String> {
+    let n = right.split_whitespace().count();
+    let (delimited, part) = delimited(left);
+    let words: Vec<&str> = part.split_whitespace().collect();
+    if words.is_empty() {
+        return None;
+    }
+    if delimited && words.len() <= n + 2 {
+        return Some(words.join(" "));
+    }
+    // The left option is about as long as the right one: each rule looks only at the
+    // last words ("a file on ext4 32,000 or a million" is "32,000", not from "a").
+    let within = |extra: usize| words.len().saturating_sub(n + extra)..words.len();
+    let lower = |w: &str| w.to_lowercase();
+    let article = |w: &str| matches!(lower(w).as_str(), "a" | "an" | "the");
+    let first = right
+        .split_whitespace()
+        .next()
+        .map(lower)
+        .unwrap_or_default();
+    let mirrored = (!number_word(&first))
+        .then(|| {
+            within(1)
+                .rev()
+                .find(|&i| lower(words[i]) == first || (article(&first) && article(words[i])))
+        })
+        .flatten();
+    let start = mirrored
+        .or_else(|| within(1).rev().find(|&i| number_word(words[i])))
+        .or_else(|| within(2).rev().find(|&i| article(words[i])))
+        .unwrap_or(words.len().saturating_sub(n));
+    Some(words[start..].join(" "))
+}
+
+/// The part of `left` after its last comma or colon (a comma between digits groups
+/// thousands, "32,000", and does not count), and whether there was one.
+fn delimited(left: &str) -> (bool, &str) {
+    let b = left.as_bytes();
+    let delimiter = left
+        .char_indices()
+        .rev()
+        .find(|&(i, c)| {
+            (c == ',' || c == ':')
+                && !(i > 0
+                    && b[i - 1].is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+        })
+        .map(|(i, _)| i);
+    delimiter.map_or((false, left), |i| (true, &left[i + 1..]))
+}
+
+/// The options of an "A or B" question whose right option names something: the name
+/// rules described at [`options`]; `idx` is where " or " starts in `q`.
+fn name_options(q: &str, idx: usize) -> Option<(String, String)> {
     // "..., A, or B?": a serial comma before " or " closes the left option, it does not
     // open it.
     let serial_comma = q[..idx].ends_with(',');
@@ -491,7 +691,7 @@ pub fn options(question: &str) -> Option<(String, String)> {
     let right: Vec<&str> = right.split_whitespace().collect();
     // "..., the album Blue Sky or the film Red Sea?": "Red Sea", as on the left.
     let begin = right.iter().position(|w| name_like(w)).unwrap_or(0);
-    let end = if is_yes_no_question(question) {
+    let end = if is_yes_no_question(q) {
         right[begin..]
             .iter()
             .position(|w| !name_like(w))
@@ -501,7 +701,8 @@ pub fn options(question: &str) -> Option<(String, String)> {
         right.len()
     };
     let b = right[begin..end].join(" ");
-    (!a.is_empty() && !b.is_empty()).then_some((a, b))
+    // An empty left option is the caller's to find (the words parallel to the right one).
+    (!b.is_empty()).then_some((a, b))
 }
 
 /// "Between A and B, which ...?": the two options, when exactly one " and " splits the
@@ -637,6 +838,21 @@ pub fn reconcile_short_answer(
 /// Airport"). A disambiguator ("(Film)", "(1952 Film)") and a lone letter ("Heron'S") do
 /// not count.
 fn telling_terms(a: &str, b: &str) -> (HashSet<String>, HashSet<String>) {
+    // Values are told apart by their numbers: the unit of "after 2 seconds" is the unit
+    // of "after 10" too, and an answer of "5 seconds" names neither.
+    let numbers = |o: &str| -> HashSet<String> {
+        tokens(&without_brackets(o))
+            .into_iter()
+            .filter(|t| number_word(t))
+            .collect()
+    };
+    let (na, nb) = (numbers(a), numbers(b));
+    if !na.is_empty() && !nb.is_empty() {
+        return (
+            na.difference(&nb).cloned().collect(),
+            nb.difference(&na).cloned().collect(),
+        );
+    }
     let terms = |o: &str| -> HashSet<String> {
         content_terms(&without_brackets(o))
             .into_iter()
@@ -906,6 +1122,112 @@ mod tests {
         assert_eq!(jaccard(&HashSet::new(), &HashSet::new()), 1.0);
         assert!((answer_f1("Steven Spielberg", "Spielberg") - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(answer_f1("", "x"), 0.0);
+    }
+
+    #[test]
+    fn value_alternatives_are_options_parallel_to_each_other() {
+        let o = options;
+        let pair = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
+        assert_eq!(
+            o("Does the Kestrel client give up after 2 seconds or after 10?"),
+            pair("after 2 seconds", "after 10")
+        );
+        assert_eq!(
+            o("Does pelt wrap its lines at 72 columns or at 100 unless told otherwise?"),
+            pair("at 72 columns", "at 100")
+        );
+        // A comma inside a number does not delimit; a scale word is a value.
+        assert_eq!(
+            o("Is the page limit of a quill archive 16,384 or a million?"),
+            pair("16,384", "a million")
+        );
+        assert_eq!(
+            o(
+                "How far ahead may a token's clock be before the gateway rejects it, a minute or an hour?"
+            ),
+            pair("a minute", "an hour")
+        );
+        assert_eq!(
+            o("When I call brisk without a mode, does it run fast or safe by default?"),
+            pair("fast", "safe")
+        );
+        assert_eq!(
+            o("Does the queue store a message once or once per consumer when it fans out?"),
+            pair("once", "once per consumer")
+        );
+        assert_eq!(
+            o(
+                "If I start sprocket with no flags, does it spawn one worker per core or as many as it needs?"
+            ),
+            pair("one worker per core", "as many as it needs")
+        );
+        assert_eq!(
+            o("Does the archiver compress with lz4 or with gzip when I pass no level?"),
+            pair("with lz4", "with gzip")
+        );
+        // A clause is not an option: the pronoun, the auxiliary and the verb go.
+        assert_eq!(
+            o("Running mkarchive without -f, do I get tar or ZIP?"),
+            pair("tar", "ZIP")
+        );
+        assert_eq!(
+            o(
+                "When the vault seals a disk, does the key get the short profile or RAID6 by default?"
+            ),
+            pair("the short profile", "RAID6")
+        );
+        assert_eq!(
+            o(
+                "Which is bigger by default: the block size mkquill picks or the page size brisk picks (on 4 KiB pages)?"
+            ),
+            pair("the block size mkquill picks", "the page size brisk picks")
+        );
+        // Not alternatives: a negated fact, a list the question counts, an earlier
+        // sentence, a leading condition, a relation before a name.
+        assert_eq!(
+            o("Is it true that the cache doesn't keep the key or the value?"),
+            None
+        );
+        assert_eq!(
+            o(
+                "By default, how many read, write or admin tokens will the gateway issue per client?"
+            ),
+            None
+        );
+        assert_eq!(
+            o("I set none of QUILL_HOME, BRISK or PELT. Which folder does quill use?"),
+            None
+        );
+        assert_eq!(
+            o("If I pass neither -a or -b, how long does pelt wait?"),
+            None
+        );
+        assert_eq!(
+            o("Who is a son or daughter of the painter of Amber Fields?"),
+            None
+        );
+        // A value alternative is a choice, never a yes/no question.
+        assert_eq!(
+            answer_type("Does the Kestrel client give up after 2 seconds or after 10?"),
+            AnswerType::Other
+        );
+        assert_eq!(
+            answer_type("Is it true that the cache doesn't keep the key or the value?"),
+            AnswerType::YesNo
+        );
+    }
+
+    #[test]
+    fn the_last_sentence_ends_at_a_full_stop_after_a_word_not_an_abbreviation() {
+        assert_eq!(
+            last_sentence("I set none of them. Which one?"),
+            "Which one?"
+        );
+        assert_eq!(
+            last_sentence("Which case came first, Sellers v. Grant or Holm v. Dyer?"),
+            "Which case came first, Sellers v. Grant or Holm v. Dyer?"
+        );
+        assert_eq!(last_sentence("Version 2.5 of quill. How big?"), "How big?");
     }
 
     #[test]

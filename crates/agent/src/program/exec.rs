@@ -692,10 +692,13 @@ pub async fn run<E: Send>(
                     // naming the same thing (a country by its demonym).
                     let naming: Vec<&String> =
                         options.iter().filter(|o| same_name(o, &said)).collect();
-                    let option = options
-                        .iter()
-                        .find(|o| says(&said, o, options))
-                        .or_else(|| (naming.len() == 1).then(|| naming[0]));
+                    let option = match quantity_option(v, options) {
+                        Some(by_number) => by_number,
+                        None => options
+                            .iter()
+                            .find(|o| says(&said, o, options))
+                            .or_else(|| (naming.len() == 1).then(|| naming[0])),
+                    };
                     match option {
                         Some(o) => Ok(Value::Name(o.clone())),
                         None => {
@@ -790,6 +793,42 @@ pub async fn run<E: Send>(
         },
         unmentioned: None,
     })
+}
+
+/// The option a number read picks, by value ("5 seconds" is neither "after 2 seconds"
+/// nor "after 10"; "10 s" is "10 seconds"): `Some(None)` when the value and at least one
+/// option are quantities and no option equals the value, `None` when the pick is not one
+/// of numbers (words decide it then). Token overlap cannot: "5 seconds" shares half its
+/// words with "2 seconds".
+fn quantity_option<'o>(value: &Value, options: &'o [String]) -> Option<Option<&'o String>> {
+    let read = match value {
+        Value::Quantity(q) => q.clone(),
+        other => Quantity::parse(&other.display())?,
+    };
+    let numbered: Vec<(&String, Quantity)> = options
+        .iter()
+        .filter_map(|o| option_quantity(o).map(|q| (o, q)))
+        .collect();
+    if numbered.is_empty() {
+        return None;
+    }
+    Some(
+        numbered
+            .into_iter()
+            .find(|(_, q)| read.same(q) == Some(true))
+            .map(|(o, _)| o),
+    )
+}
+
+/// An option as a quantity: its number ("after 10", "32,000", "1 MiB blocks"), or one of
+/// a unit written with an article ("a minute", "an hour").
+pub(crate) fn option_quantity(option: &str) -> Option<Quantity> {
+    let lower = option.trim().to_lowercase();
+    let counted = ["a ", "an "]
+        .iter()
+        .find_map(|a| lower.strip_prefix(a))
+        .map(|unit| format!("1 {unit}"));
+    Quantity::parse(counted.as_deref().unwrap_or(&lower))
 }
 
 /// The first of `subjects` that no document mentions, over an index: a subject the
@@ -1041,6 +1080,36 @@ pub fn relation_request(quote: &str, subject: &str, relation: &str, value: &str)
 mod tests {
     use super::*;
     use crate::evidence::test_source as src;
+
+    #[test]
+    fn a_number_picks_the_option_of_the_same_value_or_none() {
+        let opts = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+        let q = |t: &str| Value::Quantity(Quantity::parse(t).unwrap());
+        let waits = opts("after 2 seconds", "after 10");
+        // Half the words of "5 seconds" are those of "2 seconds"; the numbers differ.
+        assert_eq!(quantity_option(&q("5 seconds"), &waits), Some(None));
+        assert_eq!(quantity_option(&q("10 s"), &waits), Some(Some(&waits[1])));
+        let spans = opts("a minute", "an hour");
+        assert_eq!(
+            quantity_option(&q("60 minutes"), &spans),
+            Some(Some(&spans[1]))
+        );
+        assert_eq!(
+            quantity_option(
+                &Value::Name("1,000,000".into()),
+                &opts("16,384", "a million")
+            ),
+            Some(Some(&"a million".to_string()))
+        );
+        // Names are picked by their words.
+        assert_eq!(
+            quantity_option(
+                &Value::Name("ClickHouse".into()),
+                &opts("Postgres", "MySQL")
+            ),
+            None
+        );
+    }
 
     fn reply(quote: &str, value: &str, source: u32) -> ReadReply {
         ReadReply {

@@ -233,24 +233,22 @@ impl Plan {
         }
         // An "A or B" question planned about one thing ("Does xargs start one process per
         // CPU or as many as it can?", "In dig, which option has the bigger default,
-        // +tries or +retry?"): options that are values (they hold a digit) are checked
+        // +tries or +retry?"): options that are values (they hold a number) are checked
         // against the value read in code (`pick` with one value step), so a value that
         // is neither option is answered as itself rather than forced onto the nearer
         // one; options that are things, where the plan compares, are the things compared.
         if self.about.len() == 1
             && self.kind != Kind::YesNo
-            // "How many shell, login or sftp sessions ...?" counts a list; it offers no
-            // options.
-            && crate::text::answer_type(question) == crate::text::AnswerType::Other
             && let Some((a, b)) = crate::text::options(question)
         {
             let compares = matches!(
                 self.combine,
                 Combine::Earlier | Combine::Later | Combine::More | Combine::Less
             );
+            // A number in either option ("after 10", "a minute", "four spaces").
             let values = [&a, &b]
                 .iter()
-                .any(|o| o.chars().any(|c| c.is_ascii_digit()));
+                .any(|o| super::exec::option_quantity(o).is_some());
             if compares && !values {
                 self.about = vec![a, b];
             } else if compares || self.combine == Combine::None {

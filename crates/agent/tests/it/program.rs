@@ -366,6 +366,54 @@ async fn an_either_or_question_both_of_whose_options_are_wrong_is_answered_neith
     ));
 }
 
+/// A question offering two values, read once and picked among by number: the planner
+/// (like the 1.5B model) writes no options, the plan's repair takes them from the
+/// question.
+async fn wait_question(q: &str, doc: &str, value: &str, short: &str) -> Trace {
+    let docs = [("Kestrel client", doc)];
+    let plan = serde_json::json!({"about": ["Kestrel client"], "chain": [],
+        "combine": "none", "options": [], "read": "time before giving up",
+        "type": "quantity"});
+    let (agent, _) = agent(
+        writer(short).on(&[PLAN], plan.to_string()).on(
+            &[&asks("time before giving up", "Kestrel client")],
+            read(doc, value, 1),
+        ),
+        None,
+    );
+    agent
+        .ask(&Ask::new(q, "metarag").with_context(context(&docs)))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_value_offered_in_the_question_is_picked_by_number_and_neither_when_none_is_it() {
+    // "5 seconds" shares half its words with "2 seconds": only the numbers tell.
+    let doc =
+        "Without --timeout, the Kestrel client waits 5 seconds for a reply before it gives up.";
+    let q = "Does the Kestrel client give up on a request after 2 seconds or after 10?";
+    let t = wait_question(q, doc, "5 seconds", "yes").await;
+    let run = program_of(&t);
+    assert!(run.program.contains("pick"), "{}", run.program);
+    assert!(
+        matches!(run.outcome, Outcome::Resolved { neither: true, .. }),
+        "{:?}",
+        run.outcome
+    );
+    assert_eq!(t.short_answer, "5 seconds");
+    assert!(t.answer.starts_with("Neither: 5 seconds"), "{}", t.answer);
+    // Reworded, with the value in another unit: the option of the same value.
+    let doc = "Without --timeout, the Kestrel client waits 10 s for a reply before it gives up.";
+    let q = "Without a timeout set, is it after 2 seconds or after 10 that the Kestrel client gives up?";
+    let t = wait_question(q, doc, "10 s", "yes").await;
+    assert_eq!(t.short_answer, "after 10");
+    assert!(matches!(
+        program_of(&t).outcome,
+        Outcome::Resolved { neither: false, .. }
+    ));
+}
+
 #[tokio::test]
 async fn an_option_the_sources_name_is_picked_and_a_shared_country_is_told_by_its_demonym() {
     let docs = [
