@@ -129,6 +129,10 @@ pub async fn write<E: Send>(s: &mut Run<E>, next: Transition) -> NodeResult {
         fixed = format!(" (model wrote {short:?}; the answer names {option:?})");
         tracing::info!(model = %short, answer = %option, "short answer named the other option");
         short = option;
+    } else if let Some(value) = neither_value(&s.question, &plain_answer, &short) {
+        fixed = format!(" (model wrote {short:?}; the answer says {value:?}, neither option)");
+        tracing::info!(model = %short, answer = %value, "short answer forced onto an option");
+        short = value;
     } else if (!caps.json_schema || write_fallback.is_some())
         && let Some((better, why)) = reconcile_short_answer(&s.question, &plain_answer, &short)
     {
@@ -173,6 +177,28 @@ fn echo_repaired(question: &str, answer: &str, short: &str) -> Option<String> {
     let phrase = phrase.trim().trim_end_matches('.').trim();
     let new = stems(phrase);
     (phrase.split_whitespace().count() <= 8 && !new.is_subset(&asked)).then(|| phrase.to_string())
+}
+
+/// The value the answer states in place of a short answer that is one of the question's
+/// two value options when the answer states neither ("... can be up to 10 seconds in the
+/// future [1]" beside "an hour" for "..., a minute or an hour?"): the 1.5B writer picks
+/// an option for the short field even when its own answer, and the sources, say another
+/// value. Only values with comparable units are compared; anything else is left alone.
+fn neither_value(question: &str, answer: &str, short: &str) -> Option<String> {
+    use crate::program::exec::option_quantity;
+    use crate::program::values::Quantity;
+    let (a, b) = crate::text::options(question)?;
+    let (qa, qb) = (option_quantity(&a)?, option_quantity(&b)?);
+    let picked = option_quantity(short)?;
+    if picked.same(&qa) != Some(true) && picked.same(&qb) != Some(true) {
+        return None;
+    }
+    let said = Quantity::parse(answer)?;
+    // The answer's value is a third one: comparable with both options and equal to neither.
+    if said.same(&qa)? || said.same(&qb)? {
+        return None;
+    }
+    Quantity::written_in(answer, said.value)
 }
 
 /// The `answer` and `short_answer` strings of a reply that is JSON cut off before its end
@@ -228,6 +254,28 @@ mod tests {
         );
         assert_eq!(salvage(r#"{"answer": "cut in the mid"#), None);
         assert_eq!(salvage("Plain text answer."), None);
+    }
+
+    #[test]
+    fn a_short_answer_forced_onto_an_option_gives_way_to_the_value_the_answer_states() {
+        let q = "How far ahead may a token's clock run before the gateway refuses it, a minute or an hour?";
+        let said = "A token's clock may run up to 10 seconds ahead before the gateway refuses it.";
+        assert_eq!(neither_value(q, said, "an hour"), Some("10 seconds".into()));
+        // The answer agreeing with an option, a short answer of its own, or units that do
+        // not compare: left alone.
+        let agrees = "A token may run up to one hour ahead.";
+        assert_eq!(neither_value(q, agrees, "an hour"), None);
+        assert_eq!(neither_value(q, said, "10 seconds"), None);
+        assert_eq!(
+            neither_value(q, "Up to 3 tokens may be early.", "a minute"),
+            None
+        );
+        // Names are not values.
+        let names = "Which database does the billing team use, Postgres or MySQL?";
+        assert_eq!(
+            neither_value(names, "It uses ClickHouse 23 since 2023.", "MySQL"),
+            None
+        );
     }
 
     #[test]
