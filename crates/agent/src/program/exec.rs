@@ -433,12 +433,58 @@ fn ground(
         match stated(kind, property, subject, reply, &src.passage.title) {
             Ok(v) => return Ok((v, src.n, reply.quote.trim().to_string())),
             Err(e) => {
+                if let Some((v, quote)) = stated_nearby(src, reply, kind, property, subject) {
+                    return Ok((v, src.n, quote));
+                }
                 why = format!("[{}]: {e} (quote {:?})", src.n, reply.quote.trim());
                 missing = false;
             }
         }
     }
     Err((why, missing))
+}
+
+/// The value stated by a sentence next to the quoted one, in the same source, when the
+/// quote itself does not state it: the 1.5B reader often copies the sentence that names
+/// the property ("Sets the timeout for a query to T seconds.") and takes the value from
+/// the next ("The default timeout is 5 seconds."). The nearest of the two sentences on
+/// either side that states the value, checked as a quote would be. Only numbers and
+/// dates: a name in the next sentence may hold another role ("directed by X. The score
+/// is by Y."), and a yes/no verdict belongs to the sentence the model chose.
+fn stated_nearby(
+    src: &Source,
+    reply: &ReadReply,
+    kind: Kind,
+    property: &str,
+    subject: &str,
+) -> Option<(Value, String)> {
+    if !matches!(kind, Kind::Quantity | Kind::Date) || reply.value.trim().is_empty() {
+        return None;
+    }
+    let text = &src.passage.text;
+    let spans = crate::text::sentences(text);
+    let quoted = content_terms(&reply.quote);
+    let overlap = |&(a, b): &(usize, usize)| {
+        let st = content_terms(&text[a..b]);
+        quoted.iter().filter(|w| st.contains(*w)).count()
+    };
+    let (at, _) = spans
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, span)| overlap(span))
+        .filter(|(_, span)| overlap(span) > 0)?;
+    [1isize, -1, 2, -2].iter().find_map(|d| {
+        let i = usize::try_from(at as isize + d).ok()?;
+        let &(a, b) = spans.get(i)?;
+        let sentence = text[a..b].trim();
+        let near = ReadReply {
+            quote: sentence.to_string(),
+            ..reply.clone()
+        };
+        stated(kind, property, subject, &near, &src.passage.title)
+            .ok()
+            .map(|v| (v, sentence.to_string()))
+    })
 }
 
 /// Plans the question's program, checks it and runs it over the run's sources: the one
@@ -1080,6 +1126,39 @@ pub fn relation_request(quote: &str, subject: &str, relation: &str, value: &str)
 mod tests {
     use super::*;
     use crate::evidence::test_source as src;
+
+    #[test]
+    fn a_number_the_next_sentence_states_is_grounded_there() {
+        let text = "+timeout=T Sets the timeout for a query to T seconds. The default \
+                    timeout is 7 seconds. A timeout of less than one second is rounded up.";
+        let sources = [src(1, "kestrel(1) / OPTIONS", text)];
+        let read = |value: &str| ReadReply {
+            quote: "Sets the timeout for a query to T seconds.".into(),
+            value: value.into(),
+            source: 1,
+        };
+        let (v, n, quote) = ground(
+            &read("7 seconds"),
+            &sources,
+            "kestrel",
+            "default timeout",
+            Kind::Quantity,
+        )
+        .unwrap();
+        assert_eq!((v.display().as_str(), n), ("7 seconds", 1));
+        assert_eq!(quote, "The default timeout is 7 seconds.");
+        // A number no sentence near the quote states is still refused.
+        assert!(
+            ground(
+                &read("9 seconds"),
+                &sources,
+                "kestrel",
+                "default timeout",
+                Kind::Quantity
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn a_number_picks_the_option_of_the_same_value_or_none() {
