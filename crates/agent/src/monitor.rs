@@ -17,6 +17,7 @@
 use crate::config::Complexity;
 use crate::evidence::{Passage, Source};
 use crate::metacog::{Category, Diagnosis, DiagnosisMethod, ErrorType};
+use crate::program::values::option_quantity;
 use crate::text::{
     AnswerType, answer_f1, answer_type, asks_about_time, content_terms, has_number_or_date,
     is_date_phrase, is_refusal, is_stopword, options, sentences, tokens,
@@ -648,9 +649,20 @@ impl AnswerForm {
             AnswerForm::YesNo => verdict,
             AnswerForm::Choice(o) => {
                 let terms = content_terms(short);
-                !terms.is_empty()
+                let names_option = !terms.is_empty()
                     && o.iter()
-                        .any(|opt| content_terms(opt).iter().any(|w| terms.contains(w)))
+                        .any(|opt| content_terms(opt).iter().any(|w| terms.contains(w)));
+                // "Neither: 10 seconds" for "..., a minute or an hour?": a value of the
+                // options' kind is an answer to the question as asked.
+                let same_kind = || {
+                    let short = option_quantity(short);
+                    o.iter().take(2).all(|opt| {
+                        option_quantity(opt)
+                            .zip(short.as_ref())
+                            .is_some_and(|(q, s)| q.order(s).is_some())
+                    })
+                };
+                names_option || same_kind()
             }
             AnswerForm::Date | AnswerForm::Number => has_number_or_date(short),
             AnswerForm::Name => {
@@ -957,6 +969,11 @@ mod tests {
         assert_eq!(choice.allowed(), None);
         assert!(choice.matches("Piet Ormund"));
         assert!(!choice.matches("1921"));
+        // A value that is neither of two value options answers the question as asked.
+        let values = AnswerForm::of("How far ahead may the clock run, a minute or an hour?");
+        assert!(values.matches("10 seconds"));
+        assert!(values.matches("an hour"));
+        assert!(!values.matches("3 tokens"));
         assert!(AnswerForm::of("When did Zorblatt open?").matches("May 1921"));
         assert!(!AnswerForm::of("When did Zorblatt open?").matches("Quillmoor"));
         assert!(!AnswerForm::of("Who founded Zorblatt?").matches("yes"));

@@ -185,8 +185,8 @@ fn echo_repaired(question: &str, answer: &str, short: &str) -> Option<String> {
 /// an option for the short field even when its own answer, and the sources, say another
 /// value. Only values with comparable units are compared; anything else is left alone.
 fn neither_value(question: &str, answer: &str, short: &str) -> Option<String> {
-    use crate::program::exec::option_quantity;
     use crate::program::values::Quantity;
+    use crate::program::values::option_quantity;
     let (a, b) = crate::text::options(question)?;
     let (qa, qb) = (option_quantity(&a)?, option_quantity(&b)?);
     let picked = option_quantity(short)?;

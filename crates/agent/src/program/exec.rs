@@ -5,7 +5,7 @@
 
 use super::plan::{Plan, plan};
 use super::values::{
-    Date, Kind, Quantity, Value, bare, nation, negated, numbers, same_name, stems,
+    Date, Kind, Quantity, Value, bare, nation, negated, numbers, option_quantity, same_name, stems,
 };
 use super::{Op, Program, Subject};
 use crate::evidence::{self, Source};
@@ -864,17 +864,6 @@ fn quantity_option<'o>(value: &Value, options: &'o [String]) -> Option<Option<&'
             .find(|(_, q)| read.same(q) == Some(true))
             .map(|(o, _)| o),
     )
-}
-
-/// An option as a quantity: its number ("after 10", "32,000", "1 MiB blocks"), or one of
-/// a unit written with an article ("a minute", "an hour").
-pub(crate) fn option_quantity(option: &str) -> Option<Quantity> {
-    let lower = option.trim().to_lowercase();
-    let counted = ["a ", "an "]
-        .iter()
-        .find_map(|a| lower.strip_prefix(a))
-        .map(|unit| format!("1 {unit}"));
-    Quantity::parse(counted.as_deref().unwrap_or(&lower))
 }
 
 /// The first of `subjects` that no document mentions, over an index: a subject the

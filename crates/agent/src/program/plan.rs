@@ -248,7 +248,7 @@ impl Plan {
             // A number in either option ("after 10", "a minute", "four spaces").
             let values = [&a, &b]
                 .iter()
-                .any(|o| super::exec::option_quantity(o).is_some());
+                .any(|o| super::values::option_quantity(o).is_some());
             if compares && !values {
                 self.about = vec![a, b];
             } else if compares || self.combine == Combine::None {

@@ -489,6 +489,17 @@ impl Quantity {
     }
 }
 
+/// An option as a quantity: its number ("after 10", "32,000", "1 MiB blocks"), or one of
+/// a unit written with an article ("a minute", "an hour").
+pub fn option_quantity(option: &str) -> Option<Quantity> {
+    let lower = option.trim().to_lowercase();
+    let counted = ["a ", "an "]
+        .iter()
+        .find_map(|a| lower.strip_prefix(a))
+        .map(|unit| format!("1 {unit}"));
+    Quantity::parse(counted.as_deref().unwrap_or(&lower))
+}
+
 /// The number written at byte `start` of `text` (digits with thousands separators, a
 /// decimal point) and where it ends.
 fn number_at(text: &str, start: usize) -> Option<(f64, usize)> {

@@ -794,9 +794,17 @@ fn stating_sentence(sources: &[Source], answer: &str) -> Option<(usize, String)>
     if wanted.is_empty() {
         return None;
     }
+    // A value is stated only where its number is ("24 hour time" does not state "an
+    // hour").
+    let value = crate::program::values::option_quantity(answer);
+    let states_value = |span: &str| {
+        value
+            .as_ref()
+            .is_none_or(|q| crate::program::values::Quantity::written_in(span, q.value).is_some())
+    };
     let mut best: Option<(usize, usize, String)> = None;
     for src in sources {
-        for span in &src.spans {
+        for span in src.spans.iter().filter(|s| states_value(s)) {
             let terms = crate::text::content_terms(span);
             let found = wanted.iter().filter(|t| terms.contains(*t)).count();
             if found * 2 >= wanted.len() && best.as_ref().is_none_or(|b| found > b.0) {
@@ -805,4 +813,26 @@ fn stating_sentence(sources: &[Source], answer: &str) -> Option<(usize, String)>
         }
     }
     best.map(|(_, n, sentence)| (n, sentence))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::test_source;
+
+    #[test]
+    fn a_value_is_stated_only_by_a_sentence_with_its_number() {
+        let mut clock = test_source(1, "clockd(8)", "");
+        clock.spans = vec!["24 hour time may be used in place of am/pm.".into()];
+        let mut token = test_source(2, "gatekeeper(5)", "");
+        token.spans = vec!["A token may be dated up to 1 hour ahead.".into()];
+        assert_eq!(
+            stating_sentence(std::slice::from_ref(&clock), "an hour"),
+            None
+        );
+        assert_eq!(
+            stating_sentence(&[clock, token], "an hour"),
+            Some((2, "A token may be dated up to 1 hour ahead.".into()))
+        );
+    }
 }
