@@ -565,6 +565,26 @@ fn value_options(left: &str, right: &str) -> Option<(String, String)> {
         return None;
     }
     let a = value_left(left, right)?;
+    // "is it 2 or is it 12": the words both options open with ask; they are not options.
+    let (wa, wb): (Vec<&str>, Vec<&str>) = (
+        a.split_whitespace().collect(),
+        right.split_whitespace().collect(),
+    );
+    let shared = wa
+        .iter()
+        .zip(&wb)
+        .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
+        .count();
+    let asks = |w: &[&str]| {
+        w.first()
+            .is_some_and(|f| AUX.contains(&f.to_lowercase().as_str()))
+            && w[1..]
+                .iter()
+                .all(|x| x == &"I" || PRONOUNS.contains(&x.to_lowercase().as_str()))
+    };
+    if shared >= 2 && shared < wa.len().min(wb.len()) && asks(&wa[..shared]) {
+        return Some((wa[shared..].join(" "), wb[shared..].join(" ")));
+    }
     Some((a, right.to_string()))
 }
 
@@ -1164,6 +1184,10 @@ mod tests {
         assert_eq!(
             o("Does the archiver compress with lz4 or with gzip when I pass no level?"),
             pair("with lz4", "with gzip")
+        );
+        assert_eq!(
+            o("For how many desks does the quill daemon start a pager, is it 3 or is it 9?"),
+            pair("3", "9")
         );
         // A clause is not an option: the pronoun, the auxiliary and the verb go.
         assert_eq!(
