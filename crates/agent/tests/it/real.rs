@@ -530,3 +530,28 @@ async fn a_negated_yes_no_question_runs_as_a_program_with_the_local_model() {
         assert_eq!(t.short_answer, "no");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_offering_two_wrong_values_runs_as_a_program_with_the_local_model() {
+    use metarag_agent::program::exec::{Outcome, ProgramRun};
+    let t = program_run(
+        "Does the Kestrel client give up on a request after 2 seconds or after 10?",
+        &[(
+            "Kestrel client",
+            "The Kestrel client sends each request once. Without --timeout, the Kestrel \
+             client waits 5 seconds for a reply before it gives up.",
+        )],
+    )
+    .await;
+    // A choice of values, never a yes/no question, whatever the small model reads.
+    let short = t.short_answer.to_lowercase();
+    assert!(short != "yes" && short != "no", "{short:?}");
+    let run: ProgramRun = serde_json::from_value(t.records["program"].clone()).unwrap();
+    // A resolved pick is decided by number: neither option, the value itself. (The 0.5B
+    // planner may plan something else, a count of a list; that is its to get wrong.)
+    if let Outcome::Resolved { neither, .. } = run.outcome
+        && run.program.contains("pick(")
+    {
+        assert!(neither && short.contains('5'), "{short:?}");
+    }
+}
