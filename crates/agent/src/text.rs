@@ -421,7 +421,10 @@ pub(crate) const NAME_JOINERS: &[&str] = &[
 /// rest up to " or " ("Hot toddy", "Sellers v. Grant"), less leading lowercase words ("the
 /// film"); without one, the trailing capitalised run before " or ". The right option runs
 /// to the question mark, commas included ("Now, Voyager"; for a yes/no question, its
-/// capitalised run).
+/// capitalised run). Options with no capitalised word are values or phrases ("after 2
+/// seconds or after 10", "a minute or an hour"): the left one is the phrase parallel to
+/// the right ([`value_left`]). Only the question's last sentence and main clause offer
+/// options; a negated fact or a clause after " or " offers none.
 pub fn options(question: &str) -> Option<(String, String)> {
     let q = question.trim().trim_end_matches('?');
     if let Some(pair) = between_options(q) {
@@ -558,9 +561,13 @@ fn number_word(word: &str) -> bool {
 /// right one. `None` when the clause before " or " negates ("doesn't keep the name or
 /// the attributes" is one fact, not a choice).
 fn value_options(left: &str, right: &str) -> Option<(String, String)> {
-    let negated = tokens(delimited(left).1)
-        .iter()
-        .any(|t| matches!(t.as_str(), "not" | "never" | "no" | "t" | "nor" | "neither"));
+    let part = delimited(left).1;
+    // "doesn't", "won't": the contraction, not a lone "t" (a variable named T).
+    let contracted = part.to_lowercase().contains("n't") || part.contains("n\u{2019}t");
+    let negated = contracted
+        || tokens(part)
+            .iter()
+            .any(|t| matches!(t.as_str(), "not" | "never" | "no" | "nor" | "neither"));
     if negated {
         return None;
     }
