@@ -561,14 +561,7 @@ fn number_word(word: &str) -> bool {
 /// right one. `None` when the clause before " or " negates ("doesn't keep the name or
 /// the attributes" is one fact, not a choice).
 fn value_options(left: &str, right: &str) -> Option<(String, String)> {
-    let part = delimited(left).1;
-    // "doesn't", "won't": the contraction, not a lone "t" (a variable named T).
-    let contracted = part.to_lowercase().contains("n't") || part.contains("n\u{2019}t");
-    let negated = contracted
-        || tokens(part)
-            .iter()
-            .any(|t| matches!(t.as_str(), "not" | "never" | "no" | "nor" | "neither"));
-    if negated {
+    if negates(delimited(left).1) {
         return None;
     }
     let a = value_left(left, right)?;
