@@ -299,6 +299,9 @@ pub enum AbstainedBy {
     /// A thing the question names appears in no document: no source read and no word
     /// search of the index for it writes its name (metarag, before it writes).
     Unmentioned,
+    /// None of the sources the answer cites mentions the one thing the question asks
+    /// about, and the monitor did not pass the answer (metarag).
+    OffSubject,
 }
 
 impl AbstainedBy {
@@ -310,6 +313,7 @@ impl AbstainedBy {
             AbstainedBy::Search => "search",
             AbstainedBy::Program => "program",
             AbstainedBy::Unmentioned => "unmentioned",
+            AbstainedBy::OffSubject => "off_subject",
         }
     }
 }

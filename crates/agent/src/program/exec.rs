@@ -116,6 +116,11 @@ pub struct ProgramRun {
     /// never name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmentioned: Option<String>,
+    /// The one thing the program reads facts of, when it follows no relation and the
+    /// question writes its name ([`sole_subject`]): an answer none of whose cited
+    /// sources mentions it is about something else ([`ProgramRun::off_subject`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 impl Outcome {
@@ -153,6 +158,42 @@ impl ProgramRun {
             .find(|step| step.status == StepStatus::Unresolved)?
             .asks
             .as_deref()
+    }
+
+    /// The program's one subject, when `answer` cites sources and none of them mentions
+    /// it (see [`mentions`]): the write answered from pages about something else ("the
+    /// largest XFS file system" read off a page on ext4's limits). Only over an index
+    /// (given paragraphs need not write the subject's name) and only for a program of one
+    /// subject and no `follow`, whose every fact is the subject's own: a chain's answer is
+    /// rightly cited to the page of the thing it reached.
+    pub fn off_subject(
+        &self,
+        mode: EvidenceMode,
+        answer: &str,
+        sources: &[Source],
+    ) -> Option<&str> {
+        let subject = self.subject.as_deref()?;
+        if mode != EvidenceMode::Retrieval {
+            return None;
+        }
+        let mut cited: Vec<usize> = crate::verify::citations(answer)
+            .into_iter()
+            .flat_map(|(_, n)| n)
+            .collect();
+        cited.sort_unstable();
+        cited.dedup();
+        let terms: Vec<String> = content_terms(subject).into_iter().collect();
+        let cited: Vec<&Source> = cited
+            .iter()
+            .filter_map(|&n| sources.iter().find(|src| src.n == n))
+            .collect();
+        let about = |src: &&Source| {
+            mentions(
+                &terms,
+                &format!("{} {}", src.passage.title, src.passage.text),
+            )
+        };
+        (!cited.is_empty() && !cited.iter().any(about)).then_some(subject)
     }
 
     /// Whether every step grounded.
@@ -500,6 +541,7 @@ pub async fn solve<E: Send>(s: &mut Run<E>, node: &str) -> Result<ProgramRun, No
         steps: Vec::new(),
         outcome: Outcome::Invalid { reason },
         unmentioned: None,
+        subject: None,
     };
     let run = match c.parsed::<Plan>() {
         Err(e) => invalid(c.text().unwrap_or_default().to_string(), e),
@@ -514,39 +556,46 @@ pub async fn solve<E: Send>(s: &mut Run<E>, node: &str) -> Result<ProgramRun, No
                 serde_json::to_string(&planned).unwrap_or_default(),
                 e.to_string(),
             ),
-            Ok(p) => match unmentioned(s, &p.named_subjects()).await? {
-                Some(subject) => {
-                    // The first step about it is the one that cannot ground.
-                    let (i, op) = p
-                        .steps
-                        .iter()
-                        .enumerate()
-                        .find(|(_, op)| {
-                            matches!(op, Op::Find { subject: Subject::Named(n), .. }
+            Ok(p) => {
+                let subject = sole_subject(&p, &s.question);
+                let mut run = match unmentioned(s, &p.named_subjects()).await? {
+                    Some(subject) => {
+                        // The first step about it is the one that cannot ground.
+                        let (i, op) = p
+                            .steps
+                            .iter()
+                            .enumerate()
+                            .find(|(_, op)| {
+                                matches!(op, Op::Find { subject: Subject::Named(n), .. }
                                 | Op::Follow { subject: Subject::Named(n), .. } if *n == subject)
-                        })
-                        .map_or((0, "find"), |(i, op)| (i, op.name()));
-                    ProgramRun {
+                            })
+                            .map_or((0, "find"), |(i, op)| (i, op.name()));
+                        ProgramRun {
+                            program: p.display(),
+                            steps: Vec::new(),
+                            outcome: Outcome::Unresolved {
+                                step: i + 1,
+                                op: op.into(),
+                                reason: format!("no document mentions {subject:?}"),
+                                missing: false,
+                                query: None,
+                            },
+                            unmentioned: Some(subject),
+                            subject: None,
+                        }
+                    }
+                    None if !p.reasons() => ProgramRun {
                         program: p.display(),
                         steps: Vec::new(),
-                        outcome: Outcome::Unresolved {
-                            step: i + 1,
-                            op: op.into(),
-                            reason: format!("no document mentions {subject:?}"),
-                            missing: false,
-                            query: None,
-                        },
-                        unmentioned: Some(subject),
-                    }
-                }
-                None if !p.reasons() => ProgramRun {
-                    program: p.display(),
-                    steps: Vec::new(),
-                    outcome: Outcome::Skipped,
-                    unmentioned: None,
-                },
-                None => run(s, node, &p).await?,
-            },
+                        outcome: Outcome::Skipped,
+                        unmentioned: None,
+                        subject: None,
+                    },
+                    None => run(s, node, &p).await?,
+                };
+                run.subject = subject;
+                run
+            }
         },
     };
     let outcome = run.outcome.name();
@@ -804,6 +853,7 @@ pub async fn run<E: Send>(
                     steps: records,
                     outcome,
                     unmentioned: None,
+                    subject: None,
                 });
             }
         }
@@ -838,6 +888,7 @@ pub async fn run<E: Send>(
             neither,
         },
         unmentioned: None,
+        subject: None,
     })
 }
 
@@ -906,6 +957,26 @@ pub async fn unmentioned<E: Send>(
         }
     }
     Ok(None)
+}
+
+/// The one subject a program reads facts of, when it follows no relation and the
+/// question writes every content word of the subject's name (a planner's paraphrase is
+/// not a name to look for).
+pub fn sole_subject(program: &Program, question: &str) -> Option<String> {
+    if program
+        .steps
+        .iter()
+        .any(|op| matches!(op, Op::Follow { .. }))
+    {
+        return None;
+    }
+    let subjects = program.named_subjects();
+    let [only] = subjects.as_slice() else {
+        return None;
+    };
+    let asked = content_terms(question);
+    let terms = content_terms(only);
+    (!terms.is_empty() && terms.iter().all(|t| asked.contains(t))).then(|| only.clone())
 }
 
 /// How many BM25 hits [`unmentioned`] reads for a subject.
@@ -1115,6 +1186,81 @@ pub fn relation_request(quote: &str, subject: &str, relation: &str, value: &str)
 mod tests {
     use super::*;
     use crate::evidence::test_source as src;
+
+    fn compiled(json: serde_json::Value) -> Program {
+        serde_json::from_value::<Plan>(json)
+            .unwrap()
+            .compile()
+            .unwrap()
+            .validate()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_program_of_one_written_subject_and_no_follow_has_a_sole_subject() {
+        let one = compiled(serde_json::json!({"about": ["search service"], "chain": [],
+            "combine": "none", "options": [], "read": "log rotation", "type": "text"}));
+        let q = "How often does the search service rotate its logs?";
+        assert_eq!(sole_subject(&one, q).as_deref(), Some("search service"));
+        // A paraphrase the question does not write is not looked for.
+        assert_eq!(
+            sole_subject(&one, "How often are the indexer's logs rotated?"),
+            None
+        );
+        let two = compiled(serde_json::json!({"about": ["Salt Road", "The Amber Key"],
+            "chain": [], "combine": "earlier", "options": [], "read": "release date",
+            "type": "date"}));
+        assert_eq!(
+            sole_subject(&two, "Which came out first, Salt Road or The Amber Key?"),
+            None
+        );
+        let chain = compiled(
+            serde_json::json!({"about": ["Salt Road"], "chain": ["author"],
+            "combine": "none", "options": [], "read": "birthplace", "type": "place"}),
+        );
+        assert_eq!(
+            sole_subject(&chain, "Where was the author of Salt Road born?"),
+            None
+        );
+    }
+
+    #[test]
+    fn an_answer_cited_only_to_other_pages_is_off_subject() {
+        let run = ProgramRun {
+            program: String::new(),
+            steps: Vec::new(),
+            outcome: Outcome::Skipped,
+            unmentioned: None,
+            subject: Some("search service".into()),
+        };
+        let sources = [
+            src(1, "log rotation", "Logs are rotated every Sunday night."),
+            src(
+                2,
+                "search",
+                "The search service reloads its index every ten minutes.",
+            ),
+            // Documentation writes a name as an identifier: that mentions it too.
+            src(
+                3,
+                "units",
+                "SearchService= sets the unit that serves queries.",
+            ),
+        ];
+        let off = |answer: &str, mode| run.off_subject(mode, answer, &sources);
+        let retrieval = EvidenceMode::Retrieval;
+        assert_eq!(
+            off("Every Sunday night [1].", retrieval),
+            Some("search service")
+        );
+        assert_eq!(off("Every ten minutes [1, 2].", retrieval), None);
+        assert_eq!(off("It is SearchService [3].", retrieval), None);
+        // Nothing cited, or a number no source has: nothing to judge by.
+        assert_eq!(off("Every Sunday night.", retrieval), None);
+        assert_eq!(off("Every Sunday night [7].", retrieval), None);
+        // Given paragraphs need not write the subject's name.
+        assert_eq!(off("Every Sunday night [1].", EvidenceMode::Context), None);
+    }
 
     #[test]
     fn a_number_the_next_sentence_states_is_grounded_there() {

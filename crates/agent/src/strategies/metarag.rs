@@ -468,8 +468,10 @@ fn stop(s: &mut S, why: impl Into<String>) -> Transition {
 /// confidence in it is under the threshold; when the monitor diagnosed missing knowledge
 /// and the search for the missing hop found nothing about it; or when a read of the
 /// question's program found no source for its fact and the monitor did not pass the
-/// answer written without it. What the sources do state (the program's grounded reads)
-/// goes with the decline, and the answer held back stays in the trace.
+/// answer written without it; or when the answer cites only sources about other things
+/// than the one subject the question asks about, and the monitor did not pass it. What
+/// the sources do state (the program's grounded reads) goes with the decline, and the
+/// answer held back stays in the trace.
 async fn decide(s: &mut S) -> NodeResult {
     let why = s.ext.stopping.take().unwrap_or_else(|| "stopped".into());
     let Some(threshold) = s.cfg().abstain.threshold() else {
@@ -513,6 +515,20 @@ async fn decide(s: &mut S) -> NodeResult {
             format!(
                 "no source states step {step}'s fact ({read:?}), and the monitor did not pass \
                  the answer written without it (confidence {confidence:.2} < {gate:.2})"
+            ),
+        )
+    } else if let Some(subject) = program
+        .filter(|_| kept + 1 == s.rounds.len())
+        .and_then(|r| r.off_subject(s.mode, &round.answer, &s.sources))
+        && !a.passed
+    {
+        // Only the last round's citations number the sources the run holds now.
+        (
+            AbstainedBy::OffSubject,
+            format!(
+                "none of the sources the answer cites mentions {subject:?}, the one thing \
+                 the question asks about, and the monitor did not pass it (confidence \
+                 {confidence:.2} < {gate:.2})"
             ),
         )
     } else if confidence < threshold {

@@ -870,3 +870,113 @@ async fn a_subject_no_document_mentions_makes_metarag_decline_before_writing() {
     assert_eq!(program_of(&t).unmentioned, None);
     assert_ne!(t.abstention.map(|a| a.by), Some(AbstainedBy::Unmentioned));
 }
+
+/// A writer that cites whichever source is titled `title`, by its number, with samples
+/// that disagree (so the monitor does not pass the answer).
+fn citing(title: &str, short: &str) -> ScriptedLlm {
+    let mut llm = ScriptedLlm::new();
+    for n in 1..=6 {
+        llm = llm.on(
+            &[WRITE, &format!("[{n}] {title}\n")],
+            serde_json::json!({"answer": format!("{short} [{n}]."), "short_answer": short})
+                .to_string(),
+        );
+    }
+    llm.on_seq(
+        &[SAMPLE],
+        &[
+            r#"{"short_answer": "every hour"}"#.to_string(),
+            r#"{"short_answer": "never"}"#.to_string(),
+        ],
+    )
+    .on(&[CLOSED], "unknown")
+}
+
+/// An answer about the one thing the question asks of, cited only to a page about
+/// something else (a team's log-rotation page answering for the search service), that
+/// the monitor does not pass: metarag declines and names the subject. The same run cited
+/// to the subject's own page answers, and so does the first with declining off.
+#[tokio::test]
+async fn an_answer_cited_only_to_pages_about_something_else_makes_metarag_decline() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs: Vec<(String, String)> = [
+        (
+            "log rotation",
+            "Application logs are rotated every Sunday night and kept for four weeks.",
+        ),
+        (
+            "search service",
+            "The search service daemon reloads its index every ten minutes.",
+        ),
+        (
+            "billing service",
+            "The billing service retries a failed refund five times before it gives up.",
+        ),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    let retriever = index(dir.path(), &docs).await;
+    let plan = |read: &str| {
+        serde_json::json!({"about": ["search service"], "chain": [], "combine": "none",
+            "options": [], "read": read, "type": "text"})
+        .to_string()
+    };
+    let config = |abstain| AgentConfig {
+        plan_with_llm: false,
+        max_rounds: 0,
+        abstain,
+        ..AgentConfig::default()
+    };
+    let q = "How often does the search service rotate its logs?";
+    let (agent, _) = agent_with(
+        citing("log rotation", "every Sunday night").on(&[PLAN], plan("log rotation")),
+        Some(retriever.clone()),
+        config(Abstain::Below(0.0)),
+    );
+    let t = agent.ask(&Ask::new(q, "metarag")).await.unwrap();
+    assert_eq!(
+        program_of(&t).subject.as_deref(),
+        Some("search service"),
+        "{:?}",
+        t.records
+    );
+    assert!(!t.rounds[0].assessment.as_ref().unwrap().passed);
+    assert!(t.abstained, "{:?}", t.stop);
+    let a = t.abstention.clone().unwrap();
+    assert_eq!(a.by, AbstainedBy::OffSubject);
+    assert!(a.reason.contains("\"search service\""), "{}", a.reason);
+    assert!(
+        a.withheld
+            .as_deref()
+            .is_some_and(|w| w.starts_with("every Sunday night [")),
+        "{a:?}"
+    );
+    assert!(matches!(&t.stop, StopReason::Done(m) if m.starts_with("abstained (off_subject)")));
+
+    let (answering, _) = agent_with(
+        citing("log rotation", "every Sunday night").on(&[PLAN], plan("log rotation")),
+        Some(retriever.clone()),
+        config(Abstain::Off),
+    );
+    let t = answering.ask(&Ask::new(q, "metarag")).await.unwrap();
+    assert!(!t.abstained);
+    assert_eq!(t.short_answer, "every Sunday night");
+
+    // Cited to the search service's own page: about its subject, so no decline on that
+    // ground (the monitor's confidence is over the threshold of 0).
+    let (own, _) = agent_with(
+        citing("search service", "every ten minutes").on(&[PLAN], plan("index reload interval")),
+        Some(retriever),
+        config(Abstain::Below(0.0)),
+    );
+    let t = own
+        .ask(&Ask::new(
+            "How often does the search service reload its index?",
+            "metarag",
+        ))
+        .await
+        .unwrap();
+    assert!(!t.abstained, "{:?}", t.abstention);
+    assert_eq!(t.short_answer, "every ten minutes");
+}
