@@ -89,6 +89,10 @@ pub enum RetrievalReason {
     Reformulation,
     /// Gold context paragraphs taken as given.
     Context,
+    /// A word (BM25) search for a name the question writes, to tell whether any document
+    /// mentions it (`program::exec::unmentioned`); its hits are read for the name and
+    /// never added to the pool.
+    Mention,
 }
 
 /// One retrieval.

@@ -946,13 +946,35 @@ pub async fn unmentioned<E: Send>(
         }
         let mut request = metarag_core::SearchRequest::new(subject.as_str(), MENTION_DEPTH);
         request.mode = metarag_core::SearchMode::Bm25;
+        let search_ms = s.gw.usage.search_ms;
         let hits =
             s.gw.search(crate::gateway::DEFAULT_RETRIEVER, &request)
                 .await?;
-        if !hits
+        let named = hits
             .iter()
-            .any(|h| mentions(&terms, &format!("{} {}", h.chunk.title, h.chunk.draft.text)))
-        {
+            .any(|h| mentions(&terms, &format!("{} {}", h.chunk.title, h.chunk.draft.text)));
+        // In the trace like any search, so that a decline on it shows what was searched
+        // and what came back; its hits only answer "is the name written", and stay out of
+        // the pool.
+        s.retrievals.push(crate::trace::RetrievalRecord {
+            reason: RetrievalReason::Mention,
+            query: subject.clone(),
+            k: MENTION_DEPTH,
+            hits: hits.len(),
+            added: 0,
+            guardrails: Default::default(),
+            rerank: format!(
+                "no: a word search for the name; {}",
+                if named {
+                    "a hit writes it"
+                } else {
+                    "no hit writes it"
+                }
+            ),
+            diagnostics: evidence::diagnose_pool(&s.question, &s.pool),
+            ms: s.gw.usage.search_ms - search_ms,
+        });
+        if !named {
             return Ok(Some(subject.clone()));
         }
     }

@@ -6,6 +6,7 @@
 use crate::{context, index};
 use metarag_agent::program::exec::{Outcome, ProgramRun, StepStatus};
 use metarag_agent::strategies::PROGRAM_RESOLVED;
+use metarag_agent::trace::RetrievalReason;
 use metarag_agent::{
     ABSTAINED_ANSWER, ABSTAINED_SHORT, Abstain, AbstainedBy, Agent, AgentConfig, Ask, Registry,
     StopReason, StrategySections, Trace,
@@ -831,6 +832,21 @@ async fn a_subject_no_document_mentions_makes_metarag_decline_before_writing() {
     let a = t.abstention.clone().unwrap();
     assert_eq!(a.by, AbstainedBy::Unmentioned);
     assert!(a.reason.contains("\"frobnik daemon\""), "{}", a.reason);
+    // The word search that found no document naming it is in the trace, adding nothing.
+    let mention = t
+        .retrievals
+        .iter()
+        .find(|r| r.reason == RetrievalReason::Mention)
+        .expect("the mention search is recorded");
+    assert_eq!(
+        (mention.query.as_str(), mention.added),
+        ("frobnik daemon", 0)
+    );
+    assert!(
+        mention.rerank.contains("no hit writes it"),
+        "{}",
+        mention.rerank
+    );
     assert_eq!(t.short_answer, ABSTAINED_SHORT);
     assert!(t.answer.starts_with(ABSTAINED_ANSWER), "{}", t.answer);
     assert_eq!(llm.hits(&[WRITE]), 0);
