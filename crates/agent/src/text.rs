@@ -441,6 +441,11 @@ pub fn options(question: &str) -> Option<(String, String)> {
     let right_cut = value_option(right);
     let named = |text: &str| text.split_whitespace().any(|w| w != "I" && starts_upper(w));
     if !right_cut.is_empty() && !named(&right_cut) {
+        // "the Nimavar Bazaar, or bazar, is ...": set off by commas on both sides, a
+        // lowercase alternative is a gloss of the word before it.
+        if q[..idx].trim_end().ends_with(',') && right.contains(',') {
+            return None;
+        }
         return value_options(&q[..idx], &right_cut);
     }
     // A clause with no name in it ("login or batch workers will the packer start") is
@@ -517,17 +522,91 @@ const OPTION_ENDS: &[&str] = &[
     "because", "assuming", "so", "in", "for", "that", "which",
 ];
 
-/// The right option of a value alternative: up to a comma, a bracket or a word that
-/// starts a qualifier ([`OPTION_ENDS`], never its first word); empty when what is left is
-/// a clause rather than an option (more than six words).
+/// Words that narrow the phrase after them ("only when you call sync", "just before it
+/// exits"): an option may open with one, and its next word is then where it starts.
+const FOCUS: &[&str] = &["only", "just", "even", "also", "still", "right"];
+
+/// Words that open a phrase parallel to another of the same kind ("before the transfer
+/// starts or after it finishes", "at night or during the day"): prepositions and
+/// subordinating conjunctions.
+const LEADS: &[&str] = &[
+    "unless", "if", "when", "whenever", "while", "by", "without", "with", "on", "before", "after",
+    "in", "for", "at", "from", "to", "until", "once", "since", "during", "within", "under", "over",
+    "per", "via", "through", "into",
+];
+
+/// Prepositions and conjunctions an article may follow inside one noun phrase ("the
+/// filmmaker behind the film", "the size of the file"), beside [`LEADS`].
+const JOINS_ARTICLE: &[&str] = &[
+    "of",
+    "and",
+    "or",
+    "than",
+    "nor",
+    "about",
+    "above",
+    "below",
+    "behind",
+    "between",
+    "among",
+    "against",
+    "across",
+    "along",
+    "around",
+    "beyond",
+    "near",
+    "beside",
+    "toward",
+    "towards",
+    "upon",
+    "onto",
+    "off",
+    "out",
+    "up",
+    "down",
+    "like",
+    "inside",
+    "outside",
+    "throughout",
+    "despite",
+    "except",
+    "past",
+    "beneath",
+    "underneath",
+    "amid",
+];
+
+/// The index of a phrase's first word past a focusing adverb ([`FOCUS`]).
+fn past_focus(words: &[&str]) -> usize {
+    usize::from(words.len() > 1 && FOCUS.contains(&words[0].to_lowercase().as_str()))
+}
+
+/// The right option of a value alternative: up to a comma, a bracket, a word that starts
+/// a qualifier ([`OPTION_ENDS`], never its first word nor the one after a focusing
+/// adverb), or an article that opens a second noun phrase ("the search service the one
+/// that ...", not after a preposition or an auxiliary); empty when what is left is a clause rather than an option (more than six
+/// words).
 fn value_option(right: &str) -> String {
     let right = right.split([',', '(', ';']).next().unwrap_or("");
     let words: Vec<&str> = right.split_whitespace().collect();
+    let lower = |w: &str| w.to_lowercase();
+    let article = |w: &str| matches!(lower(w).as_str(), "a" | "an" | "the");
     let end = words
         .iter()
         .enumerate()
-        .skip(1)
-        .find(|(_, w)| OPTION_ENDS.contains(&w.to_lowercase().as_str()))
+        .skip(1 + past_focus(&words))
+        .find(|&(i, w)| {
+            OPTION_ENDS.contains(&lower(w).as_str())
+                // An article right after a word that cannot lead into it (not a
+                // preposition, a conjunction or the option's verb) opens the predicate.
+                || (i >= 2
+                    && article(w)
+                    && !LEADS.contains(&lower(words[i - 1]).as_str())
+                    && !JOINS_ARTICLE.contains(&lower(words[i - 1]).as_str())
+                    // After an auxiliary, the article opens a clause's subject ("admin
+                    // tokens will the gateway issue"): no option, whatever its length.
+                    && !AUX.contains(&lower(words[i - 1]).as_str()))
+        })
         .map_or(words.len(), |(i, _)| i);
     // "batch workers will the packer start": an auxiliary with words after it is a
     // clause ("as many as it can" ends with one and is an option).
@@ -561,10 +640,19 @@ fn number_word(word: &str) -> bool {
 /// right one. `None` when the clause before " or " negates ("doesn't keep the name or
 /// the attributes" is one fact, not a choice).
 fn value_options(left: &str, right: &str) -> Option<(String, String)> {
+    // "Is TLS required, or optional?": a comma before " or " closes the left option,
+    // which then runs back to the comma or colon before it, if any ("... faster: ping
+    // sending echo requests, or watch rerunning its command?").
+    let serial = left.trim_end().ends_with(',');
+    let left = left.trim_end().trim_end_matches(',');
     if negates(delimited(left).1) {
         return None;
     }
-    let a = value_left(left, right)?;
+    let (closed, part) = delimited(left);
+    let a = match part.split_whitespace().count() {
+        1..=6 if serial && closed => part.trim().to_string(),
+        _ => value_left(left, right)?,
+    };
     // "is it 2 or is it 12": the words both options open with ask; they are not options.
     let (wa, wb): (Vec<&str>, Vec<&str>) = (
         a.split_whitespace().collect(),
@@ -585,13 +673,23 @@ fn value_options(left: &str, right: &str) -> Option<(String, String)> {
     if shared >= 2 && shared < wa.len().min(wb.len()) && asks(&wa[..shared]) {
         return Some((wa[shared..].join(" "), wb[shared..].join(" ")));
     }
+    // "..., or do I need -L?": a second question, not an option.
+    if wb.len() > 2 && asks(&wb[..2]) {
+        return None;
+    }
+    // "are they retried or dropped?": the inverted question's opening is not the option.
+    if wa.len() > 2 && asks(&wa[..2]) {
+        return Some((wa[2..].join(" "), right.to_string()));
+    }
     Some((a, right.to_string()))
 }
 
 /// The left option of "... X or Y" given the right one `right`: after a comma or colon,
 /// the rest when it is about as long as `right`; else from the last word that mirrors
 /// the right option's first ("after 2 seconds or after 10", "the last 20 entries or the
-/// last 50"), else from the last number near the end ("32,000 or a million", "one process
+/// last 50"; past a focusing adverb: "when ... or only when ..."), else from the last
+/// preposition or conjunction when the right option opens with one ("before the transfer
+/// starts or after it finishes"), else from the last number near the end ("32,000 or a million", "one process
 /// per CPU or as many as it can"), else from the last article near the end ("the single
 /// profile or RAID1"), else as many words as `right` has ("zstd or lzo").
 fn value_left(left: &str, right: &str) -> Option<String> {
@@ -609,19 +707,33 @@ fn value_left(left: &str, right: &str) -> Option<String> {
     let within = |extra: usize| words.len().saturating_sub(n + extra)..words.len();
     let lower = |w: &str| w.to_lowercase();
     let article = |w: &str| matches!(lower(w).as_str(), "a" | "an" | "the");
-    let first = right
-        .split_whitespace()
-        .next()
-        .map(lower)
+    let right_words: Vec<&str> = right.split_whitespace().collect();
+    let first = right_words
+        .get(past_focus(&right_words))
+        .map(|w| lower(w))
         .unwrap_or_default();
+    // A mirrored word may sit a little further back than the right option is long ("by
+    // size and time or by checksum").
     let mirrored = (!number_word(&first))
         .then(|| {
-            within(1)
+            // An article opens most noun phrases: only the nearest words are mirrored.
+            let reach = if article(&first) {
+                within(1)
+            } else {
+                within(3)
+            };
+            reach
                 .rev()
                 .find(|&i| lower(words[i]) == first || (article(&first) && article(words[i])))
         })
         .flatten();
+    // Else a phrase of the same kind: "before the transfer starts or after it finishes".
+    let lead = |w: &str| LEADS.contains(&lower(w).as_str());
+    let parallel = lead(&first)
+        .then(|| within(3).rev().find(|&i| lead(words[i])))
+        .flatten();
     let start = mirrored
+        .or(parallel)
         .or_else(|| within(1).rev().find(|&i| number_word(words[i])))
         .or_else(|| within(2).rev().find(|&i| article(words[i])))
         .unwrap_or(words.len().saturating_sub(n));
@@ -1206,6 +1318,42 @@ mod tests {
             ),
             pair("the block size mkquill picks", "the page size brisk picks")
         );
+        // Phrases of one kind: a preposition or conjunction opens both, a mirrored word
+        // may sit further back, a focusing adverb opens the right one.
+        assert_eq!(
+            o("Should I snapshot the volume before the upload starts or after it ends?"),
+            pair("before the upload starts", "after it ends")
+        );
+        assert_eq!(
+            o("Does the sync tool match files by owner and mode or by hash unless told otherwise?"),
+            pair("by owner and mode", "by hash")
+        );
+        assert_eq!(
+            o("Is the quill cache written out when the daemon stops or only when I call flush?"),
+            pair("when the daemon stops", "only when I call flush")
+        );
+        assert_eq!(
+            o("Does the nightly export run at midnight or during the lunch break?"),
+            pair("at midnight", "during the lunch break")
+        );
+        // The inverted question's opening, a serial comma, a second noun phrase after
+        // the right option.
+        assert_eq!(
+            o("When a pelt worker dies, what happens to its jobs: are they requeued or lost?"),
+            pair("requeued", "lost")
+        );
+        assert_eq!(
+            o("Is signing mandatory, or optional?"),
+            pair("mandatory", "optional")
+        );
+        assert_eq!(
+            o("Who waits longer by default: brisk on a slow link, or pelt?"),
+            pair("brisk on a slow link", "pelt")
+        );
+        assert_eq!(
+            o("Is the ledger service or the export service the one that was retired?"),
+            pair("the ledger service", "the export service")
+        );
         // Not alternatives: a negated fact, a list the question counts, an earlier
         // sentence, a leading condition, a relation before a name.
         assert_eq!(
@@ -1228,6 +1376,19 @@ mod tests {
         );
         assert_eq!(
             o("Who is a son or daughter of the painter of Amber Fields?"),
+            None
+        );
+        assert_eq!(
+            o("Who is a son or daughter of the filmmaker behind the lost film Amber Fields?"),
+            None
+        );
+        assert_eq!(
+            o("The quill daemon reads the Amber Bazaar, or bazar, file at start. Which folder?"),
+            None
+        );
+        // "..., or do I need -f?" asks a second question.
+        assert_eq!(
+            o("Does brisk overwrite the target by default, or do I need -f?"),
             None
         );
         // A value alternative is a choice, never a yes/no question.
