@@ -266,26 +266,36 @@ pub fn read_request(sources: &[Source], subject: &str, property: &str, kind: Kin
     request.max_tokens(if kind == Kind::List { 200 } else { 160 })
 }
 
-/// Whether `source` holds `quote`: its words in order (a model may drop punctuation), or
-/// nearly all its content words within one of the source's sentences.
-fn holds(source: &Source, quote: &str) -> bool {
+/// The words of `source` that `quote` copies: the quote itself when the source holds its
+/// words in order (a model may drop punctuation), else the one sentence of the source
+/// that holds nearly all its content words. The checks then read the source's sentence,
+/// never the model's paraphrase of it: a quote that drops the source's "not" ("The
+/// billing service is deprecated." from "... is not deprecated.") still matches here, and
+/// the sentence returned is the negated one.
+fn held(source: &Source, quote: &str) -> Option<String> {
     let q = tokens(quote);
     if q.is_empty() {
-        return false;
+        return None;
     }
     let text = &source.passage.text;
     let t = tokens(text);
     if t.windows(q.len()).any(|w| w == q.as_slice()) {
-        return true;
+        return Some(quote.trim().to_string());
     }
     let qt = content_terms(quote);
     if qt.is_empty() {
-        return false;
+        return None;
     }
-    crate::text::sentences(text).iter().any(|&(a, b)| {
-        let st = content_terms(&text[a..b]);
-        qt.iter().filter(|w| st.contains(*w)).count() * 5 >= qt.len() * 4
-    })
+    crate::text::sentences(text)
+        .iter()
+        .map(|&(a, b)| {
+            let st = content_terms(&text[a..b]);
+            (qt.iter().filter(|w| st.contains(*w)).count(), a, b)
+        })
+        .filter(|&(shared, _, _)| shared * 5 >= qt.len() * 4)
+        // The sentence sharing the most; the first of equals.
+        .min_by_key(|&(shared, a, _)| (std::cmp::Reverse(shared), a))
+        .map(|(_, a, b)| text[a..b].trim().to_string())
 }
 
 /// Whether `source` (with the `quote` read from it) is about `subject`: at least half of
@@ -464,20 +474,24 @@ fn ground(
     let mut why = format!("no source holds the quote {:?}", reply.quote);
     let mut missing = true;
     for src in cited.chain(rest) {
-        if !holds(src, &reply.quote) {
+        let Some(quote) = held(src, &reply.quote) else {
             continue;
-        }
+        };
+        let reply = &ReadReply {
+            quote,
+            ..reply.clone()
+        };
         if !about(src, &reply.quote, subject) {
             why = format!("[{}] {:?} is not about {subject}", src.n, src.passage.title);
             continue;
         }
         match stated(kind, property, subject, reply, &src.passage.title) {
-            Ok(v) => return Ok((v, src.n, reply.quote.trim().to_string())),
+            Ok(v) => return Ok((v, src.n, reply.quote.clone())),
             Err(e) => {
                 if let Some((v, quote)) = stated_nearby(src, reply, kind, property, subject) {
                     return Ok((v, src.n, quote));
                 }
-                why = format!("[{}]: {e} (quote {:?})", src.n, reply.quote.trim());
+                why = format!("[{}]: {e} (quote {:?})", src.n, reply.quote);
                 missing = false;
             }
         }
@@ -1401,6 +1415,13 @@ mod tests {
                 .0,
             Value::Bool(false)
         );
+        // A quote that drops the source's "not" is checked on the source's sentence, not
+        // on the model's words.
+        let r = reply("The billing service is deprecated.", "yes", 1);
+        let (v, _, quote) =
+            ground(&r, &sources, "billing service", "deprecated", Kind::YesNo).unwrap();
+        assert_eq!(v, Value::Bool(false));
+        assert_eq!(quote, "The billing service is not deprecated.");
     }
 
     #[test]

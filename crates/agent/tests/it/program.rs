@@ -316,7 +316,9 @@ async fn a_negated_fact_is_read_as_false_even_when_the_model_says_yes() {
             )
             .on(
                 &[&checks("deprecated", "search service")],
-                read("The search service is not deprecated either.", "yes", 2),
+                // The model's quote drops the source's "not": the check reads the
+                // source's sentence.
+                read("The search service is deprecated.", "yes", 2),
             ),
         None,
     );
@@ -331,6 +333,10 @@ async fn a_negated_fact_is_read_as_false_even_when_the_model_says_yes() {
         run.steps[..2]
             .iter()
             .all(|s| s.value.as_ref().unwrap().display() == "no")
+    );
+    assert_eq!(
+        run.steps[1].quote.as_deref(),
+        Some("The search service is not deprecated either.")
     );
 }
 
