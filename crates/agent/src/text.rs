@@ -200,6 +200,51 @@ pub(crate) const AUX: &[&str] = &[
     "would", "should", "shall", "may", "might",
 ];
 
+/// The stems a negative contraction leaves before its "t" ("isn't" -> "isn", "t"): an
+/// auxiliary too when a "t" follows ("Doesn't the scheduler retry ...?").
+const NEGATED_AUX: &[&str] = &[
+    "isn", "aren", "wasn", "weren", "don", "doesn", "didn", "can", "couldn", "hasn", "haven",
+    "hadn", "won", "wouldn", "shouldn", "mustn", "needn",
+];
+
+/// Whether tokens `t` open with an auxiliary verb, a negative contraction included.
+fn opens_with_aux(t: &[String]) -> bool {
+    t.first().is_some_and(|w| {
+        AUX.contains(&w.as_str())
+            || (NEGATED_AUX.contains(&w.as_str()) && t.get(1).is_some_and(|n| n == "t"))
+    })
+}
+
+/// Whether a question is a statement with a tag that asks to confirm it ("The billing
+/// service is deprecated, isn't it?", "..., right?"): after its last comma, only an
+/// auxiliary and a pronoun (a "not" allowed), or "right" / "correct" / "true".
+fn tag_question(question: &str) -> bool {
+    let q = question.trim().trim_end_matches('?');
+    let Some(i) = q.rfind(',') else {
+        return false;
+    };
+    let t = tokens(&q[i + 1..]);
+    let tag = match t.as_slice() {
+        [w] => ["right", "correct", "true"].contains(&w.as_str()),
+        [_, ..] if opens_with_aux(&t) => {
+            let rest = &t[if t.get(1).is_some_and(|n| n == "t") {
+                2
+            } else {
+                1
+            }..];
+            match rest {
+                [p] | [p, _] => {
+                    PRONOUNS.contains(&p.as_str()) && rest.get(1).is_none_or(|n| n == "not")
+                }
+                [] => false,
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    tag && i > 0
+}
+
 /// Words that open a question's main clause.
 const QUESTION_WORDS: &[&str] = &[
     "what", "which", "who", "whom", "whose", "where", "when", "why", "how",
@@ -258,7 +303,7 @@ pub fn main_clause(question: &str) -> &str {
         "apart",
         "besides",
     ];
-    let opens_question = AUX.contains(&first.as_str())
+    let opens_question = opens_with_aux(&t)
         || (QUESTION_WORDS.contains(&first.as_str())
             && (first != "when" || t.get(1).is_some_and(|w| AUX.contains(&w.as_str()))));
     if opens_question || !OPENERS.contains(&first.as_str()) {
@@ -268,7 +313,7 @@ pub fn main_clause(question: &str) -> &str {
     while let Some(i) = question[from..].find(',') {
         let rest = question[from + i + 1..].trim_start();
         let next = tokens(rest).into_iter().next().unwrap_or_default();
-        if AUX.contains(&next.as_str()) || QUESTION_WORDS.contains(&next.as_str()) {
+        if opens_with_aux(&tokens(rest)) || QUESTION_WORDS.contains(&next.as_str()) {
             return rest;
         }
         from += i + 1;
@@ -277,11 +322,10 @@ pub fn main_clause(question: &str) -> &str {
 }
 
 /// Whether a question asks for yes or no: its main clause ([`main_clause`]) starts with
-/// an auxiliary verb.
+/// an auxiliary verb ("Isn't ..." included), or it is a statement with a confirming tag
+/// ("..., isn't it?").
 pub fn is_yes_no_question(question: &str) -> bool {
-    tokens(main_clause(question))
-        .first()
-        .is_some_and(|first| AUX.contains(&first.as_str()))
+    opens_with_aux(&tokens(main_clause(question))) || tag_question(question)
 }
 
 /// The kind of answer a question asks for, from its wording.
@@ -304,6 +348,11 @@ pub fn answer_type(question: &str) -> AnswerType {
     let q = main_clause(question).trim().to_lowercase();
     let t = tokens(&q);
     let starts = |w: &[&str]| t.len() >= w.len() && t.iter().zip(w).all(|(a, b)| a == b);
+    // A question opening with an auxiliary asks yes or no whatever it embeds ("Is there a
+    // limit on how many tokens one client may hold?"), and so does a confirming tag.
+    if is_yes_no_question(question) && options(question).is_none() {
+        return AnswerType::YesNo;
+    }
     if starts(&["when"])
         || q.contains("what year")
         || q.contains("which year")
@@ -803,7 +852,8 @@ fn name_options(q: &str, idx: usize) -> Option<(String, String)> {
     // A question's own first word ("Is X or Y?") is not part of the option.
     let start = if start == 0
         && left.len() > 1
-        && (is_yes_no_question(left[0])
+        // "Don'T Take Me Home" is a title-cased name, "Don't" an auxiliary.
+        && ((is_yes_no_question(left[0]) && !left[0].ends_with('T'))
             || ["which", "who", "what"].contains(&left[0].to_lowercase().as_str()))
     {
         1
@@ -1214,6 +1264,27 @@ mod tests {
         let q = "After Ada, Bo and Cy left the band, who replaced them?";
         assert_eq!(main_clause(q), "who replaced them?");
         assert_eq!(answer_type(q), AnswerType::Other);
+        // A negative contraction opens a yes/no question too, after a condition or not.
+        for q in [
+            "Isn't compression on by default in the packer?",
+            "Doesn't the relay retry a failed send on its own?",
+            "Without a config file, won't the relay bind to every interface?",
+        ] {
+            assert_eq!(answer_type(q), AnswerType::YesNo, "{q}");
+        }
+        // An auxiliary opens a yes/no question whatever it embeds.
+        let q = "Is there a limit on how many tokens one client may hold?";
+        assert_eq!(answer_type(q), AnswerType::YesNo);
+        // A statement with a confirming tag asks to confirm it; a comma alone does not.
+        for q in [
+            "The ledger service is deprecated, isn't it?",
+            "The relay retries three times, doesn't it?",
+            "Neither the ledger nor the relay is deprecated, right?",
+        ] {
+            assert_eq!(answer_type(q), AnswerType::YesNo, "{q}");
+        }
+        let q = "The relay was retired in which year, by the way?";
+        assert_ne!(answer_type(q), AnswerType::YesNo);
     }
 
     #[test]

@@ -413,10 +413,16 @@ pub fn stated(
                 .filter(|w| quote_stems.contains(*w))
                 .count();
             let states_predicate = !predicate.is_empty() && present * 2 >= predicate.len();
+            // A property that is itself negated ("not skip blank lines") holds where the
+            // sentence negates the predicate as it does.
+            let negative = negated(property, &predicate);
             match value.to_lowercase().as_str() {
                 // A sentence that states the predicate decides it by its negation, whatever
                 // the model's verdict: "is not deprecated" is `false`.
-                _ if states_predicate => Ok(Value::Bool(!negated(quote, &predicate))),
+                _ if states_predicate => Ok(Value::Bool(negated(quote, &predicate) == negative)),
+                // Something else about the subject says nothing of a negated property
+                // ("a genus of shrubs" neither is nor is not "not a fern" as read).
+                _ if negative => Err(format!("the quote does not state {property:?}")),
                 // One that states something else about the subject ("a genus of shrubs"
                 // for "a fern") is the model's "no".
                 "no" => Ok(Value::Bool(false)),
@@ -1415,6 +1421,30 @@ mod tests {
                 .0,
             Value::Bool(false)
         );
+        // A negated property holds where the sentence negates the predicate too.
+        let r = reply("The billing service is not deprecated.", "no", 1);
+        let (v, _, _) = ground(
+            &r,
+            &sources,
+            "billing service",
+            "not deprecated",
+            Kind::YesNo,
+        )
+        .unwrap();
+        assert_eq!(v, Value::Bool(true));
+        let plain = [src(
+            1,
+            "Services",
+            "The billing service is deprecated since May.",
+        )];
+        let r = reply("The billing service is deprecated since May.", "yes", 1);
+        let (v, _, _) =
+            ground(&r, &plain, "billing service", "not deprecated", Kind::YesNo).unwrap();
+        assert_eq!(v, Value::Bool(false));
+        // A quote about something else cannot decide a negated property.
+        let other = [src(1, "Services", "The billing service handles refunds.")];
+        let r = reply("The billing service handles refunds.", "no", 1);
+        assert!(ground(&r, &other, "billing service", "not deprecated", Kind::YesNo).is_err());
         // A quote that drops the source's "not" is checked on the source's sentence, not
         // on the model's words.
         let r = reply("The billing service is deprecated.", "yes", 1);
