@@ -20,7 +20,7 @@ use crate::metacog::{Category, Diagnosis, DiagnosisMethod, ErrorType};
 use crate::program::values::option_quantity;
 use crate::text::{
     AnswerType, answer_f1, answer_type, asks_about_time, content_terms, has_number_or_date,
-    is_date_phrase, is_refusal, is_stopword, options, sentences, tokens,
+    is_date_phrase, is_refusal, is_stopword, option_list, sentences, tokens,
 };
 use metarag_core::{LogprobSummary, TokenLogprob, logprob_summary};
 use serde::{Deserialize, Serialize};
@@ -602,7 +602,9 @@ pub fn entity_coverage(question: &str, passages: &[Passage]) -> (f64, Vec<String
 pub enum AnswerForm {
     /// "Is ...?", "Did ...?": yes or no.
     YesNo,
-    /// "Who is older, A or B?": one of the options, or both, or neither.
+    /// "Who is older, A or B?": one of the options, or both, or neither. The options come
+    /// first (two, or every item of a list: "platform, data, or billing"), then "both"
+    /// and "neither" ([`AnswerForm::options`] reads the options alone).
     Choice(Vec<String>),
     /// "When ...?", "What year ...?": a date.
     Date,
@@ -619,8 +621,9 @@ pub enum AnswerForm {
 impl AnswerForm {
     /// The form of the question's answer, from its wording.
     pub fn of(question: &str) -> AnswerForm {
-        if let Some((a, b)) = options(question) {
-            return AnswerForm::Choice(vec![a, b, "both".into(), "neither".into()]);
+        if let Some(mut offered) = option_list(question) {
+            offered.extend(["both".into(), "neither".into()]);
+            return AnswerForm::Choice(offered);
         }
         match answer_type(question) {
             AnswerType::YesNo => AnswerForm::YesNo,
@@ -628,6 +631,15 @@ impl AnswerForm {
             AnswerType::Number => AnswerForm::Number,
             AnswerType::Other if !asks_about_time(question) => AnswerForm::Name,
             AnswerType::Other => AnswerForm::Free,
+        }
+    }
+
+    /// The options an "A or B" (or "A, B or C") question offers, without the "both" and
+    /// "neither" that follow them in [`AnswerForm::Choice`]; empty for other forms.
+    pub fn options(&self) -> &[String] {
+        match self {
+            AnswerForm::Choice(o) => &o[..o.len().saturating_sub(2)],
+            _ => &[],
         }
     }
 
@@ -656,7 +668,7 @@ impl AnswerForm {
                 // options' kind is an answer to the question as asked.
                 let same_kind = || {
                     let short = option_quantity(short);
-                    o.iter().take(2).all(|opt| {
+                    self.options().iter().all(|opt| {
                         option_quantity(opt)
                             .zip(short.as_ref())
                             .is_some_and(|(q, s)| q.order(s).is_some())

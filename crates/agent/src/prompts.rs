@@ -100,10 +100,10 @@ fn short_rule(form: &AnswerForm) -> String {
     match form {
         AnswerForm::YesNo => "The short_answer is yes or no.".into(),
         // Not forced: when the sources say the answer is neither option, that is the answer.
-        AnswerForm::Choice(o) => format!(
+        AnswerForm::Choice(_) => format!(
             "The short_answer is one of: {}; or, when the sources say it is neither, what they say it is.",
-            o.iter()
-                .take(2)
+            form.options()
+                .iter()
                 .map(|x| format!("\"{x}\""))
                 .collect::<Vec<_>>()
                 .join(", ")

@@ -792,18 +792,7 @@ fn value_left(left: &str, right: &str) -> Option<String> {
 /// The part of `left` after its last comma or colon (a comma between digits groups
 /// thousands, "32,000", and does not count), and whether there was one.
 fn delimited(left: &str) -> (bool, &str) {
-    let b = left.as_bytes();
-    let delimiter = left
-        .char_indices()
-        .rev()
-        .find(|&(i, c)| {
-            (c == ',' || c == ':')
-                && !(i > 0
-                    && b[i - 1].is_ascii_digit()
-                    && b.get(i + 1).is_some_and(u8::is_ascii_digit))
-        })
-        .map(|(i, _)| i);
-    delimiter.map_or((false, left), |i| (true, &left[i + 1..]))
+    last_delimiter(left).map_or((false, left), |i| (true, &left[i + 1..]))
 }
 
 /// The options of an "A or B" question whose right option names something: the name
@@ -885,6 +874,139 @@ fn name_options(q: &str, idx: usize) -> Option<(String, String)> {
     let b = right[begin..end].join(" ");
     // An empty left option is the caller's to find (the words parallel to the right one).
     (!b.is_empty()).then_some((a, b))
+}
+
+/// Every option a question offers, a list of three or more included ("Which team owns
+/// it: platform, data, or billing?", "Does the relay log to syslog, to a file, or to
+/// stdout?"): the two [`options`] reads, preceded by each comma-bounded item before them
+/// that is parallel to the first ([`parallel_item`]), and by the parallel tail of the
+/// question's stem before the first comma ("... log to syslog, to a file, or ..."). A list
+/// read as two options would answer "neither" where its first item is right.
+pub fn option_list(question: &str) -> Option<Vec<String>> {
+    let (a, b) = options(question)?;
+    let pair = vec![a.clone(), b];
+    let q = question.trim().trim_end_matches('?');
+    let q = q[..q.rfind(" or ")?].trim_end();
+    let serial = q.ends_with(',');
+    let q = q.trim_end_matches(',');
+    let Some(at) = q.rfind(a.as_str()) else {
+        return Some(pair);
+    };
+    let mut before_items: Vec<String> = Vec::new();
+    let mut colon = false;
+    let mut before = q[..at].trim_end();
+    while let Some(rest) = before.strip_suffix(',') {
+        let rest = rest.trim_end();
+        let Some(cut) = last_delimiter(rest) else {
+            // The stem: only a tail that mirrors the items' opening preposition, or a
+            // number among numbers, after an item or not; a name among names only after
+            // an item ("Who was born first, Ada Lind, Bo Strand or Cy Holm" has none, "...
+            // advisor for Disney, Rick Ray or John Lasseter" is no list).
+            let named = starts_upper(a.split_whitespace().next().unwrap_or(""));
+            if (!named || !before_items.is_empty())
+                && let Some(tail) = stem_item(rest, &a)
+            {
+                before_items.insert(0, tail);
+            }
+            break;
+        };
+        let item = rest[cut + 1..].trim();
+        if !parallel_item(item, &a) {
+            break;
+        }
+        before_items.insert(0, item.to_string());
+        if rest[cut..].starts_with(':') {
+            colon = true;
+            break;
+        }
+        before = &rest[..=cut];
+    }
+    // Titles hold commas ("Romeo, Juliet And Darkness or I Can Explain"): names make a list
+    // only where a serial comma, a colon or two items before the pair say so.
+    let named = a.split_whitespace().any(|w| w != "I" && starts_upper(w));
+    if named && !(serial || colon || before_items.len() >= 2) {
+        return Some(pair);
+    }
+    let items: Vec<String> = before_items.into_iter().chain(pair.clone()).collect();
+    // A list never names one thing twice ("No, No, Nanette" is a title).
+    let distinct: HashSet<String> = items.iter().map(|i| i.to_lowercase()).collect();
+    Some(if distinct.len() == items.len() {
+        items
+    } else {
+        pair
+    })
+}
+
+/// Where the last comma or colon of `text` is, a comma between digits ("32,000") aside.
+fn last_delimiter(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    text.char_indices()
+        .rev()
+        .find(|&(i, c)| {
+            (c == ',' || c == ':')
+                && !(i > 0
+                    && b[i - 1].is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+        })
+        .map(|(i, _)| i)
+}
+
+/// Whether `item` is an option of the same kind as `option`: at most five words and at
+/// most two more than `option`, no question word first; a number where it has one; the same opening preposition, conjunction or article (or one
+/// of the same kind); otherwise not opened by one; named where it is named.
+fn parallel_item(item: &str, option: &str) -> bool {
+    let words: Vec<&str> = item.split_whitespace().collect();
+    let theirs: Vec<&str> = option.split_whitespace().collect();
+    if words.is_empty() || words.len() > 5 || theirs.is_empty() {
+        return false;
+    }
+    let lower = |w: &str| w.to_lowercase();
+    let lead = |w: &str| LEADS.contains(&lower(w).as_str());
+    let article = |w: &str| matches!(lower(w).as_str(), "a" | "an" | "the");
+    let named = |w: &[&str]| w.iter().any(|x| *x != "I" && starts_upper(x));
+    let number = |w: &[&str]| w.iter().any(|x| number_word(x));
+    let (first, own) = (words[0], theirs[0]);
+    // No longer than the option by more than two words, and no question of its own
+    // ("which redraws more often, top or watch").
+    if words.len() > theirs.len() + 2 || QUESTION_WORDS.contains(&lower(first).as_str()) {
+        return false;
+    }
+    if number(&theirs) != number(&words) && !(number(&theirs) && lead(own)) {
+        return false;
+    }
+    let opens_alike = if lead(own) {
+        lead(first)
+    } else if article(own) {
+        article(first) || named(&words)
+    } else {
+        !lead(first) && !AUX.contains(&lower(first).as_str())
+    };
+    opens_alike && named(&theirs) == named(&words)
+}
+
+/// The item at the end of a question's stem ("Does the relay log to syslog" before ", to a
+/// file, or to stdout"): from the last word that mirrors `option`'s first word when that
+/// is a preposition or conjunction, the last number when `option` is a number, the
+/// trailing capitalised run when `option` is a name; `None` otherwise.
+fn stem_item(stem: &str, option: &str) -> Option<String> {
+    let words: Vec<&str> = stem.split_whitespace().collect();
+    let theirs: Vec<&str> = option.split_whitespace().collect();
+    let own = theirs.first()?.to_lowercase();
+    let n = theirs.len();
+    let near = words.len().saturating_sub(n + 2)..words.len();
+    let start = if LEADS.contains(&own.as_str()) {
+        near.rev().find(|&i| words[i].to_lowercase() == own)?
+    } else if number_word(&own) {
+        let last = words.len().checked_sub(1)?;
+        number_word(words[last]).then_some(last)?
+    } else if starts_upper(theirs[0]) {
+        let run = words.iter().rev().take_while(|w| name_like(w)).count();
+        (run > 0 && run < words.len()).then(|| words.len() - run)?
+    } else {
+        return None;
+    };
+    // The stem's own opening word is never an option ("Is 1, 5 or 10 ...").
+    (start > 0).then(|| words[start..].join(" "))
 }
 
 /// "Between A and B, which ...?": the two options, when exactly one " and " splits the
@@ -1325,6 +1447,58 @@ mod tests {
         assert_eq!(jaccard(&HashSet::new(), &HashSet::new()), 1.0);
         assert!((answer_f1("Steven Spielberg", "Spielberg") - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(answer_f1("", "x"), 0.0);
+    }
+
+    #[test]
+    fn a_list_of_three_or_more_options_keeps_its_first_items() {
+        let list = |q: &str| option_list(q).unwrap();
+        assert_eq!(
+            list("Which team runs the relay: platform, data, or billing?"),
+            ["platform", "data", "billing"]
+        );
+        assert_eq!(
+            list("Which compressor does the packer use, gzip, xz or zstd?"),
+            ["gzip", "xz", "zstd"]
+        );
+        assert_eq!(
+            list("Which is oldest: Alpha Station, Beta Works, or Gamma Lab?"),
+            ["Alpha Station", "Beta Works", "Gamma Lab"]
+        );
+        assert_eq!(
+            list("Does the relay log to syslog, to a file, or to stdout?"),
+            ["to syslog", "to a file", "to stdout"]
+        );
+        assert_eq!(
+            list("Is the default 1, 5 or 10 seconds?"),
+            ["1", "5", "10 seconds"]
+        );
+        assert_eq!(
+            list("Is the page limit 1,000, 32,000 or a million?"),
+            ["1,000", "32,000", "a million"]
+        );
+        // Two options stay two: a stem before the pair, a title with a comma, a name the
+        // stem ends with, a question word.
+        assert_eq!(
+            list("Which came first, Blue Quarry or Red Harbor?").len(),
+            2
+        );
+        assert_eq!(
+            list("Which film came out first, Romeo, Juliet And Dusk or Hello Mariner?").len(),
+            2
+        );
+        assert_eq!(
+            list("Which director advised Pellham Studios, Ada Lind or Bo Strand?").len(),
+            2
+        );
+        assert_eq!(
+            list("Out of the box, which redraws more often, pelt or brisk?"),
+            ["pelt", "brisk"]
+        );
+        assert_eq!(
+            list("Which film came out first, No, No, Marlow or Hello Mariner?").len(),
+            2
+        );
+        assert_eq!(option_list("Which film came out first?"), None);
     }
 
     #[test]

@@ -239,21 +239,25 @@ impl Plan {
         // one; options that are things, where the plan compares, are the things compared.
         if self.about.len() == 1
             && self.kind != Kind::YesNo
-            && let Some((a, b)) = crate::text::options(question)
+            && let Some(offered) = crate::text::option_list(question)
         {
             let compares = matches!(
                 self.combine,
                 Combine::Earlier | Combine::Later | Combine::More | Combine::Less
             );
-            // A number in either option ("after 10", "a minute", "four spaces").
-            let values = [&a, &b]
+            // A number in any option ("after 10", "a minute", "four spaces").
+            let values = offered
                 .iter()
                 .any(|o| super::values::option_quantity(o).is_some());
+            // `compare` orders two things: a list of three things to order is left as
+            // planned.
             if compares && !values {
-                self.about = vec![a, b];
+                if offered.len() == 2 {
+                    self.about = offered;
+                }
             } else if compares || self.combine == Combine::None {
                 self.combine = Combine::Pick;
-                self.options = vec![a, b];
+                self.options = offered;
             }
         }
         if self.about.len() == 1

@@ -795,11 +795,8 @@ async fn remediate(s: &mut S) -> NodeResult {
 /// docs/results/monitor.md). Moving from "both", "neither" or a non-option to an option
 /// is not a switch.
 fn switches_option(question: &str, from: &str, to: &str) -> bool {
-    let AnswerForm::Choice(allowed) = AnswerForm::of(question) else {
-        return false;
-    };
-    // The first two values are the options; "both" and "neither" follow.
-    let which = |answer: &str| allowed.iter().take(2).position(|o| agree(o, answer));
+    let form = AnswerForm::of(question);
+    let which = |answer: &str| form.options().iter().position(|o| agree(o, answer));
     matches!((which(from), which(to)), (Some(a), Some(b)) if a != b)
 }
 

@@ -373,6 +373,40 @@ async fn an_either_or_question_both_of_whose_options_are_wrong_is_answered_neith
     ));
 }
 
+/// A list of three options ("gzip, xz, or zstd"): the planner writes none, the plan's
+/// repair takes all three from the question, and the first item, read from the sources,
+/// is the answer (read as two options, it would have been "neither: gzip").
+#[tokio::test]
+async fn the_first_item_of_a_three_option_list_is_an_option() {
+    let q = "Which compressor does the packer use by default: gzip, xz, or zstd?";
+    let doc = "The packer compresses archives with gzip unless another compressor is named.";
+    let docs = [("Packer", doc)];
+    let plan = serde_json::json!({"about": ["packer"], "chain": [],
+        "combine": "none", "options": [], "read": "default compressor", "type": "text"});
+    let (agent, _) = agent(
+        writer("xz").on(&[PLAN], plan.to_string()).on(
+            &[&asks("default compressor", "packer")],
+            read(doc, "gzip", 1),
+        ),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "metarag").with_context(context(&docs)))
+        .await
+        .unwrap();
+    let run = program_of(&t);
+    assert!(
+        run.program.contains(r#"pick(["gzip", "xz", "zstd"], #1)"#),
+        "{}",
+        run.program
+    );
+    assert_eq!(t.short_answer, "gzip");
+    assert!(matches!(
+        run.outcome,
+        Outcome::Resolved { neither: false, .. }
+    ));
+}
+
 /// A question offering two values, read once and picked among by number: the planner
 /// (like the 1.5B model) writes no options, the plan's repair takes them from the
 /// question.
