@@ -390,6 +390,15 @@ impl Quantity {
                 .next()
                 .map(|(v, end)| (v, &lower[end..]))?,
         };
+        // A unit follows its number directly ("16 km", "16km", "4096-bit"): after a comma,
+        // an equals sign or a bracket the next word is something else ("b=512, kB=1000"
+        // is 512 with no unit, not 512 kB).
+        let adjacent = rest.trim_start_matches([' ', '-']);
+        let rest = if adjacent.starts_with(|c: char| c.is_alphanumeric() || c == '²') {
+            adjacent
+        } else {
+            ""
+        };
         let mut words = rest
             .split(|c: char| !(c.is_alphanumeric() || c == '²'))
             .filter(|w| !w.is_empty());
@@ -758,5 +767,14 @@ mod tests {
             Some("1.2 million")
         );
         assert_eq!(Quantity::written_in("No numbers here.", 3.0), None);
+        // A unit follows its number: a word after a comma or an equals sign is not one.
+        let table = "suffixes: c=1, w=2, b=512, kB=1000, K=1024";
+        assert_eq!(Quantity::written_in(table, 512.0).as_deref(), Some("512"));
+        assert_eq!(Quantity::parse("512, kB=1000").unwrap().unit, None);
+        assert_eq!(
+            Quantity::parse("a 4096-bit key").unwrap().unit.as_deref(),
+            Some("bit")
+        );
+        assert_eq!(Quantity::parse("16km").unwrap().unit.as_deref(), Some("km"));
     }
 }
