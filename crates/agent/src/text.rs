@@ -730,7 +730,33 @@ fn value_options(left: &str, right: &str) -> Option<(String, String)> {
     if wa.len() > 2 && asks(&wa[..2]) {
         return Some((wa[2..].join(" "), right.to_string()));
     }
-    Some((a, right.to_string()))
+    let mut pair = [a, right.to_string()];
+    share_unit(&mut pair);
+    let [a, b] = pair;
+    Some((a, b))
+}
+
+/// "two or three days", "1, 5 or 10 seconds": a bare number before the last option takes
+/// the words that follow the last option's number.
+fn share_unit(items: &mut [String]) {
+    let Some(last) = items.last() else {
+        return;
+    };
+    let words: Vec<&str> = last.split_whitespace().collect();
+    if words.len() < 2 || !number_word(words[0]) {
+        return;
+    }
+    let (number, unit) = (words[0].to_string(), words[1..].join(" "));
+    let n = items.len();
+    for item in &mut items[..n - 1] {
+        // "once or once per consumer" is no shared unit.
+        if item.split_whitespace().count() == 1
+            && number_word(item)
+            && !item.eq_ignore_ascii_case(&number)
+        {
+            *item = format!("{item} {unit}");
+        }
+    }
 }
 
 /// The left option of "... X or Y" given the right one `right`: after a comma or colon,
@@ -886,10 +912,18 @@ pub fn option_list(question: &str) -> Option<Vec<String>> {
     let (a, b) = options(question)?;
     let pair = vec![a.clone(), b];
     let q = question.trim().trim_end_matches('?');
-    let q = q[..q.rfind(" or ")?].trim_end();
+    // "Between A and B, ...": two options, no list.
+    let Some(or_at) = q.rfind(" or ") else {
+        return Some(pair);
+    };
+    let q = q[..or_at].trim_end();
     let serial = q.ends_with(',');
     let q = q.trim_end_matches(',');
-    let Some(at) = q.rfind(a.as_str()) else {
+    // The left option as written: without a unit it shares with the right one.
+    let Some(at) = q
+        .rfind(a.as_str())
+        .or_else(|| q.rfind(a.split_whitespace().next()?))
+    else {
         return Some(pair);
     };
     let mut before_items: Vec<String> = Vec::new();
@@ -927,7 +961,8 @@ pub fn option_list(question: &str) -> Option<Vec<String>> {
     if named && !(serial || colon || before_items.len() >= 2) {
         return Some(pair);
     }
-    let items: Vec<String> = before_items.into_iter().chain(pair.clone()).collect();
+    let mut items: Vec<String> = before_items.into_iter().chain(pair.clone()).collect();
+    share_unit(&mut items);
     // A list never names one thing twice ("No, No, Nanette" is a title).
     let distinct: HashSet<String> = items.iter().map(|i| i.to_lowercase()).collect();
     Some(if distinct.len() == items.len() {
@@ -1470,7 +1505,7 @@ mod tests {
         );
         assert_eq!(
             list("Is the default 1, 5 or 10 seconds?"),
-            ["1", "5", "10 seconds"]
+            ["1 seconds", "5 seconds", "10 seconds"]
         );
         assert_eq!(
             list("Is the page limit 1,000, 32,000 or a million?"),
@@ -1499,6 +1534,10 @@ mod tests {
             2
         );
         assert_eq!(option_list("Which film came out first?"), None);
+        assert_eq!(
+            list("Between Ada Lind and Bo Strand, who was born first?"),
+            ["Ada Lind", "Bo Strand"]
+        );
     }
 
     #[test]
@@ -1562,6 +1601,15 @@ mod tests {
                 "Which is bigger by default: the block size mkquill picks or the page size brisk picks (on 4 KiB pages)?"
             ),
             pair("the block size mkquill picks", "the page size brisk picks")
+        );
+        // A bare number shares the unit written after the other.
+        assert_eq!(
+            o("Does the pager keep three or five old copies?"),
+            pair("three old copies", "five old copies")
+        );
+        assert_eq!(
+            o("Does the relay give up after 2 or 10 seconds?"),
+            pair("2 seconds", "10 seconds")
         );
         // Phrases of one kind: a preposition or conjunction opens both, a mirrored word
         // may sit further back, a focusing adverb opens the right one.
