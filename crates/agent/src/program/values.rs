@@ -678,8 +678,11 @@ pub fn negated(quote: &str, predicate: &BTreeSet<String>) -> bool {
         })
         .unwrap_or(words.len());
     words[..first].iter().enumerate().any(|(i, w)| {
-        NEGATORS.contains(&w.as_str())
-            && !(w == "not" && words.get(i + 1).is_some_and(|n| n == "only"))
+        (NEGATORS.contains(&w.as_str())
+            && !(w == "not" && words.get(i + 1).is_some_and(|n| n == "only")))
+            // "can't" splits into "can" and "t"; a lone "t" elsewhere is a name ("T
+            // seconds").
+            || (w == "can" && words.get(i + 1).is_some_and(|n| n == "t"))
     })
 }
 
@@ -751,6 +754,13 @@ mod tests {
         assert!(negated(
             "By default, find does not follow symbolic links.",
             &follows
+        ));
+        let resize = stems("resize a mounted volume");
+        assert!(negated("The tool can't resize a mounted volume.", &resize));
+        assert!(negated("It no longer resizes a mounted volume.", &resize));
+        assert!(!negated(
+            "It can resize a mounted volume in T seconds.",
+            &resize
         ));
     }
 
