@@ -289,6 +289,16 @@ impl Plan {
                 Combine::Later
             };
         }
+        // A question that negates its own predicate ("Is it right that rm won't delete
+        // directories?") asks whether the negation holds, and a planner writes the
+        // positive read ("delete directories"): the read's property carries the
+        // negation, so that a source's "does not remove directories" answers yes.
+        let yes_no_read = self.kind == Kind::YesNo
+            || matches!(self.combine, Combine::All | Combine::Any)
+            || (self.combine == Combine::Pick && self.about.len() > 1);
+        if yes_no_read && negates_read(question, &self.read) {
+            self.read = format!("not {}", self.read.trim());
+        }
         self
     }
 
@@ -515,6 +525,29 @@ fn applied_order(question: &str, about: &[String], chain: &[String]) -> Option<V
     (order != chain).then_some(order)
 }
 
+/// Whether `question` negates the predicate of `read` where `read` does not: in the
+/// question's main clause, a negating word before the first of the read's words ("won't
+/// delete directories", "does it not skip blank lines"). A negative auxiliary that opens
+/// the question ("Isn't compression on by default?", "Doesn't it retry?") asks about the
+/// positive and does not count, nor does a negation in a leading condition ("If I don't
+/// pass -u, is the file still there?").
+fn negates_read(question: &str, read: &str) -> bool {
+    use super::values::{negated, stems};
+    let predicate = stems(read);
+    if predicate.is_empty() || negated(read, &predicate) {
+        return false;
+    }
+    let clause = crate::text::main_clause(question).trim();
+    let opening = clause.split_whitespace().next().unwrap_or("");
+    let opening = opening.to_lowercase();
+    let clause = if opening.ends_with("n't") || opening.ends_with("n\u{2019}t") {
+        clause[clause.find(char::is_whitespace).unwrap_or(clause.len())..].trim_start()
+    } else {
+        clause
+    };
+    negated(clause, &predicate)
+}
+
 /// How a yes/no question over `n` things combines their values, by its own words:
 /// "same" (two things) asks whether they agree, "both", "all", "each" or "every" whether
 /// it holds for all, "either" or "any" whether for one, and two things written as options
@@ -732,6 +765,45 @@ mod tests {
         .unwrap();
         assert_eq!(p.steps.len(), 2);
         assert!(matches!(p.steps[1], Op::Follow { .. }));
+    }
+
+    #[test]
+    fn a_question_that_negates_its_predicate_reads_the_negation() {
+        let repaired = |q: &str, read: &str| {
+            serde_json::from_value::<Plan>(serde_json::json!({"about": ["pelt"],
+                "chain": [], "combine": "none", "options": [], "read": read,
+                "type": "yes_no"}))
+            .unwrap()
+            .repaired(q)
+            .read
+        };
+        let q = "Is it right that plain pelt, with no flags, won't delete folders?";
+        assert_eq!(repaired(q, "delete folders"), "not delete folders");
+        let q = "Does pelt not skip blank lines when it merges?";
+        assert_eq!(repaired(q, "skip blank lines"), "not skip blank lines");
+        // Already negated, or asking about the positive: left alone.
+        assert_eq!(repaired(q, "not skip blank lines"), "not skip blank lines");
+        let q = "Isn't compression on by default in pelt?";
+        assert_eq!(
+            repaired(q, "compression on by default"),
+            "compression on by default"
+        );
+        let q = "If I don't pass -u, does pelt keep the file?";
+        assert_eq!(repaired(q, "keep the file"), "keep the file");
+        let q = "Does pelt delete folders with no flags?";
+        assert_eq!(repaired(q, "delete folders"), "delete folders");
+        // A negation on another clause's words, or words the question does not write.
+        let q = "Does pelt commit files that I never added?";
+        assert_eq!(repaired(q, "commit files"), "commit files");
+        let q = "Is it right that pelt won't delete folders?";
+        assert_eq!(repaired(q, "remove directories"), "remove directories");
+        // A verdict over several things carries it too: "neither ... nor".
+        let both = serde_json::from_value::<Plan>(serde_json::json!({
+            "about": ["ledger", "relay"], "chain": [], "combine": "all", "options": [],
+            "read": "deprecated", "type": "yes_no"}))
+        .unwrap()
+        .repaired("Is it true that neither the ledger nor the relay is deprecated?");
+        assert_eq!(both.read, "not deprecated");
     }
 
     #[test]

@@ -340,6 +340,37 @@ async fn a_negated_fact_is_read_as_false_even_when_the_model_says_yes() {
     );
 }
 
+/// A question that negates its own predicate ("... won't overwrite ...?"), planned as the
+/// positive read: the plan's repair moves the negation into the read, and the source's
+/// "does not overwrite" answers yes, whatever the model's verdict.
+#[tokio::test]
+async fn a_question_negating_its_own_predicate_is_answered_on_the_negation() {
+    let q = "Is it right that the packer, left alone, won't overwrite an existing archive?";
+    let doc = "The packer does not overwrite an existing archive unless --force is given.";
+    let docs = [("Packer", doc)];
+    let plan = serde_json::json!({"about": ["packer"], "chain": [], "combine": "none",
+        "options": [], "read": "overwrite an existing archive", "type": "yes_no"});
+    let (agent, _) = agent(
+        writer("no").on(&[PLAN], plan.to_string()).on(
+            &[&checks("not overwrite an existing archive", "packer")],
+            read(doc, "no", 1),
+        ),
+        None,
+    );
+    let t = agent
+        .ask(&Ask::new(q, "metarag").with_context(context(&docs)))
+        .await
+        .unwrap();
+    let run = program_of(&t);
+    assert!(
+        run.program.contains("not overwrite an existing archive"),
+        "{}",
+        run.program
+    );
+    assert_eq!(t.stop, StopReason::Done(PROGRAM_RESOLVED.into()));
+    assert_eq!(t.short_answer, "yes");
+}
+
 #[tokio::test]
 async fn an_either_or_question_both_of_whose_options_are_wrong_is_answered_neither() {
     let q = "Which database does the analytics team use, Postgres or MySQL?";
