@@ -130,6 +130,21 @@ impl Plan {
     /// - a comparison of one subject ("earlier" over the one thing asked about, written
     ///   when the fact is a date): nothing to compare, so its fact is the answer.
     pub fn repaired(mut self, question: &str) -> Plan {
+        // A setting the question writes as one ("--waitretry", "TimeoutStartSec=",
+        // "+tries") names a value of its subject, not a thing to follow to: a chain
+        // through it reads the setting's page as if it were an entity's.
+        let settings: Vec<String> = self
+            .chain
+            .iter()
+            .filter(|r| written_as_setting(question, r))
+            .cloned()
+            .collect();
+        self.chain.retain(|r| !settings.contains(r));
+        if self.read.trim().is_empty()
+            && let Some(first) = settings.first()
+        {
+            self.read = first.clone();
+        }
         let takes = self.combine.subjects().unwrap_or(usize::MAX);
         let key = |s: &str| s.trim().to_lowercase();
         let chain: Vec<String> = self.chain.iter().map(|c| key(c)).collect();
@@ -525,6 +540,36 @@ fn applied_order(question: &str, about: &[String], chain: &[String]) -> Option<V
     (order != chain).then_some(order)
 }
 
+/// Whether `question` writes `name` as a setting: an option ("--name", "-name", "+name")
+/// or an assignment ("name=").
+fn written_as_setting(question: &str, name: &str) -> bool {
+    let name = name
+        .trim()
+        .trim_start_matches(['-', '+'])
+        .trim_end_matches('=');
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return false;
+    }
+    let (q, name) = (question.to_lowercase(), name.to_lowercase());
+    let ends_word = |rest: &str| {
+        rest.chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'))
+    };
+    q.match_indices(name.as_str()).any(|(i, _)| {
+        let head = &q[..i];
+        let bare = head.trim_end_matches(['-', '+']);
+        // "--name" opens a word; "pelt-name" is a hyphenated word.
+        let flag = bare.len() < head.len()
+            && bare
+                .chars()
+                .next_back()
+                .is_none_or(|c| !c.is_alphanumeric());
+        let rest = &q[i + name.len()..];
+        (flag && ends_word(rest)) || rest.starts_with('=')
+    })
+}
+
 /// Whether `question` negates the predicate of `read` where `read` does not: in the
 /// question's main clause, a negating word before the first of the read's words ("won't
 /// delete directories", "does it not skip blank lines"). A negative auxiliary that opens
@@ -765,6 +810,42 @@ mod tests {
         .unwrap();
         assert_eq!(p.steps.len(), 2);
         assert!(matches!(p.steps[1], Op::Follow { .. }));
+    }
+
+    #[test]
+    fn a_setting_the_question_writes_is_no_relation_to_follow() {
+        let repaired = |q: &str, chain: &[&str], read: &str| {
+            serde_json::from_value::<Plan>(serde_json::json!({"about": ["pelt"],
+                "chain": chain, "combine": "none", "options": [], "read": read,
+                "type": "quantity"}))
+            .unwrap()
+            .repaired(q)
+        };
+        let p = repaired(
+            "With --maxwait not given, how long does pelt back off between retries?",
+            &["maxwait"],
+            "longest backoff",
+        );
+        assert!(p.chain.is_empty());
+        assert_eq!(p.read, "longest backoff");
+        let p = repaired(
+            "My unit doesn't set StartLimit=. How many starts does pelt allow?",
+            &["StartLimit"],
+            "",
+        );
+        assert!(p.chain.is_empty());
+        assert_eq!(p.read, "StartLimit");
+        // A relation the question writes as a word stays ("the author of pelt").
+        let p = repaired(
+            "Where was the author of pelt born?",
+            &["author"],
+            "birthplace",
+        );
+        assert_eq!(p.chain, ["author"]);
+        assert!(!written_as_setting(
+            "Is the pelt-maxwait daemon up?",
+            "maxwait"
+        ));
     }
 
     #[test]
