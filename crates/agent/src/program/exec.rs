@@ -5,7 +5,8 @@
 
 use super::plan::{Plan, plan};
 use super::values::{
-    Date, Kind, Quantity, Value, bare, nation, negated, numbers, option_quantity, same_name, stems,
+    Date, Kind, Quantity, Value, bare, nation, negated, numbers, option_quantity, predicate_stems,
+    same_name, stems,
 };
 use super::{Op, Program, Subject};
 use crate::evidence::{self, Source};
@@ -403,7 +404,7 @@ pub fn stated(
         Kind::YesNo => {
             // The predicate: the property's words that do not name the subject.
             let subject_stems = stems(subject);
-            let predicate: std::collections::BTreeSet<String> = stems(property)
+            let predicate: std::collections::BTreeSet<String> = predicate_stems(property)
                 .into_iter()
                 .filter(|w| !subject_stems.contains(w))
                 .collect();
@@ -1441,6 +1442,18 @@ mod tests {
         let (v, _, _) =
             ground(&r, &plain, "billing service", "not deprecated", Kind::YesNo).unwrap();
         assert_eq!(v, Value::Bool(false));
+        // The negation written as a contraction in the property is the negation, not a
+        // word to find.
+        let r = reply("The billing service is not deprecated.", "no", 1);
+        let (v, _, _) = ground(
+            &r,
+            &sources,
+            "billing service",
+            "billing service won't be deprecated",
+            Kind::YesNo,
+        )
+        .unwrap();
+        assert_eq!(v, Value::Bool(true));
         // A quote about something else cannot decide a negated property.
         let other = [src(1, "Services", "The billing service handles refunds.")];
         let r = reply("The billing service handles refunds.", "no", 1);

@@ -577,8 +577,8 @@ fn written_as_setting(question: &str, name: &str) -> bool {
 /// positive and does not count, nor does a negation in a leading condition ("If I don't
 /// pass -u, is the file still there?").
 fn negates_read(question: &str, read: &str) -> bool {
-    use super::values::{negated, stems};
-    let predicate = stems(read);
+    use super::values::{negated, predicate_stems};
+    let predicate = predicate_stems(read);
     if predicate.is_empty() || negated(read, &predicate) {
         return false;
     }
@@ -864,6 +864,11 @@ mod tests {
         assert_eq!(repaired(q, "skip blank lines"), "not skip blank lines");
         // Already negated, or asking about the positive: left alone.
         assert_eq!(repaired(q, "not skip blank lines"), "not skip blank lines");
+        let q = "Is it right that pelt won't delete folders?";
+        assert_eq!(
+            repaired(q, "pelt won't delete folders"),
+            "pelt won't delete folders"
+        );
         let q = "Isn't compression on by default in pelt?";
         assert_eq!(
             repaired(q, "compression on by default"),

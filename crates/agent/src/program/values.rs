@@ -630,6 +630,15 @@ pub fn stems(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The words a predicate is matched by: its [`stems`] without the words that negate it
+/// ("won't overwrite an existing archive" is matched by "overwrite", "exist", "archive";
+/// its "won" and "t" are the negation [`negated`] reads, not words to find).
+pub fn predicate_stems(text: &str) -> BTreeSet<String> {
+    let mut out = stems(text);
+    out.retain(|w| w != "t" && !NEGATORS.contains(&w.as_str()));
+    out
+}
+
 /// Words that negate the clause they stand in.
 const NEGATORS: &[&str] = &[
     "not", "never", "no", "neither", "nor", "without", "cannot", "none", "nobody", "nothing",

@@ -555,3 +555,50 @@ async fn a_question_offering_two_wrong_values_runs_as_a_program_with_the_local_m
         assert!(neither && short.contains('5'), "{short:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_three_option_question_keeps_its_first_option_with_the_local_model() {
+    use metarag_agent::program::exec::{Outcome, ProgramRun};
+    let t = program_run(
+        "Which compressor does the packer use by default: gzip, xz, or zstd?",
+        &[(
+            "Packer",
+            "The packer writes one archive per run. It compresses archives with gzip \
+             unless another compressor is named with --compress.",
+        )],
+    )
+    .await;
+    let run: ProgramRun = serde_json::from_value(t.records["program"].clone()).unwrap();
+    // A resolved pick has all three options, and gzip, the first, is one of them: never
+    // "neither: gzip".
+    if let Outcome::Resolved { neither, .. } = run.outcome
+        && run.program.contains("pick(")
+    {
+        assert!(
+            run.program.contains(r#"["gzip", "xz", "zstd"]"#),
+            "{}",
+            run.program
+        );
+        assert!(!neither, "{:?}", t.short_answer);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_negating_its_predicate_runs_as_a_program_with_the_local_model() {
+    use metarag_agent::program::exec::{Outcome, ProgramRun};
+    let t = program_run(
+        "Is it right that the packer, left alone, won't overwrite an existing archive?",
+        &[(
+            "Packer",
+            "The packer writes one archive per run. The packer does not overwrite an \
+             existing archive unless --force is given.",
+        )],
+    )
+    .await;
+    let run: ProgramRun = serde_json::from_value(t.records["program"].clone()).unwrap();
+    // A resolved yes/no read of "overwrite" carries the question's "won't" (as the
+    // planner wrote it, or as the plan's repair adds it): yes.
+    if matches!(run.outcome, Outcome::Resolved { .. }) && run.program.contains("overwrite") {
+        assert_eq!(t.short_answer, "yes", "{}", run.program);
+    }
+}
