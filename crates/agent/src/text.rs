@@ -1122,31 +1122,28 @@ pub fn reconcile_short_answer(
     if is_refusal(short) && short_verdict.is_none() {
         return None;
     }
-    if let Some((a, b)) = options(question) {
-        let (da, db) = telling_terms(&a, &b);
-        let names = |text: &HashSet<String>, d: &HashSet<String>| !d.is_disjoint(text);
+    if let Some(offered) = option_list(question) {
+        let telling = telling_terms(&offered);
         // "Both", "neither", "the same", "it depends" answer an "A or B" question too.
         const NEITHER_OPTION: &[&str] = &[
             "both", "neither", "either", "same", "equal", "equally", "depends", "tie",
         ];
-        let short_terms = content_terms(short);
-        let (short_a, short_b) = (names(&short_terms, &da), names(&short_terms, &db));
-        if short_a && short_b {
-            return compared_subject(question, short, &da, &db)
+        let short_names = named_options(short, &telling);
+        if let [da, db] = telling.as_slice()
+            && short_names.len() == 2
+        {
+            return compared_subject(question, short, da, db)
                 .map(|s| (s, ShortAnswerFix::ComparisonSubject));
         }
-        if short_a
-            || short_b
+        if !short_names.is_empty()
             || tokens(short)
                 .iter()
                 .any(|t| NEITHER_OPTION.contains(&t.as_str()))
         {
             return None;
         }
-        let answer_terms = content_terms(answer);
-        let chosen = match (names(&answer_terms, &da), names(&answer_terms, &db)) {
-            (true, false) => a,
-            (false, true) => b,
+        let chosen = match named_options(answer, &telling).as_slice() {
+            &[one] => offered[one].clone(),
             _ => return None,
         };
         // The answer's own words when it is little more than the option (the option parse
@@ -1172,37 +1169,56 @@ pub fn reconcile_short_answer(
     }
 }
 
-/// The terms that tell two options apart: each option's content words less the other's
+/// The terms that tell options apart: each option's content words less every other's
 /// ("El Paso" of "El Paso International Airport" against "Grand Forks International
 /// Airport"). A disambiguator ("(Film)", "(1952 Film)") and a lone letter ("Heron'S") do
-/// not count.
-fn telling_terms(a: &str, b: &str) -> (HashSet<String>, HashSet<String>) {
-    // Values are told apart by their numbers: the unit of "after 2 seconds" is the unit
-    // of "after 10" too, and an answer of "5 seconds" names neither.
+/// not count. Values are told apart by their numbers when every option has one: the unit
+/// of "after 2 seconds" is the unit of "after 10" too, and "5 seconds" names neither.
+fn telling_terms(options: &[String]) -> Vec<HashSet<String>> {
     let numbers = |o: &str| -> HashSet<String> {
         tokens(&without_brackets(o))
             .into_iter()
             .filter(|t| number_word(t))
             .collect()
     };
-    let (na, nb) = (numbers(a), numbers(b));
-    if !na.is_empty() && !nb.is_empty() {
-        return (
-            na.difference(&nb).cloned().collect(),
-            nb.difference(&na).cloned().collect(),
-        );
-    }
     let terms = |o: &str| -> HashSet<String> {
         content_terms(&without_brackets(o))
             .into_iter()
             .filter(|t| t.chars().count() > 1)
             .collect()
     };
-    let (ta, tb) = (terms(a), terms(b));
-    (
-        ta.difference(&tb).cloned().collect(),
-        tb.difference(&ta).cloned().collect(),
-    )
+    let by_number: Vec<HashSet<String>> = options.iter().map(|o| numbers(o)).collect();
+    let sets = if by_number.iter().all(|n| !n.is_empty()) {
+        by_number
+    } else {
+        options.iter().map(|o| terms(o)).collect()
+    };
+    (0..sets.len())
+        .map(|i| {
+            let others: HashSet<&String> = sets
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .flat_map(|(_, s)| s)
+                .collect();
+            sets[i]
+                .iter()
+                .filter(|t| !others.contains(t))
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+/// Which of `options` `text` names by their telling terms ([`telling_terms`]).
+fn named_options(text: &str, telling: &[HashSet<String>]) -> Vec<usize> {
+    let terms = content_terms(text);
+    telling
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| !d.is_disjoint(&terms))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The option an "A or B?" answer names when its short answer names the other one ("Die
@@ -1217,15 +1233,13 @@ fn telling_terms(a: &str, b: &str) -> (HashSet<String>, HashSet<String>) {
 /// (all but one of them reporting-half questions) the answer was right in 20 of 21 such
 /// replies; the tuning half's count is in `docs/results/monitor.md`.
 pub fn contradicted_option(question: &str, answer: &str, short: &str) -> Option<String> {
-    let (a, b) = options(question)?;
-    let (da, db) = telling_terms(&a, &b);
-    let names = |text: &str| {
-        let t = content_terms(text);
-        (!da.is_disjoint(&t), !db.is_disjoint(&t))
-    };
-    match (names(answer), names(short)) {
-        ((true, false), (false, true)) => Some(a),
-        ((false, true), (true, false)) => Some(b),
+    let offered = option_list(question)?;
+    let telling = telling_terms(&offered);
+    match (
+        named_options(answer, &telling).as_slice(),
+        named_options(short, &telling).as_slice(),
+    ) {
+        (&[said], &[picked]) if said != picked => Some(offered[said].clone()),
         _ => None,
     }
 }
@@ -1947,6 +1961,19 @@ mod tests {
                 Some("Norbury Airport"),
             ),
             (airports, "The airport", "Castel Vey Airport", None),
+            // Every option of a list: the first one too.
+            (
+                "Which compressor does the packer use: gzip, xz, or zstd?",
+                "The packer uses gzip",
+                "xz",
+                Some("gzip"),
+            ),
+            (
+                "Which compressor does the packer use: gzip, xz, or zstd?",
+                "The packer uses xz",
+                "xz",
+                None,
+            ),
         ];
         for &(q, answer, short, want) in cases {
             assert_eq!(
