@@ -269,7 +269,7 @@ pub fn read_request(sources: &[Source], subject: &str, property: &str, kind: Kin
 
 /// The words of `source` that `quote` copies: the quote itself when the source holds its
 /// words in order (a model may drop punctuation), else the one sentence of the source
-/// that holds nearly all its content words. The checks then read the source's sentence,
+/// that holds three quarters of its content words. The checks then read the source's sentence,
 /// never the model's paraphrase of it: a quote that drops the source's "not" ("The
 /// billing service is deprecated." from "... is not deprecated.") still matches here, and
 /// the sentence returned is the negated one.
@@ -293,7 +293,10 @@ fn held(source: &Source, quote: &str) -> Option<String> {
             let st = content_terms(&text[a..b]);
             (qt.iter().filter(|w| st.contains(*w)).count(), a, b)
         })
-        .filter(|&(shared, _, _)| shared * 5 >= qt.len() * 4)
+        // Three quarters: the sentence, not the quote, is what the checks then read, so
+        // a loose match cannot carry the model's words into them ("prune old loose
+        // objects" is "Prune loose objects older than date").
+        .filter(|&(shared, _, _)| shared * 4 >= qt.len() * 3)
         // The sentence sharing the most; the first of equals.
         .min_by_key(|&(shared, a, _)| (std::cmp::Reverse(shared), a))
         .map(|(_, a, b)| text[a..b].trim().to_string())
@@ -1458,6 +1461,21 @@ mod tests {
         let other = [src(1, "Services", "The billing service handles refunds.")];
         let r = reply("The billing service handles refunds.", "no", 1);
         assert!(ground(&r, &other, "billing service", "not deprecated", Kind::YesNo).is_err());
+        // A quote that names the predicate in other words than the source's sentence
+        // ("old" for "older") is that sentence when three quarters of its words are.
+        let gc = [src(
+            1,
+            "pelt-gc(1) / OPTIONS",
+            "--prune=<date> Prune loose objects older than date (default is two weeks ago).",
+        )];
+        let r = reply("prune old loose objects", "yes", 1);
+        let (v, _, quote) =
+            ground(&r, &gc, "pelt gc", "prune old loose objects", Kind::YesNo).unwrap();
+        assert_eq!(v, Value::Bool(true));
+        assert!(
+            quote.starts_with("--prune=<date> Prune loose objects older"),
+            "{quote}"
+        );
         // A quote that drops the source's "not" is checked on the source's sentence, not
         // on the model's words.
         let r = reply("The billing service is deprecated.", "yes", 1);
