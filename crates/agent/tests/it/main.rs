@@ -9,9 +9,11 @@ mod cot;
 mod critic;
 mod layers;
 mod program;
+mod questions;
 mod real;
 mod router;
 mod scope;
+mod values;
 
 use metarag_agent::Passage;
 use metarag_core::{DynRetriever, Embedder};
