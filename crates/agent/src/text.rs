@@ -485,6 +485,24 @@ pub fn options(question: &str) -> Option<(String, String)> {
     let q = main_clause(last_sentence(q));
     let idx = q.rfind(" or ")?;
     let right = &q[idx + 4..];
+    let first_right = right.split_whitespace().next().unwrap_or("");
+    // "..., or not?" asks yes or no.
+    if first_right.eq_ignore_ascii_case("not") {
+        return None;
+    }
+    // Command-line options are their flags ("--force or -f to overwrite").
+    let flag = |w: &str| {
+        w.len() > 1
+            && w.starts_with('-')
+            && w[1..].starts_with(|c: char| c.is_alphanumeric() || c == '-')
+    };
+    if flag(first_right)
+        && let Some(last_left) = q[..idx].split_whitespace().next_back()
+        && flag(last_left)
+    {
+        let trim = |w: &str| w.trim_end_matches([',', '?', '.']).to_string();
+        return Some((trim(last_left), trim(first_right)));
+    }
     // Options with no capitalised word are values or phrases ("after 2 seconds or after
     // 10", "a minute or an hour", "with gzip or with xz"), not names.
     let right_cut = value_option(right);
@@ -736,22 +754,25 @@ fn value_options(left: &str, right: &str) -> Option<(String, String)> {
     Some((a, b))
 }
 
-/// "two or three days", "1, 5 or 10 seconds": a bare number before the last option takes
-/// the words that follow the last option's number.
+/// "two or three days", "1, 5 or 10 seconds", "before or after it encrypts": a bare number
+/// (or preposition, or conjunction) before the last option takes the words that follow
+/// the last option's first word, when that is of the same kind.
 fn share_unit(items: &mut [String]) {
+    let lead = |w: &str| LEADS.contains(&w.to_lowercase().as_str());
     let Some(last) = items.last() else {
         return;
     };
     let words: Vec<&str> = last.split_whitespace().collect();
-    if words.len() < 2 || !number_word(words[0]) {
+    if words.len() < 2 || !(number_word(words[0]) || lead(words[0])) {
         return;
     }
     let (number, unit) = (words[0].to_string(), words[1..].join(" "));
     let n = items.len();
     for item in &mut items[..n - 1] {
-        // "once or once per consumer" is no shared unit.
+        // "once or once per consumer" is no shared unit; "before or after it encrypts"
+        // shares its clause.
         if item.split_whitespace().count() == 1
-            && number_word(item)
+            && ((number_word(item) && number_word(&number)) || (lead(item) && lead(&number)))
             && !item.eq_ignore_ascii_case(&number)
         {
             *item = format!("{item} {unit}");

@@ -215,6 +215,21 @@ fn value_alternatives_are_options_parallel_to_each_other() {
         ),
         pair("the block size mkquill picks", "the page size brisk picks")
     );
+    // "..., or not?" asks yes or no; flags are options as they are written; a bare
+    // conjunction shares the clause after the other.
+    assert_eq!(o("Is compression on by default or not?"), None);
+    assert_eq!(
+        answer_type("Is compression on by default or not?"),
+        AnswerType::YesNo
+    );
+    assert_eq!(
+        o("Should I pass --force or -f to overwrite?"),
+        pair("--force", "-f")
+    );
+    assert_eq!(
+        o("Does the packer compress before or after it encrypts?"),
+        pair("before it encrypts", "after it encrypts")
+    );
     // A bare number shares the unit written after the other.
     assert_eq!(
         o("Does the pager keep three or five old copies?"),
