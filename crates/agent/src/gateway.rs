@@ -220,16 +220,6 @@ impl Gateway {
         (llm.clone(), request, model)
     }
 
-    /// Whether a retriever of this name is configured.
-    pub fn has_retriever(&self, name: &str) -> bool {
-        self.deps.retrievers.contains_key(name)
-    }
-
-    /// The configured retrievers' names.
-    pub fn retriever_names(&self) -> impl Iterator<Item = &str> {
-        self.deps.retrievers.keys().map(String::as_str)
-    }
-
     /// The reranker, if one is configured.
     pub fn reranker(&self) -> Option<&Arc<dyn DynReranker>> {
         self.deps.reranker.as_ref()

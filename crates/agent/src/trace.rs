@@ -437,22 +437,4 @@ impl Trace {
             .filter_map(|r| r.diagnosis.as_ref().map(|d| d.category))
             .collect()
     }
-
-    /// Sets every timing to zero (for snapshot tests and reproducible diffs).
-    pub fn zero_timings(&mut self) {
-        for c in &mut self.calls {
-            c.ms = 0.0;
-        }
-        for r in &mut self.retrievals {
-            r.ms = 0.0;
-        }
-        self.usage.llm_ms = 0.0;
-        self.usage.search_ms = 0.0;
-        self.graph.wall_ms = 0.0;
-        self.graph.overhead_ms = 0.0;
-        for e in &mut self.graph.events {
-            e.start_ms = 0.0;
-            e.elapsed_ms = 0.0;
-        }
-    }
 }
