@@ -306,6 +306,9 @@ pub enum AbstainedBy {
     /// None of the sources the answer cites mentions the one thing the question asks
     /// about, and the monitor did not pass the answer (metarag).
     OffSubject,
+    /// The answer cites no source, none supports it enough to be cited in code, and the
+    /// monitor did not pass it (metarag, over an index; a bare yes/no aside).
+    Uncited,
 }
 
 impl AbstainedBy {
@@ -318,6 +321,7 @@ impl AbstainedBy {
             AbstainedBy::Program => "program",
             AbstainedBy::Unmentioned => "unmentioned",
             AbstainedBy::OffSubject => "off_subject",
+            AbstainedBy::Uncited => "uncited",
         }
     }
 }

@@ -469,9 +469,9 @@ fn stop(s: &mut S, why: impl Into<String>) -> Transition {
 /// and the search for the missing hop found nothing about it; or when a read of the
 /// question's program found no source for its fact and the monitor did not pass the
 /// answer written without it; or when the answer cites only sources about other things
-/// than the one subject the question asks about, and the monitor did not pass it. What
-/// the sources do state (the program's grounded reads) goes with the decline, and the
-/// answer held back stays in the trace.
+/// than the one subject the question asks about, or cites none, and the monitor did not
+/// pass it. What the sources do state (the program's grounded reads) goes with the
+/// decline, and the answer held back stays in the trace.
 async fn decide(s: &mut S) -> NodeResult {
     let why = s.ext.stopping.take().unwrap_or_else(|| "stopped".into());
     let Some(threshold) = s.cfg().abstain.threshold() else {
@@ -529,6 +529,19 @@ async fn decide(s: &mut S) -> NodeResult {
                 "none of the sources the answer cites mentions {subject:?}, the one thing \
                  the question asks about, and the monitor did not pass it (confidence \
                  {confidence:.2} < {gate:.2})"
+            ),
+        )
+    } else if s.mode == EvidenceMode::Retrieval
+        && kept + 1 == s.rounds.len()
+        && crate::verify::citations(&round.answer).is_empty()
+        && !AnswerForm::YesNo.matches(&round.short_answer)
+        && !a.passed
+    {
+        (
+            AbstainedBy::Uncited,
+            format!(
+                "the answer cites no source and none supports it, and the monitor did not \
+                 pass it (confidence {confidence:.2} < {gate:.2})"
             ),
         )
     } else if confidence < threshold {

@@ -1067,3 +1067,62 @@ async fn an_answer_cited_only_to_pages_about_something_else_makes_metarag_declin
     assert!(!t.abstained, "{:?}", t.abstention);
     assert_eq!(t.short_answer, "every ten minutes");
 }
+
+/// An answer that cites no source and that no source supports (nothing to attribute in
+/// code), which the monitor does not pass: metarag declines; a cited answer in the same
+/// run does not decline on that ground, nor does a bare "yes".
+#[tokio::test]
+async fn an_answer_no_source_supports_makes_metarag_decline() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = index(dir.path(), &team_docs()).await;
+    let plan = serde_json::json!({"about": ["billing service"], "chain": [],
+        "combine": "none", "options": [], "read": "cache lifetime", "type": "quantity"});
+    let config = AgentConfig {
+        plan_with_llm: false,
+        max_rounds: 0,
+        abstain: Abstain::Below(0.0),
+        ..AgentConfig::default()
+    };
+    let script = |answer: &str, short: &str| {
+        ScriptedLlm::new()
+            .on(&[PLAN], plan.to_string())
+            .on(
+                &[WRITE],
+                serde_json::json!({"answer": answer, "short_answer": short}).to_string(),
+            )
+            .on_seq(
+                &[SAMPLE],
+                &[
+                    r#"{"short_answer": "an hour"}"#.to_string(),
+                    r#"{"short_answer": "never"}"#.to_string(),
+                ],
+            )
+            .on(&[CLOSED], "unknown")
+    };
+    let q = "How long does the billing service keep a cached invoice?";
+    let (agent, _) = agent_with(
+        script(
+            "The billing service keeps a cached invoice for 30 seconds.",
+            "30 seconds",
+        ),
+        Some(retriever.clone()),
+        config.clone(),
+    );
+    let t = agent.ask(&Ask::new(q, "metarag")).await.unwrap();
+    assert!(!t.rounds[0].assessment.as_ref().unwrap().passed);
+    assert_eq!(
+        t.abstention.as_ref().map(|a| a.by),
+        Some(AbstainedBy::Uncited),
+        "{:?} / {:?}",
+        t.stop,
+        t.rounds[0].answer
+    );
+    // Cited (to whichever source is first), it is not declined on that ground.
+    let (cited, _) = agent_with(
+        script("30 seconds [1].", "30 seconds"),
+        Some(retriever),
+        config,
+    );
+    let t = cited.ask(&Ask::new(q, "metarag")).await.unwrap();
+    assert_ne!(t.abstention.map(|a| a.by), Some(AbstainedBy::Uncited));
+}
