@@ -956,7 +956,7 @@ pub fn option_list(question: &str) -> Option<Vec<String>> {
             // The stem: only a tail that mirrors the items' opening preposition, or a
             // number among numbers, after an item or not; a name among names only after
             // an item ("Who was born first, Ada Lind, Bo Strand or Cy Holm" has none, "...
-            // advisor for Disney, Rick Ray or John Lasseter" is no list).
+            // advised Pellham Studios, Ada Lind or Bo Strand" is no list).
             let named = starts_upper(a.split_whitespace().next().unwrap_or(""));
             if (!named || !before_items.is_empty())
                 && let Some(tail) = stem_item(rest, &a)
@@ -976,7 +976,7 @@ pub fn option_list(question: &str) -> Option<Vec<String>> {
         }
         before = &rest[..=cut];
     }
-    // Titles hold commas ("Romeo, Juliet And Darkness or I Can Explain"): names make a list
+    // Titles hold commas ("Salt, Ash And Dusk or Blue Harbour"): names make a list
     // only where a serial comma, a colon or two items before the pair say so.
     let named = a.split_whitespace().any(|w| w != "I" && starts_upper(w));
     if named && !(serial || colon || before_items.len() >= 2) {
@@ -984,7 +984,7 @@ pub fn option_list(question: &str) -> Option<Vec<String>> {
     }
     let mut items: Vec<String> = before_items.into_iter().chain(pair.clone()).collect();
     share_unit(&mut items);
-    // A list never names one thing twice ("No, No, Nanette" is a title).
+    // A list never names one thing twice ("Yes, Yes, Marlow" is a title).
     let distinct: HashSet<String> = items.iter().map(|i| i.to_lowercase()).collect();
     Some(if distinct.len() == items.len() {
         items

@@ -163,7 +163,7 @@ impl ProgramRun {
 
     /// The program's one subject, when `answer` cites sources and none of them mentions
     /// it (see [`mentions`]): the write answered from pages about something else ("the
-    /// largest XFS file system" read off a page on ext4's limits). Only over an index
+    /// relay's retry limit" read off a page on the ledger's). Only over an index
     /// (given paragraphs need not write the subject's name) and only for a program of one
     /// subject and no `follow`, whose every fact is the subject's own: a chain's answer is
     /// rightly cited to the page of the thing it reached.
@@ -294,8 +294,8 @@ fn held(source: &Source, quote: &str) -> Option<String> {
             (qt.iter().filter(|w| st.contains(*w)).count(), a, b)
         })
         // Three quarters: the sentence, not the quote, is what the checks then read, so
-        // a loose match cannot carry the model's words into them ("prune old loose
-        // objects" is "Prune loose objects older than date").
+        // a loose match cannot carry the model's words into them ("purge stale cache
+        // files" is "Purge cache files older than date").
         .filter(|&(shared, _, _)| shared * 4 >= qt.len() * 3)
         // The sentence sharing the most; the first of equals.
         .min_by_key(|&(shared, a, _)| (std::cmp::Reverse(shared), a))
@@ -1253,11 +1253,14 @@ mod tests {
             sole_subject(&one, "How often are the indexer's logs rotated?"),
             None
         );
-        let two = compiled(serde_json::json!({"about": ["Salt Road", "The Amber Key"],
+        let two = compiled(serde_json::json!({"about": ["ledger service", "relay"],
             "chain": [], "combine": "earlier", "options": [], "read": "release date",
             "type": "date"}));
         assert_eq!(
-            sole_subject(&two, "Which came out first, Salt Road or The Amber Key?"),
+            sole_subject(
+                &two,
+                "Which shipped first, the ledger service or the relay?"
+            ),
             None
         );
         let chain = compiled(
@@ -1462,18 +1465,24 @@ mod tests {
         let r = reply("The billing service handles refunds.", "no", 1);
         assert!(ground(&r, &other, "billing service", "not deprecated", Kind::YesNo).is_err());
         // A quote that names the predicate in other words than the source's sentence
-        // ("old" for "older") is that sentence when three quarters of its words are.
+        // ("stale" for "older") is that sentence when three quarters of its words are.
         let gc = [src(
             1,
-            "pelt-gc(1) / OPTIONS",
-            "--prune=<date> Prune loose objects older than date (default is two weeks ago).",
+            "pelt-cache(1) / OPTIONS",
+            "--purge=<date> Purge cache files older than date (default is two weeks ago).",
         )];
-        let r = reply("prune old loose objects", "yes", 1);
-        let (v, _, quote) =
-            ground(&r, &gc, "pelt gc", "prune old loose objects", Kind::YesNo).unwrap();
+        let r = reply("purge stale cache files", "yes", 1);
+        let (v, _, quote) = ground(
+            &r,
+            &gc,
+            "pelt cache",
+            "purge stale cache files",
+            Kind::YesNo,
+        )
+        .unwrap();
         assert_eq!(v, Value::Bool(true));
         assert!(
-            quote.starts_with("--prune=<date> Prune loose objects older"),
+            quote.starts_with("--purge=<date> Purge cache files older"),
             "{quote}"
         );
         // A quote that drops the source's "not" is checked on the source's sentence, not

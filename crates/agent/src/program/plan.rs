@@ -130,8 +130,8 @@ impl Plan {
     /// - a comparison of one subject ("earlier" over the one thing asked about, written
     ///   when the fact is a date): nothing to compare, so its fact is the answer.
     pub fn repaired(mut self, question: &str) -> Plan {
-        // A setting the question writes as one ("--waitretry", "TimeoutStartSec=",
-        // "+tries") names a value of its subject, not a thing to follow to: a chain
+        // A setting the question writes as one ("--maxwait", "StartLimit=",
+        // "+limit") names a value of its subject, not a thing to follow to: a chain
         // through it reads the setting's page as if it were an entity's.
         let settings: Vec<String> = self
             .chain
