@@ -1,6 +1,6 @@
 //! Embeds the git commit the binary is built from (`METARAG_GIT_COMMIT`), so that benchmark
 //! run records name the code that produced them rather than whatever checkout the binary
-//! happens to run in.
+//! happens to run in; and lets the binary find llama.cpp's shared libraries beside it.
 
 use std::path::Path;
 use std::process::Command;
@@ -13,6 +13,20 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
+    // llama.cpp is linked as shared libraries (its CPU kernels are modules loaded at run
+    // time, which needs one shared copy of ggml). The binary looks for them where the
+    // llama.cpp build installed them (beside the backends directory it names), then beside
+    // itself (target/<profile>/ holds links to them; a copy of the binary runs with the
+    // libraries copied beside it), so that it runs without LD_LIBRARY_PATH.
+    if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
+        println!("cargo:rerun-if-env-changed=DEP_LLAMA_BACKENDS_DIR");
+        if let Some(lib) = std::env::var_os("DEP_LLAMA_BACKENDS_DIR")
+            .and_then(|b| Path::new(&b).parent().map(|out| out.join("lib")))
+        {
+            println!("cargo:rustc-link-arg-bins=-Wl,-rpath,{}", lib.display());
+        }
+        println!("cargo:rustc-link-arg-bins=-Wl,-rpath,$ORIGIN");
+    }
     let Some(head) = git(&["rev-parse", "--short=12", "HEAD"]) else {
         // Not a git checkout (a source tarball): records say the commit is unknown.
         println!("cargo:rustc-env=METARAG_GIT_COMMIT=");

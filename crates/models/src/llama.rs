@@ -241,9 +241,10 @@ fn backend() -> Result<&'static LlamaBackend> {
     static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            // llama.cpp logs every tensor it loads to stderr; route it into tracing instead
-            // (visible with RUST_LOG=llama_cpp_2=debug).
-            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            // The CPU kernels are a module picked for this CPU (crate::cpu); without one
+            // llama.cpp has no device to run on. This also routes llama.cpp's logging
+            // (every tensor it loads) into tracing (RUST_LOG=llama_cpp_2=debug).
+            crate::cpu::load_backends()?;
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()

@@ -72,13 +72,24 @@ fn info(app: &App) -> Result<ExitCode> {
         Some(sets) => println!("cpu offers: {}", sets.join(" ")),
         None => println!("cpu offers: unknown (read from /proc/cpuinfo on Linux)"),
     }
-    println!("llama.cpp kernels: {}", k.compiled.join(" "));
+    if let Some(e) = &k.load_error {
+        println!("llama.cpp kernels: none loaded: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!(
+        "llama.cpp kernels: {} ({})",
+        k.variant.as_deref().unwrap_or("not an x86 variant"),
+        k.compiled.join(" ")
+    );
+    if let Some(dir) = &k.loaded_from {
+        println!("loaded from: {}", dir.display());
+    }
     if k.unused.is_empty() {
         println!("unused by this build: none");
     } else {
-        // The build is portable (AVX2 at most) unless told otherwise; say how to use the rest.
+        // The variant list is a build setting; say where it is.
         println!(
-            "unused by this build: {} (build with RUSTFLAGS=\"-C target-cpu=native\" to compile llama.cpp for this CPU)",
+            "unused by this build: {} (no variant built has them: GGML_CPU_VARIANTS_KEEP in .cargo/config.toml)",
             k.unused.join(" ")
         );
     }
