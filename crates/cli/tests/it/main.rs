@@ -354,6 +354,27 @@ fn models_list_shows_the_installed_embedder() {
     assert!(!v["available"].as_array().unwrap().is_empty());
 }
 
+/// The binary finds llama.cpp's libraries and CPU modules by itself (no LD_LIBRARY_PATH,
+/// which `cargo test` sets) and loads the variant this CPU's instruction sets call for.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn models_info_loads_the_cpu_variant_for_this_machine_without_a_library_path() {
+    let out = Command::new(env!("CARGO_BIN_EXE_metarag"))
+        .args(["models", "info", "--json"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let k: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(k["loaded_from"].is_string(), "{k}");
+    assert!(k["best"].is_string(), "{k}");
+    assert_eq!(k["variant"], k["best"], "{k}");
+}
+
 #[test]
 fn chat_answers_with_the_local_model_and_the_cache_replays_it() {
     metarag_testkit::local_llm();
