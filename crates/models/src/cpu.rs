@@ -296,6 +296,16 @@ mod tests {
         );
     }
 
+    /// The variants named here are the ones the build compiles (`GGML_CPU_VARIANTS_KEEP`
+    /// in .cargo/config.toml, which cargo also gives the compiler): a variant added to one
+    /// list and not the other would be loaded but never named, or named but never built.
+    #[test]
+    fn the_variant_table_is_the_build_s_list() {
+        let built = env!("GGML_CPU_VARIANTS_KEEP");
+        let named: Vec<&str> = X86_VARIANTS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(built.split(';').collect::<Vec<_>>(), named);
+    }
+
     /// The real build loads, for this CPU, the variant its instruction sets call for: on
     /// an AVX-512 VNNI machine the AVX-512 kernels, not the AVX2 ones a portable build
     /// would run.

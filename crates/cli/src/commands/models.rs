@@ -65,7 +65,11 @@ fn info(app: &App) -> Result<ExitCode> {
     let k = metarag_models::cpu_kernels();
     if app.json {
         print_json(&k)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(if k.load_error.is_some() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        });
     }
     println!("cpu: {}", k.cpu.as_deref().unwrap_or("unknown"));
     match &k.offered {
