@@ -463,7 +463,8 @@ impl App {
             .context_size(l.context_size)
             .prefix_reuse(l.prefix_reuse)
             .park_prompts(l.park_prompts)
-            .lookup_draft(l.lookup_draft);
+            .lookup_draft(l.lookup_draft)
+            .grammar_first(l.grammar_first);
         let llm = LocalLlm::load(config)?;
         tracing::info!(info = ?llm.info(), "local model loaded");
         Ok(Arc::new(llm))

@@ -219,6 +219,10 @@ pub struct RawLlm {
     /// Local: prompt-lookup drafting, the most tokens guessed ahead per step from the text
     /// already in the prompt and reply (0: off).
     pub lookup_draft: usize,
+    /// Local: check a JSON grammar against every candidate token before choosing (off: only
+    /// the chosen token is checked, the vocabulary filtered when it is refused; faster, the
+    /// same greedy replies).
+    pub grammar_first: bool,
     /// OpenAI: base URL including `/v1`.
     pub base_url: String,
     /// OpenAI: API key (prefer `api_key_env`).
@@ -248,6 +252,7 @@ impl Default for RawLlm {
             prefix_reuse: true,
             park_prompts: true,
             lookup_draft: 0,
+            grammar_first: false,
             base_url: "https://api.openai.com/v1".into(),
             api_key: None,
             api_key_env: "OPENAI_API_KEY".into(),

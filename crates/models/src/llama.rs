@@ -20,6 +20,8 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use metarag_core::{
     ChatRequest, Completion, FinishReason, Llm, Message, Sample, TokenLogprob, TokenSink, Usage,
 };
@@ -59,6 +61,10 @@ pub struct LocalLlmConfig {
     /// occurrence of the text just generated (in the prompt or the reply), checked by the
     /// model in one batch; 0 turns it off. See [`LocalLlmConfig::lookup_draft`].
     pub lookup_draft: usize,
+    /// Check a JSON grammar against every candidate token before choosing one (llama.cpp's
+    /// plain grammar sampler) instead of checking only the token chosen. See
+    /// [`LocalLlmConfig::grammar_first`].
+    pub grammar_first: bool,
 }
 
 impl LocalLlmConfig {
@@ -74,6 +80,7 @@ impl LocalLlmConfig {
             park_prompts: true,
             hidden_states: false,
             lookup_draft: 0,
+            grammar_first: false,
         }
     }
 
@@ -123,6 +130,24 @@ impl LocalLlmConfig {
     /// near tie may flip (2 of 10 replies differed).
     pub fn lookup_draft(mut self, tokens: usize) -> Self {
         self.lookup_draft = tokens;
+        self
+    }
+
+    /// Sets how a JSON grammar constrains each token.
+    ///
+    /// Off (the default), a token is chosen from the model's own distribution and then
+    /// checked against the grammar alone; only when the grammar refuses it is the whole
+    /// vocabulary filtered and the choice made again (llama.cpp's `common_sampler` does the
+    /// same). Checking every one of the 150k candidates per token cost about a third of
+    /// the generation time of a quoting read under its grammar on two cores
+    /// (docs/results/llm-local.md), and a model that follows the format is refused rarely.
+    /// The reply is the same either way under greedy decoding (the best token the grammar
+    /// allows is the best token whenever it is allowed), and a sample is drawn from the
+    /// same distribution (a refused draw is redrawn from the allowed tokens in proportion
+    /// to their probability); top-p then cuts the full distribution rather than the
+    /// allowed part, and a seed's draws differ between the two ways. On: filter first.
+    pub fn grammar_first(mut self, on: bool) -> Self {
+        self.grammar_first = on;
         self
     }
 }
@@ -529,6 +554,7 @@ fn worker(
         hidden_states: config.hidden_states,
         path: config.path.clone(),
         lookup_draft: config.lookup_draft,
+        grammar_first: config.grammar_first,
         drafts,
     };
     if ready.send(Ok(info)).is_err() {
@@ -619,6 +645,8 @@ struct Engine<'m> {
     path: PathBuf,
     /// Most tokens drafted per step by prompt lookup (0: none).
     lookup_draft: usize,
+    /// See [`LocalLlmConfig::grammar_first`].
+    grammar_first: bool,
     drafts: Arc<DraftCounts>,
 }
 
@@ -877,21 +905,24 @@ impl Engine<'_> {
         Ok((reuse, last_index))
     }
 
-    fn sampler(&self, request: &ChatRequest, seed: u64) -> Result<LlamaSampler> {
+    fn sampler(&self, request: &ChatRequest, seed: u64) -> Result<TokenSampler> {
+        let grammar = match &request.schema {
+            Some(schema) => {
+                let grammar = llama_cpp_2::json_schema_to_grammar(&schema.schema.to_string())
+                    .map_err(|e| {
+                        Error::Request(format!(
+                            "schema `{}` cannot be turned into a grammar: {e}",
+                            schema.name
+                        ))
+                    })?;
+                Some(
+                    LlamaSampler::grammar(self.model, &grammar, "root")
+                        .map_err(|e| llama_err("compiling the JSON grammar")(e.to_string()))?,
+                )
+            }
+            None => None,
+        };
         let mut chain = Vec::new();
-        if let Some(schema) = &request.schema {
-            let grammar =
-                llama_cpp_2::json_schema_to_grammar(&schema.schema.to_string()).map_err(|e| {
-                    Error::Request(format!(
-                        "schema `{}` cannot be turned into a grammar: {e}",
-                        schema.name
-                    ))
-                })?;
-            chain.push(
-                LlamaSampler::grammar(self.model, &grammar, "root")
-                    .map_err(|e| llama_err("compiling the JSON grammar")(e.to_string()))?,
-            );
-        }
         let p = &request.params;
         if p.temperature <= 0.0 {
             chain.push(LlamaSampler::greedy());
@@ -902,7 +933,14 @@ impl Engine<'_> {
             chain.push(LlamaSampler::temp(p.temperature));
             chain.push(LlamaSampler::dist(seed as u32));
         }
-        Ok(LlamaSampler::chain_simple(chain))
+        let chain = LlamaSampler::chain_simple(chain);
+        Ok(match grammar {
+            Some(grammar) if self.grammar_first => {
+                TokenSampler::Plain(LlamaSampler::chain_simple([grammar, chain]))
+            }
+            Some(grammar) => TokenSampler::CheckChosen { chain, grammar },
+            None => TokenSampler::Plain(chain),
+        })
     }
 
     /// Runs a chat request: `n` samples (seeds `seed + i`) over one evaluated prompt, with
@@ -1352,10 +1390,59 @@ struct Generated {
     generation_ms: f64,
 }
 
+/// How a sequence's next token is chosen.
+enum TokenSampler {
+    /// One llama.cpp chain over the whole vocabulary (a grammar in it, if any, first).
+    Plain(LlamaSampler),
+    /// The chain chooses from the model's distribution, then the grammar checks that one
+    /// token; the vocabulary is filtered only when the grammar refuses it
+    /// ([`LocalLlmConfig::grammar_first`]).
+    CheckChosen {
+        chain: LlamaSampler,
+        grammar: LlamaSampler,
+    },
+}
+
+impl TokenSampler {
+    /// Chooses the token at batch index `idx` of the last evaluation and feeds it to every
+    /// sampler (the grammar advances past it).
+    fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> LlamaToken {
+        let (chain, grammar) = match self {
+            TokenSampler::Plain(chain) => return chain.sample(ctx, idx),
+            TokenSampler::CheckChosen { chain, grammar } => (chain, grammar),
+        };
+        let mut candidates = ctx.token_data_array_ith(idx);
+        candidates.apply_sampler(chain);
+        let chosen = candidates.selected_token();
+        let allowed = chosen.is_some_and(|token| {
+            let mut one =
+                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+            one.apply_sampler(grammar);
+            one.data[0].logit() != f32::NEG_INFINITY
+        });
+        let token = match chosen {
+            Some(token) if allowed => token,
+            _ => {
+                let mut candidates = ctx.token_data_array_ith(idx);
+                candidates.apply_sampler(grammar);
+                candidates.apply_sampler(chain);
+                // The chain always selects one (greedy or dist); a grammar that allows
+                // nothing leaves every logit at -inf and greedy still picks the first.
+                candidates
+                    .selected_token()
+                    .unwrap_or_else(|| candidates.data[0].id())
+            }
+        };
+        grammar.accept(token);
+        chain.accept(token);
+        token
+    }
+}
+
 /// One sequence being decoded: its sampler and what it has produced so far.
 struct Decoding<'s> {
     seq: i32,
-    sampler: LlamaSampler,
+    sampler: TokenSampler,
     /// Where its text streams (the first sequence of a streamed call only).
     stream: Option<&'s tmpsc::UnboundedSender<String>>,
     max_tokens: usize,
@@ -1373,7 +1460,7 @@ struct Decoding<'s> {
 impl<'s> Decoding<'s> {
     fn new(
         seq: i32,
-        sampler: LlamaSampler,
+        sampler: TokenSampler,
         stream: Option<&'s tmpsc::UnboundedSender<String>>,
         request: &ChatRequest,
     ) -> Self {

@@ -568,6 +568,53 @@ async fn lookup_drafting_writes_what_plain_decoding_writes() {
     assert_eq!(a.text, b.text);
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Year {
+    year: u32,
+}
+
+/// Checking only the chosen token against the grammar (the default) writes what filtering
+/// every candidate first writes, greedily: on a reply the model writes in the grammar's
+/// shape anyway (the quote) and on one it would not (prose asked for, an integer field
+/// required, so its first choices are refused and the vocabulary is filtered). Samples
+/// under the grammar parse whichever way they were drawn.
+#[tokio::test]
+async fn checking_the_chosen_token_writes_what_filtering_every_candidate_writes() {
+    let chosen = own_local_llm(1024);
+    let first = LocalLlm::load(
+        LocalLlmConfig::new(LLM, test_gguf())
+            .context_size(1024)
+            .grammar_first(true),
+    )
+    .unwrap();
+    let mut quoting = over_evidence(
+        "Copy, word for word, the sentence of the evidence that says who directed Jaws, then \
+         give the name alone. Reply in JSON: {\"quote\": \"...\", \"answer\": \"...\"}",
+    )
+    .max_tokens(96);
+    quoting.schema = Some(metarag_core::OutputSchema::of::<Quoted>());
+    let prose = over_evidence("In a full sentence of prose, when was Jaws released?")
+        .max_tokens(24)
+        .json_schema::<Year>();
+    for request in [&quoting, &prose] {
+        let a = first.chat(request).await.unwrap();
+        let b = chosen.chat(request).await.unwrap();
+        assert_eq!(a.text, b.text);
+        assert!(a.usage.completion_tokens > 4, "{a:?}");
+    }
+    let year: Year = serde_json::from_str(&chosen.chat(&prose).await.unwrap().text).unwrap();
+    assert_eq!(year.year, 1975);
+    let sampled = chosen
+        .chat(&prose.clone().samples(4, 1.0, 7))
+        .await
+        .unwrap();
+    assert_eq!(sampled.samples.len(), 3);
+    for text in std::iter::once(&sampled.text).chain(sampled.samples.iter().map(|s| &s.text)) {
+        serde_json::from_str::<Year>(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+    }
+}
+
 /// llama-bench's two tests on the engine: both rates are measured over the tokens asked
 /// for, a test larger than the context is refused by name, and the model still answers
 /// after (the cache the tests filled is emptied).
