@@ -525,6 +525,16 @@ struct Quoted {
     answer: String,
 }
 
+/// A read that copies a sentence of the evidence, then the answer, in JSON under a grammar.
+fn quoting_read() -> ChatRequest {
+    over_evidence(
+        "Copy, word for word, the sentence of the evidence that says who directed Jaws, then \
+         give the name alone. Reply in JSON: {\"quote\": \"...\", \"answer\": \"...\"}",
+    )
+    .max_tokens(96)
+    .json_schema::<Quoted>()
+}
+
 /// Prompt-lookup drafting changes how many tokens one decode evaluates, not how a token is
 /// chosen: on these prompts the greedy replies (free text, and JSON under a grammar that
 /// copies a sentence of the prompt) and a seeded sample are the same with it as without,
@@ -541,12 +551,7 @@ async fn lookup_drafting_writes_what_plain_decoding_writes() {
             .lookup_draft(8),
     )
     .unwrap();
-    let mut quoting = over_evidence(
-        "Copy, word for word, the sentence of the evidence that says who directed Jaws, then \
-         give the name alone. Reply in JSON: {\"quote\": \"...\", \"answer\": \"...\"}",
-    )
-    .max_tokens(96);
-    quoting.schema = Some(metarag_core::OutputSchema::of::<Quoted>());
+    let quoting = quoting_read();
     let free = over_evidence("Repeat the second sentence of the evidence exactly.").max_tokens(48);
     for request in [&quoting, &free] {
         let a = plain.chat(request).await.unwrap();
@@ -588,12 +593,7 @@ async fn checking_the_chosen_token_writes_what_filtering_every_candidate_writes(
             .grammar_first(true),
     )
     .unwrap();
-    let mut quoting = over_evidence(
-        "Copy, word for word, the sentence of the evidence that says who directed Jaws, then \
-         give the name alone. Reply in JSON: {\"quote\": \"...\", \"answer\": \"...\"}",
-    )
-    .max_tokens(96);
-    quoting.schema = Some(metarag_core::OutputSchema::of::<Quoted>());
+    let quoting = quoting_read();
     let prose = over_evidence("In a full sentence of prose, when was Jaws released?")
         .max_tokens(24)
         .json_schema::<Year>();
