@@ -1,12 +1,11 @@
 #!/bin/bash
-# Per-question time on open HotpotQA, tuning half, n=50: the build before issue 70 (ae00681,
-# portable AVX2, grammar on every candidate) and HEAD, one after the other, no call cache.
+# Per-question time on open HotpotQA, tuning half, n = 50, for two builds one after the other
+# on one machine, no call cache. Each argument is a commit whose binary was copied to
+# ~/.cache/metarag/bin/metarag-<commit> (e.g. `timing.sh ae00681 a471268`: before issue 70,
+# and after). Run from the repository root with nothing else on the machine.
 set -e
-NEW=$1
-cd /work/main
-for b in ae00681 $NEW; do
-  /tmp/c.sh ~/.cache/metarag/bin/metarag-$b bench --dataset hotpotqa --mode open --split tuning --n 50 \
+for b in "$@"; do
+  ~/.cache/metarag/bin/metarag-"$b" bench --dataset hotpotqa --mode open --split tuning --n 50 \
     --model qwen2.5-1.5b-instruct --strategy standard,metarag --no-cache \
-    --out docs/results/llm-kernels/question-time/$b > /tmp/runs/timing-$b.log 2>&1
+    --out docs/results/llm-kernels/question-time/"$b"
 done
-echo done

@@ -44,8 +44,8 @@ pub struct LlmArgs {
     #[arg(long, default_value_t = 0)]
     lookup_draft: usize,
     /// Also time the quoting read on an instance that filters every candidate token by
-    /// the JSON grammar (`llm.grammar_first`) against the configured one, and check that
-    /// both write the same reply.
+    /// the JSON grammar (`llm.grammar_first = true`) against one that checks only the
+    /// chosen token (the default), and check that both write the same reply.
     #[arg(long)]
     grammar_first: bool,
     /// Also time llama-bench's prompt test on the engine itself: this many prompt tokens
@@ -233,7 +233,7 @@ struct ModelReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     drafting: Option<DraftReport>,
     /// The quoting read with every candidate filtered by the grammar ("plain") against
-    /// the configured check of the chosen token ("other").
+    /// the check of the chosen token alone ("other").
     #[serde(skip_serializing_if = "Option::is_none")]
     grammar_first: Option<ReadComparison>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -408,8 +408,8 @@ pub async fn run(app: &App, args: LlmArgs) -> Result<ExitCode> {
             // A fresh pair, so neither finds the other's prompts in its cache.
             drop(with);
             let first = LocalLlm::load(config().grammar_first(true))?;
-            let configured = LocalLlm::load(config())?;
-            r.grammar_first = Some(compare_reads(&first, &configured, &questions, &args).await?);
+            let chosen = LocalLlm::load(config().grammar_first(false))?;
+            r.grammar_first = Some(compare_reads(&first, &chosen, &questions, &args).await?);
         }
         reports.push(r);
     }
