@@ -137,6 +137,34 @@ pub struct Weight {
     pub scale: f64,
 }
 
+impl Weight {
+    /// A weight on `(x - mean) / scale`.
+    const fn new(weight: f64, mean: f64, scale: f64) -> Self {
+        Weight {
+            weight,
+            mean,
+            scale,
+        }
+    }
+}
+
+/// The features both default monitors weigh by hand: constant on the tuning questions,
+/// so fitted to nothing, and kept because a refusal or an answer of the wrong form is
+/// wrong whatever else holds (the prior the fits started from); an answer that restates
+/// the question was rare there (8 of ~250 first answers, every one wrong), with mean 0 so
+/// that it moves no other answer's confidence.
+const HAND_SET: [(&str, Weight); 3] = [
+    ("type_match", Weight::new(0.6, 0.9, 0.3)),
+    ("refusal", Weight::new(-1.0, 0.05, 0.2)),
+    ("answer_is_question", Weight::new(-1.0, 0.0, 0.2)),
+];
+
+/// A fitted model's weights, with the hand-set ones.
+fn weights(fitted: &[(&str, Weight)]) -> BTreeMap<String, Weight> {
+    let all = fitted.iter().chain(&HAND_SET);
+    all.map(|(name, w)| (name.to_string(), *w)).collect()
+}
+
 /// A logistic model over [`Signals`]: confidence = sigmoid(bias + sum of weighted,
 /// standardised features). `threshold` is the confidence at or above which an answer
 /// passes the gate.
@@ -160,31 +188,18 @@ impl Default for MonitorModel {
     /// Sample agreement and the answer's words being in the sources carry most weight;
     /// features constant on those questions (form, refusal) got none.
     fn default() -> Self {
-        let w = |weight, mean, scale| Weight {
-            weight,
-            mean,
-            scale,
-        };
+        let w = Weight::new;
         MonitorModel {
             bias: 0.6000,
-            weights: BTreeMap::from([
-                ("answer_in_sources".into(), w(0.6326, 0.9607, 0.1877)),
-                ("answer_logprob_mean".into(), w(0.0781, -0.1906, 0.2031)),
-                ("answer_logprob_min".into(), w(-0.0236, -0.4324, 0.3510)),
-                ("closed_book_agreement".into(), w(0.2311, 0.1224, 0.3278)),
-                ("entity_coverage".into(), w(0.0503, 0.9915, 0.0601)),
-                ("sample_agreement".into(), w(1.0465, 0.7321, 0.3916)),
-                ("short_logprob_mean".into(), w(0.3026, -0.8327, 1.7510)),
-                ("short_logprob_min".into(), w(0.0928, -1.0483, 1.6973)),
-                // Constant on the tuning questions, so fitted to nothing; kept with a
-                // hand-set weight because a refusal or an answer of the wrong form is
-                // wrong whatever else holds (the prior the fit started from).
-                ("type_match".into(), w(0.6, 0.9, 0.3)),
-                ("refusal".into(), w(-1.0, 0.05, 0.2)),
-                // Rare on the tuning questions (8 of ~250 first answers, every one
-                // wrong), too rare to fit; hand-set like a refusal, with mean 0 so that
-                // it moves no other answer's confidence.
-                ("answer_is_question".into(), w(-1.0, 0.0, 0.2)),
+            weights: weights(&[
+                ("answer_in_sources", w(0.6326, 0.9607, 0.1877)),
+                ("answer_logprob_mean", w(0.0781, -0.1906, 0.2031)),
+                ("answer_logprob_min", w(-0.0236, -0.4324, 0.3510)),
+                ("closed_book_agreement", w(0.2311, 0.1224, 0.3278)),
+                ("entity_coverage", w(0.0503, 0.9915, 0.0601)),
+                ("sample_agreement", w(1.0465, 0.7321, 0.3916)),
+                ("short_logprob_mean", w(0.3026, -0.8327, 1.7510)),
+                ("short_logprob_min", w(0.0928, -1.0483, 1.6973)),
             ]),
             threshold: 0.3826,
             fitted_on: "tuning half (98 first answers of metarag) of hotpotqa gold n200 s42, \
@@ -202,32 +217,20 @@ impl MonitorModel {
     /// sample agreement carry most weight; whether the sources hold the question's
     /// entities matters here (it cannot over gold context, which always does).
     pub fn default_open() -> Self {
-        let w = |weight, mean, scale| Weight {
-            weight,
-            mean,
-            scale,
-        };
+        let w = Weight::new;
         MonitorModel {
             bias: 0.1026,
-            weights: BTreeMap::from([
-                ("answer_in_question".into(), w(-0.0959, 0.1113, 0.2478)),
-                ("answer_in_sources".into(), w(0.1786, 0.9655, 0.1660)),
-                ("answer_logprob_mean".into(), w(0.0497, -0.2426, 0.2582)),
-                ("answer_logprob_min".into(), w(0.0893, -0.5683, 0.4318)),
-                ("answer_support".into(), w(0.3411, 0.5900, 0.3184)),
-                ("closed_book_agreement".into(), w(0.2290, 0.1300, 0.3363)),
-                ("entity_coverage".into(), w(0.2605, 0.9650, 0.1638)),
-                ("sample_agreement".into(), w(0.4408, 0.6950, 0.3866)),
-                ("short_logprob_mean".into(), w(0.1176, -0.8142, 1.6458)),
-                ("short_logprob_min".into(), w(0.0534, -1.0208, 1.5943)),
-                // Constant on the tuning questions; the same hand-set prior as the
-                // given-context monitor.
-                ("type_match".into(), w(0.6, 0.9, 0.3)),
-                ("refusal".into(), w(-1.0, 0.05, 0.2)),
-                // Rare on the tuning questions (8 of ~250 first answers, every one
-                // wrong), too rare to fit; hand-set like a refusal, with mean 0 so that
-                // it moves no other answer's confidence.
-                ("answer_is_question".into(), w(-1.0, 0.0, 0.2)),
+            weights: weights(&[
+                ("answer_in_question", w(-0.0959, 0.1113, 0.2478)),
+                ("answer_in_sources", w(0.1786, 0.9655, 0.1660)),
+                ("answer_logprob_mean", w(0.0497, -0.2426, 0.2582)),
+                ("answer_logprob_min", w(0.0893, -0.5683, 0.4318)),
+                ("answer_support", w(0.3411, 0.5900, 0.3184)),
+                ("closed_book_agreement", w(0.2290, 0.1300, 0.3363)),
+                ("entity_coverage", w(0.2605, 0.9650, 0.1638)),
+                ("sample_agreement", w(0.4408, 0.6950, 0.3866)),
+                ("short_logprob_mean", w(0.1176, -0.8142, 1.6458)),
+                ("short_logprob_min", w(0.0534, -1.0208, 1.5943)),
             ]),
             threshold: 0.609,
             fitted_on: "tuning half (100 first answers of metarag) of hotpotqa open n100 s42, \
@@ -355,14 +358,7 @@ impl MonitorModel {
             }
             let mean = xs.iter().sum::<f64>() / xs.len() as f64;
             let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
-            weights.insert(
-                f.to_string(),
-                Weight {
-                    weight: 0.0,
-                    mean,
-                    scale: var.sqrt().max(1e-3),
-                },
-            );
+            weights.insert(f.to_string(), Weight::new(0.0, mean, var.sqrt().max(1e-3)));
         }
         let names: Vec<String> = weights.keys().cloned().collect();
         let rows: Vec<(Vec<f64>, f64)> = samples
@@ -1051,14 +1047,7 @@ mod tests {
     fn an_unknown_feature_is_a_config_error_naming_it() {
         let mut m = MonitorModel::default();
         m.validate().unwrap();
-        m.weights.insert(
-            "vibes".into(),
-            Weight {
-                weight: 1.0,
-                mean: 0.0,
-                scale: 1.0,
-            },
-        );
+        m.weights.insert("vibes".into(), Weight::new(1.0, 0.0, 1.0));
         assert!(m.validate().unwrap_err().contains("monitor.weights.vibes"));
     }
 

@@ -298,7 +298,8 @@ pub enum AbstainedBy {
     /// nothing about it.
     Search,
     /// A read of the question's program found no source stating its fact, and the
-    /// monitor did not pass the written answer.
+    /// monitor did not pass the written answer; or the answer is a bare yes/no and the
+    /// program that was to decide it did not resolve (whatever the monitor said).
     Program,
     /// A thing the question names appears in no document: no source read and no word
     /// search of the index for it writes its name (metarag, before it writes).

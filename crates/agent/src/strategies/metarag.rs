@@ -220,7 +220,7 @@ impl Strategy for Metarag {
                 ASSESS,
                 &[
                     (DIAGNOSE, "not confident, rounds left"),
-                    (DECIDE, "not confident, stopping"),
+                    (DECIDE, "stopping, or a yes/no left unsettled"),
                 ],
                 |s| Box::pin(assess(s)),
             )
@@ -444,8 +444,10 @@ async fn assess(s: &mut S) -> NodeResult {
     s.note = Some(format!(
         "confidence {confidence:.2} (threshold {threshold:.2}){why_kept}"
     ));
-    let next = if passed {
+    let next = if passed && !unchecked_verdict(s) {
         Transition::done("confident")
+    } else if passed {
+        stop(s, "confident")
     } else if index >= s.cfg().max_rounds {
         // The rounds limit is the agent's (`agent.max_rounds`, `ask --max-rounds`).
         stop(s, format!("max_rounds {}", s.cfg().max_rounds))
@@ -455,6 +457,16 @@ async fn assess(s: &mut S) -> NodeResult {
         Transition::Goto(DIAGNOSE)
     };
     Ok(next)
+}
+
+/// Whether the kept answer is a bare yes/no whose program stopped short (a fact no source
+/// states, values that did not settle the op): the monitor weighs no "yes" against the
+/// sources' words, and a small model says "yes" to what it could not check.
+fn unchecked_verdict(s: &S) -> bool {
+    let kept = s.chosen.and_then(|i| s.rounds.get(i)).or(s.rounds.last());
+    let program = s.ext.program.as_ref().map(|r| &r.outcome);
+    matches!(program, Some(Outcome::Unresolved { .. }))
+        && kept.is_some_and(|r| AnswerForm::YesNo.matches(&r.short_answer))
 }
 
 /// Ends a run whose answer did not pass the monitor: through [`DECIDE`], which weighs
@@ -468,10 +480,11 @@ fn stop(s: &mut S, why: impl Into<String>) -> Transition {
 /// confidence in it is under the threshold; when the monitor diagnosed missing knowledge
 /// and the search for the missing hop found nothing about it; or when a read of the
 /// question's program found no source for its fact and the monitor did not pass the
-/// answer written without it; or when the answer cites only sources about other things
-/// than the one subject the question asks about, or cites none, and the monitor did not
-/// pass it. What the sources do state (the program's grounded reads) goes with the
-/// decline, and the answer held back stays in the trace.
+/// answer written without it, or the answer is a bare yes/no the program did not settle
+/// ([`unchecked_verdict`], passed or not); or when the answer cites only sources about
+/// other things than the one subject the question asks about, or cites none, and the
+/// monitor did not pass it. What the sources do state (the program's grounded reads)
+/// goes with the decline, and the answer held back stays in the trace.
 async fn decide(s: &mut S) -> NodeResult {
     let why = s.ext.stopping.take().unwrap_or_else(|| "stopped".into());
     let Some(threshold) = s.cfg().abstain.threshold() else {
@@ -515,6 +528,16 @@ async fn decide(s: &mut S) -> NodeResult {
             format!(
                 "no source states step {step}'s fact ({read:?}), and the monitor did not pass \
                  the answer written without it (confidence {confidence:.2} < {gate:.2})"
+            ),
+        )
+    } else if let Some(Outcome::Unresolved { step, reason, .. }) =
+        program.map(|r| &r.outcome).filter(|_| unchecked_verdict(s))
+    {
+        (
+            AbstainedBy::Program,
+            format!(
+                "the answer is a bare yes/no, and step {step} of the program that was to \
+                 decide it did not resolve ({reason}) (confidence {confidence:.2})"
             ),
         )
     } else if let Some(subject) = program

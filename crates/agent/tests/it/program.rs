@@ -855,6 +855,76 @@ async fn a_read_no_source_grounds_and_a_weak_answer_make_metarag_decline() {
     assert_eq!(t.short_answer, "Blue Harbour");
 }
 
+/// A yes/no the program could not settle: team documents that never say whether either
+/// service is deprecated, a read "quoted" from a sentence no document holds, and a
+/// writer and samples that all say "Yes", so the monitor passes the answer. metarag
+/// declines anyway (the program was the check a bare "yes" could get), and says which
+/// step did not resolve; with `abstain = "off"` the same run answers "Yes".
+#[tokio::test]
+async fn a_yes_no_the_program_did_not_settle_is_declined_even_when_the_monitor_passes_it() {
+    let docs = [
+        (
+            "billing service",
+            "The billing service retries a failed refund five times before it gives up.",
+        ),
+        (
+            "search service",
+            "The search service daemon reloads its index every ten minutes.",
+        ),
+    ];
+    let q = "Has the billing service been deprecated, and the search service as well?";
+    let plan = serde_json::json!({"about": ["billing service", "search service"],
+        "chain": [], "combine": "all", "options": [], "read": "deprecated", "type": "yes_no"});
+    let script = || {
+        writer("Yes")
+            .on(&[PLAN], plan.to_string())
+            .on(
+                &[&checks("deprecated", "billing service")],
+                read("The billing service is deprecated.", "yes", 1),
+            )
+            .on(
+                &[&checks("deprecated", "search service")],
+                read("The search service is deprecated.", "yes", 2),
+            )
+            .on(&[CLOSED], "Yes")
+    };
+    let config = |abstain| AgentConfig {
+        plan_with_llm: false,
+        max_rounds: 0,
+        abstain,
+        ..AgentConfig::default()
+    };
+    let ask = Ask::new(q, "metarag").with_context(context(&docs));
+    let (declining, _) = agent_with(script(), None, config(Abstain::Below(0.0)));
+    let t = declining.ask(&ask).await.unwrap();
+    let run = program_of(&t);
+    assert!(
+        matches!(run.outcome, Outcome::Unresolved { step: 1, .. }),
+        "{run:?}"
+    );
+    assert!(
+        t.rounds[0].assessment.as_ref().unwrap().passed,
+        "{:?}",
+        t.rounds[0]
+    );
+    assert!(t.abstained, "{:?}", t.stop);
+    let a = t.abstention.clone().unwrap();
+    assert_eq!(a.by, AbstainedBy::Program);
+    assert!(
+        a.reason
+            .starts_with("the answer is a bare yes/no, and step 1 of the program"),
+        "{}",
+        a.reason
+    );
+    assert_eq!(t.short_answer, ABSTAINED_SHORT);
+    assert_eq!(t.graph.events.last().unwrap().node, "decide");
+
+    let (answering, _) = agent_with(script(), None, config(Abstain::Off));
+    let t = answering.ask(&ask).await.unwrap();
+    assert!(!t.abstained && t.abstention.is_none());
+    assert_eq!(t.short_answer, "Yes");
+}
+
 /// Team documents, not Wikipedia: a tool the question names that no document mentions.
 fn team_docs() -> Vec<(String, String)> {
     [
