@@ -289,16 +289,16 @@ impl Plan {
         {
             self.chain.pop();
         }
-        // Age is the order of birth dates read the other way: the older one was born
-        // earlier. A small planner writes `later` for "older" (the bigger age) about as
-        // often as not, in any wording; the question's own word settles it.
+        // Which of two dates a question wants is in its own words: the older, the first,
+        // the earliest is the earlier date (an older film was released earlier, an older
+        // person born earlier); the younger, the newest, the most recent the later. A
+        // small planner writes the other order about as often as not ("later" for the
+        // bigger age, "earlier" for "most recently"); a question with words of both
+        // kinds ("whose first album came out later") keeps the planner's order.
         if matches!(self.combine, Combine::Earlier | Combine::Later)
-            && let Some(older) = asks_older(question)
-            && crate::text::tokens(&self.read)
-                .iter()
-                .any(|t| t == "birth" || t == "born" || t == "birthdate" || t == "birthday")
+            && let Some(earlier) = asks_earlier(question)
         {
-            self.combine = if older {
+            self.combine = if earlier {
                 Combine::Earlier
             } else {
                 Combine::Later
@@ -668,15 +668,18 @@ fn one_thing(question: &str, subjects: &[String]) -> Option<String> {
         .map(|s| s.replace(['"', '“', '”'], "").trim().to_string())
 }
 
-/// Whether the question asks for the older (`Some(true)`) or the younger (`Some(false)`)
-/// of its subjects, by its own words; `None` when it names neither or both.
-fn asks_older(question: &str) -> Option<bool> {
+/// Whether the question asks for the earlier (`Some(true)`) or the later (`Some(false)`)
+/// of two dates, by its own words; `None` when it writes neither or both.
+fn asks_earlier(question: &str) -> Option<bool> {
     let words = crate::text::tokens(question);
     let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
-    match (
-        has(&["older", "oldest", "elder", "eldest"]),
-        has(&["younger", "youngest"]),
-    ) {
+    let earlier = [
+        "older", "oldest", "elder", "eldest", "first", "earlier", "earliest",
+    ];
+    let later = [
+        "younger", "youngest", "newer", "newest", "later", "latest", "recent",
+    ];
+    match (has(&earlier), has(&later) || has(&["recently"])) {
         (true, false) => Some(true),
         (false, true) => Some(false),
         _ => None,
@@ -689,49 +692,42 @@ mod tests {
     use crate::program::Op;
 
     #[test]
-    fn older_and_younger_set_the_order_of_birth_dates_whatever_the_planner_wrote() {
-        let plan = |combine: Combine, read: &str| Plan {
-            about: vec!["Ada Quill".into(), "Bo Renn".into()],
-            chain: vec![],
-            combine,
-            options: vec![],
-            read: read.into(),
-            kind: Kind::Date,
+    fn the_questions_own_words_set_the_order_of_dates_whatever_the_planner_wrote() {
+        use Combine::{Earlier, Later};
+        let check = |q: &str, read: &str, planned: Combine, want: Combine| {
+            let mut plan = examples().remove(0);
+            (plan.combine, plan.read, plan.kind) = (planned, read.into(), Kind::Date);
+            assert_eq!(plan.repaired(q).combine, want, "{q}");
         };
-        for (q, combine, want) in [
-            (
-                "Between Ada Quill and Bo Renn, who is the older one?",
-                Combine::Later,
-                Combine::Earlier,
-            ),
-            (
-                "Which of the two was born first and so is the elder: Ada Quill or Bo Renn?",
-                Combine::Later,
-                Combine::Earlier,
-            ),
-            (
-                "Ada Quill and Bo Renn: which is the younger person?",
-                Combine::Earlier,
-                Combine::Later,
-            ),
-        ] {
-            assert_eq!(
-                plan(combine, "date of birth").repaired(q).combine,
-                want,
-                "{q}"
-            );
-        }
-        // Not a birth date, or no age asked: the planner's order stands.
+        let (birth, opened) = ("date of birth", "opening date");
+        let q = "Between Ada Quill and Bo Renn, who is the older one?";
+        check(q, birth, Later, Earlier);
+        let q = "Which of the two was born first and so is the elder: Ada Quill or Bo Renn?";
+        check(q, birth, Later, Earlier);
+        check(
+            "Ada Quill and Bo Renn: which is the younger person?",
+            birth,
+            Earlier,
+            Later,
+        );
+        check(
+            "Who was born later, Ada Quill or Bo Renn?",
+            birth,
+            Later,
+            Later,
+        );
         let q = "Which is older, Ada Quill's bridge or Bo Renn's tower?";
-        assert_eq!(
-            plan(Combine::Later, "completion date").repaired(q).combine,
-            Combine::Later
-        );
-        let q = "Who was born later, Ada Quill or Bo Renn?";
-        assert_eq!(
-            plan(Combine::Later, "birth date").repaired(q).combine,
-            Combine::Later
-        );
+        check(q, "completion date", Later, Earlier);
+        let q = "Of Ada Quill's two novels, which one came out most recently?";
+        check(q, "publication date", Earlier, Later);
+        let q = "Was the Quill lighthouse or the Renn pier the newer structure?";
+        check(q, opened, Earlier, Later);
+        let q = "Which opened to the public first, the Quill gallery or the Renn museum?";
+        check(q, opened, Later, Earlier);
+        // Words of both kinds: the planner's order stands.
+        let q = "Whose first album came out later, Ada Quill's or Bo Renn's?";
+        check(q, "first album's release date", Later, Later);
+        check(q, "first album's release date", Earlier, Earlier);
     }
 
     fn examples() -> Vec<Plan> {
