@@ -656,29 +656,25 @@ const SCORED: [(&str, &str); 3] = [
     ("Ines Gale", "Ines Gale (born 4 June 1930) was a composer."),
 ];
 
-const RELATION: &str = "Does this sentence state that";
+const RELATION: &str = "According to this sentence alone";
 
 /// A follow that names the wrong person of a sentence naming two (the director where the
-/// composer was asked) is caught by the relation check: the program stops at that step
-/// and the write answers; the right person, confirmed, leads on to the birth date.
+/// composer was asked) is caught by the relation check, which reads the composer off the
+/// sentence alone: the program stops at that step and the write answers; the right
+/// person, confirmed, leads on to the birth date.
 #[tokio::test]
 async fn a_follow_that_names_another_role_is_caught_by_the_relation_check() {
     let q = "When was the person who wrote the music for Orla Vey born?";
     let plan = serde_json::json!({"about": ["Orla Vey"], "chain": ["composer"],
         "combine": "none", "options": [], "read": "date of birth", "type": "date"});
     let quote = "Orla Vey is a 1962 film directed by Tam Reed, with music by Ines Gale.";
-    for (value, verdict) in [("Tam Reed", "no"), ("Ines Gale", "yes")] {
-        let checked = format!("that {value} is the composer of Orla Vey");
+    let checked = "what is the composer of Orla Vey?";
+    for (value, right) in [("Tam Reed", false), ("Ines Gale", true)] {
         let llm = writer("2 March 1925")
             .on(&[PLAN], plan.to_string())
+            // Before the read's rule: the check asks the read's question of one sentence.
+            .on(&[RELATION, checked], r#"{"answer": "Ines Gale"}"#)
             .on(&[&asks("composer", "Orla Vey")], read(quote, value, 1))
-            .on(
-                &[
-                    RELATION,
-                    &format!("that {value} is the composer of Orla Vey"),
-                ],
-                serde_json::json!({ "verdict": verdict }).to_string(),
-            )
             .on(
                 &[&asks("date of birth", "Ines Gale")],
                 read(
@@ -693,8 +689,8 @@ async fn a_follow_that_names_another_role_is_caught_by_the_relation_check() {
             .await
             .unwrap();
         let run = program_of(&t);
-        assert_eq!(llm.hits(&[RELATION, &checked]), 1, "{value}: {run:?}");
-        if verdict == "no" {
+        assert_eq!(llm.hits(&[RELATION, checked]), 1, "{value}: {run:?}");
+        if !right {
             match &run.outcome {
                 Outcome::Unresolved { step, reason, .. } => {
                     assert_eq!(*step, 1);
@@ -753,6 +749,10 @@ async fn a_chain_searches_for_the_page_of_the_entity_its_first_step_found() {
     let (agent, llm) = agent_with(
         writer("1971")
             .on(&[PLAN], plan.to_string())
+            .on(
+                &[RELATION, "what is the director of Quarry Bells?"],
+                r#"{"answer": "Ivo Marsh"}"#,
+            )
             .on(
                 &[&asks("director", "Quarry Bells")],
                 read(
