@@ -1170,7 +1170,7 @@ pub struct RelationAnswer {
 /// the wrong one. Extracting the name is what a small model does well: asked instead to
 /// judge "is A the composer of X?", the 1.5B model said no to 14 of 22 relations its
 /// sentence states, and matching the relation's word in code passed 6 of 16 it does not
-/// (docs/results/program.md, "The relation check").
+/// (docs/results/program.md, "The relation check reads the name").
 pub fn relation_request(quote: &str, subject: &str, relation: &str) -> ChatRequest {
     let task = format!(
         "Sentence: \"{quote}\"\n\nAccording to this sentence alone, what is the {relation} of \
