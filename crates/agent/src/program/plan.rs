@@ -677,9 +677,9 @@ fn asks_earlier(question: &str) -> Option<bool> {
         "older", "oldest", "elder", "eldest", "first", "earlier", "earliest",
     ];
     let later = [
-        "younger", "youngest", "newer", "newest", "later", "latest", "recent",
+        "younger", "youngest", "newer", "newest", "later", "latest", "recent", "recently",
     ];
-    match (has(&earlier), has(&later) || has(&["recently"])) {
+    match (has(&earlier), has(&later)) {
         (true, false) => Some(true),
         (false, true) => Some(false),
         _ => None,

@@ -469,6 +469,27 @@ async fn program_run(question: &str, passages: &[(&str, &str)]) -> metarag_agent
     t
 }
 
+/// The relation check on the local model: of a sentence naming two people, it reads the
+/// one the relation asks for, so the read of the other is refused and the right one
+/// passes (the composer, not the director).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_relation_check_reads_the_asked_person_off_a_sentence_with_the_local_model() {
+    use metarag_agent::program::exec::{RelationAnswer, relation_request};
+    use metarag_agent::program::values::same_name;
+    use metarag_core::Llm;
+    let llm = metarag_testkit::local_llm();
+    let quote = "Orla Vey is a 1962 film directed by Tam Reed, with music by Ines Gale.";
+    let reply = llm
+        .chat(&relation_request(quote, "Orla Vey", "composer"))
+        .await
+        .unwrap();
+    let answer = serde_json::from_str::<RelationAnswer>(&reply.text)
+        .unwrap()
+        .answer;
+    assert!(same_name(&answer, "Ines Gale"), "{answer:?}");
+    assert!(!same_name(&answer, "Tam Reed"), "{answer:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reworded_comparison_runs_as_a_program_with_the_local_model() {
     let t = program_run(
