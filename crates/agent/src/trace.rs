@@ -299,7 +299,9 @@ pub enum AbstainedBy {
     Search,
     /// A read of the question's program found no source stating its fact, and the
     /// monitor did not pass the written answer; or the answer is a bare yes/no and the
-    /// program that was to decide it did not resolve (whatever the monitor said).
+    /// program that was to decide it did not resolve (whatever the monitor said); or, over
+    /// an index, the program stopped at a step or was invalid and the monitor passed the
+    /// answer by less than the strategy's margin.
     Program,
     /// A thing the question names appears in no document: no source read and no word
     /// search of the index for it writes its name (metarag, before it writes).

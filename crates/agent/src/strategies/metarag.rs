@@ -220,7 +220,7 @@ impl Strategy for Metarag {
                 ASSESS,
                 &[
                     (DIAGNOSE, "not confident, rounds left"),
-                    (DECIDE, "stopping, or a yes/no left unsettled"),
+                    (DECIDE, "stopping, or a pass the program did not back"),
                 ],
                 |s| Box::pin(assess(s)),
             )
@@ -444,7 +444,7 @@ async fn assess(s: &mut S) -> NodeResult {
     s.note = Some(format!(
         "confidence {confidence:.2} (threshold {threshold:.2}){why_kept}"
     ));
-    let next = if passed && !unchecked_verdict(s) {
+    let next = if passed && !unchecked_verdict(s) && !thin_pass(s) {
         Transition::done("confident")
     } else if passed {
         stop(s, "confident")
@@ -467,6 +467,32 @@ fn unchecked_verdict(s: &S) -> bool {
     let program = s.ext.program.as_ref().map(|r| &r.outcome);
     matches!(program, Some(Outcome::Unresolved { .. }))
         && kept.is_some_and(|r| AnswerForm::YesNo.matches(&r.short_answer))
+}
+
+/// How far over the monitor's gate an answer over an index must be to stand without a
+/// program that settled it. A program that stopped at a step or did not type is the
+/// trace's plainest sign that the answer was written without the facts it needs, and the
+/// monitor's confidence in such answers barely tells right from wrong (medians 0.79 and
+/// 0.70 on the HotpotQA open tuning half, 0.71 and 0.69 on the man pages'). Fitted on the
+/// tuning halves (HotpotQA open with and without unanswerable questions, the man pages;
+/// docs/results/truthfulness.md, "A pass the program did not back"): 0.1 is best pooled.
+pub const UNSETTLED_MARGIN: f64 = 0.1;
+
+/// Whether the kept answer passed the monitor by less than [`UNSETTLED_MARGIN`] while the
+/// question's program stopped at a step or was invalid, over an index (with the sources
+/// given, an answer is there to find; the margin was fitted over indexes only).
+fn thin_pass(s: &S) -> bool {
+    let kept = s.chosen.and_then(|i| s.rounds.get(i)).or(s.rounds.last());
+    let unsettled = matches!(
+        s.ext.program.as_ref().map(|r| &r.outcome),
+        Some(Outcome::Unresolved { .. } | Outcome::Invalid { .. })
+    );
+    let gate = monitor_of(s).threshold;
+    s.mode == EvidenceMode::Retrieval
+        && unsettled
+        && kept
+            .and_then(|r| r.assessment.as_ref())
+            .is_some_and(|a| a.passed && a.confidence < gate + UNSETTLED_MARGIN)
 }
 
 /// Ends a run whose answer did not pass the monitor: through [`DECIDE`], which weighs
@@ -538,6 +564,22 @@ async fn decide(s: &mut S) -> NodeResult {
             format!(
                 "the answer is a bare yes/no, and step {step} of the program that was to \
                  decide it did not resolve ({reason}) (confidence {confidence:.2})"
+            ),
+        )
+    } else if thin_pass(s) {
+        let what = match program.map(|r| &r.outcome) {
+            Some(Outcome::Unresolved { step, reason, .. }) => {
+                format!("step {step} of the program did not resolve ({reason})")
+            }
+            Some(Outcome::Invalid { reason }) => format!("the program was invalid ({reason})"),
+            _ => "the program did not settle it".into(),
+        };
+        (
+            AbstainedBy::Program,
+            format!(
+                "{what}, and the monitor passed the answer written without it by less than \
+                 {UNSETTLED_MARGIN} (confidence {confidence:.2} < {:.2})",
+                gate + UNSETTLED_MARGIN
             ),
         )
     } else if let Some(subject) = program

@@ -925,6 +925,76 @@ async fn a_yes_no_the_program_did_not_settle_is_declined_even_when_the_monitor_p
     assert_eq!(t.short_answer, "Yes");
 }
 
+/// Over an index, an answer the monitor passes by less than `UNSETTLED_MARGIN` while the
+/// program stopped at a step: metarag declines (the step is the sign the answer was
+/// written without its fact). The monitor here weighs nothing, so its confidence is 0.5
+/// whatever the run: with the gate at 0.45 the pass is thin and the run declines; at 0.35
+/// the pass is clear and the same run answers, as it does with declining off.
+#[tokio::test]
+async fn a_thin_pass_over_an_unresolved_program_is_declined_over_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let retriever = index(dir.path(), &team_docs()).await;
+    let q = "How long is the on-call rotation of the team that runs the search service?";
+    let plan = serde_json::json!({"about": ["search service"], "chain": ["team"],
+        "combine": "none", "options": [], "read": "on-call rotation length", "type": "quantity"});
+    let run = |gate: f64, abstain: Abstain| {
+        let retriever = retriever.clone();
+        let plan = plan.to_string();
+        async move {
+            let llm = Arc::new(writer("one week").on(&[PLAN], plan).on(
+                &[&asks("team", "search service")],
+                read("The search team runs the search service.", "search team", 1),
+            ));
+            let dynllm: Arc<dyn DynLlm> = llm.clone();
+            let mut sections = StrategySections::new();
+            let monitor = serde_json::json!({"bias": 0.0, "threshold": gate, "weights": {}});
+            sections.insert(
+                "metarag".into(),
+                serde_json::json!({"samples": 2, "monitor": monitor, "monitor_open": monitor}),
+            );
+            let agent = Agent::builder(dynllm)
+                .registry(Registry::builtin_with(&sections).unwrap())
+                .retriever(retriever)
+                .config(AgentConfig {
+                    plan_with_llm: false,
+                    max_rounds: 0,
+                    abstain,
+                    ..AgentConfig::default()
+                })
+                .build()
+                .unwrap();
+            agent.ask(&Ask::new(q, "metarag")).await.unwrap()
+        }
+    };
+    let t = run(0.45, Abstain::Below(0.0)).await;
+    // The quote is no document's sentence: step 1 does not ground.
+    assert!(
+        matches!(program_of(&t).outcome, Outcome::Unresolved { step: 1, .. }),
+        "{:?}",
+        program_of(&t)
+    );
+    let a = t.rounds[0].assessment.as_ref().unwrap();
+    assert!(a.passed && (a.confidence - 0.5).abs() < 1e-9, "{a:?}");
+    assert!(t.abstained, "{:?}", t.stop);
+    let why = t.abstention.clone().unwrap();
+    assert_eq!(why.by, AbstainedBy::Program);
+    assert!(
+        why.reason
+            .starts_with("step 1 of the program did not resolve")
+            && why.reason.contains("confidence 0.50 < 0.55"),
+        "{}",
+        why.reason
+    );
+    assert_eq!(t.short_answer, ABSTAINED_SHORT);
+
+    let t = run(0.35, Abstain::Below(0.0)).await;
+    assert!(!t.abstained, "{:?}", t.abstention);
+    assert_eq!(t.short_answer, "one week");
+    let t = run(0.45, Abstain::Off).await;
+    assert!(!t.abstained && t.abstention.is_none());
+    assert_eq!(t.short_answer, "one week");
+}
+
 /// Team documents, not Wikipedia: a tool the question names that no document mentions.
 fn team_docs() -> Vec<(String, String)> {
     [
