@@ -40,7 +40,7 @@ use crate::prompts::{self, ShortReply};
 use crate::registry::Strategy;
 use crate::state::Run;
 use crate::trace::{
-    AbstainedBy, Abstention, Assessment, EvidenceMode, Remediation, RetrievalReason,
+    AbstainedBy, Abstention, Assessment, EvidenceMode, Remediation, RetrievalReason, Round,
 };
 use metarag_core::parse_json;
 use serde::{Deserialize, Serialize};
@@ -459,14 +459,18 @@ async fn assess(s: &mut S) -> NodeResult {
     Ok(next)
 }
 
+/// The round whose answer the run would give: the chosen one, else the last.
+fn kept_round(s: &S) -> Option<&Round> {
+    s.chosen.and_then(|i| s.rounds.get(i)).or(s.rounds.last())
+}
+
 /// Whether the kept answer is a bare yes/no whose program stopped short (a fact no source
 /// states, values that did not settle the op): the monitor weighs no "yes" against the
 /// sources' words, and a small model says "yes" to what it could not check.
 fn unchecked_verdict(s: &S) -> bool {
-    let kept = s.chosen.and_then(|i| s.rounds.get(i)).or(s.rounds.last());
     let program = s.ext.program.as_ref().map(|r| &r.outcome);
     matches!(program, Some(Outcome::Unresolved { .. }))
-        && kept.is_some_and(|r| AnswerForm::YesNo.matches(&r.short_answer))
+        && kept_round(s).is_some_and(|r| AnswerForm::YesNo.matches(&r.short_answer))
 }
 
 /// How far over the monitor's gate an answer over an index must be to stand without a
@@ -482,7 +486,6 @@ pub const UNSETTLED_MARGIN: f64 = 0.1;
 /// question's program stopped at a step or was invalid, over an index (with the sources
 /// given, an answer is there to find; the margin was fitted over indexes only).
 fn thin_pass(s: &S) -> bool {
-    let kept = s.chosen.and_then(|i| s.rounds.get(i)).or(s.rounds.last());
     let unsettled = matches!(
         s.ext.program.as_ref().map(|r| &r.outcome),
         Some(Outcome::Unresolved { .. } | Outcome::Invalid { .. })
@@ -490,7 +493,7 @@ fn thin_pass(s: &S) -> bool {
     let gate = monitor_of(s).threshold;
     s.mode == EvidenceMode::Retrieval
         && unsettled
-        && kept
+        && kept_round(s)
             .and_then(|r| r.assessment.as_ref())
             .is_some_and(|a| a.passed && a.confidence < gate + UNSETTLED_MARGIN)
 }
