@@ -113,6 +113,8 @@ impl Plan {
     /// - two subjects of a fact about one thing, written a few words apart and not
     ///   coordinated ("Ivo" and "Salt Road" in "the actor who plays Ivo in Salt Road"):
     ///   that stretch of the question becomes the one subject;
+    /// - a yes/no question offering two things as its options, planned as a verdict over
+    ///   both ("same", "all", "any") though it writes no such word: which of them;
     /// - a yes/no question about several things planned with a combine that answers no
     ///   yes/no (none, pick, count, intersect): the question's "same", "both" or "either"
     ///   says which one does ("Is A or B ...?": which of them);
@@ -189,13 +191,19 @@ impl Plan {
         // answer one (none, pick, count, intersect): the question's own word says how
         // their values combine ("Do A and B send the same signal?", "Are both A and B
         // deprecated?", "Does either A or B ...?").
+        // A verdict over both ("same", "all", "any") where the question names no such
+        // word and offers the two things as its options ("Is Orm or Velmora a county
+        // town?") asks which of them, as a plan with no combine does.
+        let verdict = matches!(self.combine, Combine::Same | Combine::All | Combine::Any);
         if self.about.len() > 1
-            && matches!(
-                self.combine,
-                Combine::None | Combine::Pick | Combine::Count | Combine::Intersect
-            )
+            && (verdict
+                || matches!(
+                    self.combine,
+                    Combine::None | Combine::Pick | Combine::Count | Combine::Intersect
+                ))
             && crate::text::is_yes_no_question(question)
             && let Some(combine) = yes_no_combine(question, self.about.len())
+            && (!verdict || (combine == Combine::Pick && self.offered_as_options(question)))
         {
             self.combine = combine;
             // Whether two values agree is decided in code: each read is the value itself
@@ -315,6 +323,16 @@ impl Plan {
             self.read = format!("not {}", self.read.trim());
         }
         self
+    }
+
+    /// Whether the question's two options are the plan's two subjects (any case).
+    fn offered_as_options(&self, question: &str) -> bool {
+        let Some((a, b)) = crate::text::options(question) else {
+            return false;
+        };
+        let key = |s: &str| s.trim().to_lowercase();
+        let about: Vec<String> = self.about.iter().map(|s| key(s)).collect();
+        about.len() == 2 && about.contains(&key(&a)) && about.contains(&key(&b))
     }
 
     /// The step program: for each subject, a `follow` per relation of the chain and a
@@ -1151,6 +1169,40 @@ mod tests {
                     "Is Orm or Velmora a county town?"
                 ))
                 .is_ok()
+        );
+        // Planned as a verdict over both ("same", "all") though the question offers the
+        // two as its options and writes no such word: which of them, too. With the word,
+        // or options that are not the subjects, the verdict stays.
+        for planned in ["same", "all", "any"] {
+            let p = repaired(
+                serde_json::json!({"about": ["Orm", "Velmora"], "chain": [],
+                    "combine": planned, "options": [], "read": "county town", "type": "yes_no"}),
+                "Is Orm or Velmora a county town?",
+            );
+            assert_eq!(p.combine, Combine::Pick, "{planned}");
+        }
+        let kept = |q: &str, planned: &str| {
+            repaired(
+                serde_json::json!({"about": ["Orm", "Velmora"], "chain": [],
+                    "combine": planned, "options": [], "read": "county town", "type": "yes_no"}),
+                q,
+            )
+            .combine
+        };
+        assert_eq!(
+            kept("Are both Orm and Velmora county towns?", "all"),
+            Combine::All
+        );
+        assert_eq!(
+            kept(
+                "Are Orm and Velmora in the same county, Kell or Brae?",
+                "same"
+            ),
+            Combine::Same
+        );
+        assert_eq!(
+            kept("Is Orm a county town or a village?", "any"),
+            Combine::Any
         );
         // No word that says how: left as planned (a question that is not yes/no is the
         // in-common repair's).
