@@ -133,6 +133,7 @@ pub fn markdown(record: &RunRecord, compare: Option<&RunRecord>, plots: &[String
     }
     truthfulness(&mut out, record);
     declines(&mut out, record);
+    declines_aside(&mut out, record);
     let base = baselines(&c.dataset);
     if !base.is_empty() {
         out.push_str("\n## Beside the published numbers\n\nThe paper rows are 500 questions with GPT-3.5-turbo (MetaRAG paper) and DeepSeek V3.2 (seed `000`), gold context; ours are this run's sample and model, so compare the ordering of methods more than the absolute numbers.\n\n| method | EM | F1 | precision | recall |\n|---|---|---|---|---|\n");
@@ -619,6 +620,45 @@ fn declines(out: &mut String, record: &RunRecord) {
             c[1],
             c[2],
             c[3]
+        );
+    }
+}
+
+/// F1 on the answerable questions as scored (a decline scores 0) and with every decline
+/// that held an answer back scored on that answer instead: how the strategy's reasoning
+/// did apart from its declining, which the first column mixes in. Only for runs where
+/// something was held back. The writer's own declines and those made before writing hold
+/// nothing back and stay at 0, so this approximates, not reproduces, a run with
+/// `abstain = "off"`.
+fn declines_aside(out: &mut String, record: &RunRecord) {
+    // strategy -> (F1 as scored, F1 with the held-back answers, how many were restored).
+    let mut rows: BTreeMap<String, (Vec<f64>, Vec<f64>, usize)> = BTreeMap::new();
+    for r in &record.results {
+        if r.answers.iter().all(|g| g.trim().is_empty()) {
+            continue;
+        }
+        let held_back = r
+            .trace
+            .as_ref()
+            .filter(|t| t.abstention.as_ref().is_some_and(|a| a.withheld.is_some()))
+            .and_then(|t| t.final_round.and_then(|i| t.rounds.get(i)))
+            .map(|kept| crate::score_answer(&kept.short_answer, &r.answers).f1);
+        let row = rows.entry(r.strategy.as_str().to_string()).or_default();
+        row.0.push(r.scores.f1);
+        row.1.push(held_back.unwrap_or(r.scores.f1));
+        row.2 += usize::from(held_back.is_some());
+    }
+    if rows.values().all(|(_, _, restored)| *restored == 0) {
+        return;
+    }
+    out.push_str("\n## F1, declines aside\n\nOn the questions that have an answer: F1 as scored (a decline scores 0), and with the answer each decline held back scored in its place (`trace.abstention.withheld`; the writer's own declines and those made before writing held nothing back and stay at 0). The second column is the reasoning apart from the declining.\n\n| strategy | answerable | F1 | F1, declines aside | declines restored |\n|---|---|---|---|---|\n");
+    for (strategy, (scored, aside, restored)) in rows {
+        let _ = writeln!(
+            out,
+            "| {strategy} | {} | {} | {} | {restored} |",
+            scored.len(),
+            pct(&bootstrap(&scored, 1000, 42)),
+            pct(&bootstrap(&aside, 1000, 42))
         );
     }
 }

@@ -298,6 +298,27 @@ async fn runs_scores_resumes_summarizes_and_reports() {
         md.contains("| metarag | monitor | 1 | 0 | 1 | 0 | 0 |"),
         "missing the decline row in\n{md}"
     );
+    // Apart from declining, the held-back answer is scored in the decline's place: a
+    // decline the record scores 0 counts again at its kept round's short answer.
+    let r = back
+        .results
+        .iter_mut()
+        .find(|r| r.strategy.as_str() == "metarag")
+        .unwrap();
+    let t = r.trace.as_ref().unwrap();
+    let kept = &t.rounds[t.final_round.unwrap()].short_answer;
+    assert!(
+        metarag_eval::score_answer(kept, &r.answers).f1 > 0.0,
+        "{kept}"
+    );
+    r.scores.f1 = 0.0;
+    let md = markdown(&back, None, &[]);
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| metarag | 3 | ") && l.ends_with("| 1 |"))
+        .unwrap_or_else(|| panic!("missing the declines-aside row in\n{md}"));
+    let cells: Vec<&str> = row.split(" | ").collect();
+    assert_ne!(cells[2], cells[3], "{row}");
     let err = RunRecord::load(&dir.path().join("run-f1-by-type.svg")).unwrap_err();
     assert!(err.to_string().contains("not a run record"), "{err}");
 }
