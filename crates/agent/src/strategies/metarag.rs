@@ -83,6 +83,10 @@ pub struct MetaragConfig {
     pub reordered_probe: bool,
     /// A later round replaces the kept answer only when its confidence is higher by this.
     pub margin: f64,
+    /// Over an index, an answer whose program stopped at a step or was invalid must pass
+    /// the monitor's gate by this much, or the run declines (when declining is on; see
+    /// [`UNSETTLED_MARGIN`] for the default's fit). 0 turns the check off.
+    pub unsettled_margin: f64,
     /// The monitor's weights and threshold over given context (gold paragraphs, pasted
     /// documents).
     pub monitor: MonitorModel,
@@ -109,6 +113,7 @@ impl Default for MetaragConfig {
             closed_book_every_answer: false,
             reordered_probe: false,
             margin: 0.1,
+            unsettled_margin: UNSETTLED_MARGIN,
             monitor: MonitorModel::default(),
             monitor_open: MonitorModel::default_open(),
             rewrite_open: false,
@@ -160,6 +165,12 @@ impl Strategy for Metarag {
             .map_err(|e| format!("monitor_open: {e}"))?;
         if !(0.0..=1.0).contains(&config.margin) {
             return Err(format!("margin {} is not in [0, 1]", config.margin));
+        }
+        if !(0.0..=1.0).contains(&config.unsettled_margin) {
+            return Err(format!(
+                "unsettled_margin {} is not in [0, 1]",
+                config.unsettled_margin
+            ));
         }
         if !(0.0..=2.0).contains(&config.sample_temperature) {
             return Err(format!(
@@ -473,8 +484,8 @@ fn unchecked_verdict(s: &S) -> bool {
         && kept_round(s).is_some_and(|r| AnswerForm::YesNo.matches(&r.short_answer))
 }
 
-/// How far over the monitor's gate an answer over an index must be to stand without a
-/// program that settled it. A program that stopped at a step or did not type is the
+/// The default of [`MetaragConfig::unsettled_margin`]: how far over the monitor's gate an
+/// answer over an index must be to stand without a program that settled it. A program that stopped at a step or did not type is the
 /// trace's plainest sign that the answer was written without the facts it needs, and the
 /// monitor's confidence in such answers barely tells right from wrong (medians 0.79 and
 /// 0.70 on the HotpotQA open tuning half, 0.71 and 0.69 on the man pages'). Fitted on the
@@ -482,7 +493,7 @@ fn unchecked_verdict(s: &S) -> bool {
 /// docs/results/truthfulness.md, "A pass the program did not back"): 0.1 is best pooled.
 pub const UNSETTLED_MARGIN: f64 = 0.1;
 
-/// Whether the kept answer passed the monitor by less than [`UNSETTLED_MARGIN`] while the
+/// Whether the kept answer passed the monitor by less than the `unsettled_margin` while the
 /// question's program stopped at a step or was invalid, over an index (with the sources
 /// given, an answer is there to find; the margin was fitted over indexes only).
 fn thin_pass(s: &S) -> bool {
@@ -491,11 +502,13 @@ fn thin_pass(s: &S) -> bool {
         Some(Outcome::Unresolved { .. } | Outcome::Invalid { .. })
     );
     let gate = monitor_of(s).threshold;
+    let margin = s.ext.config.unsettled_margin;
     s.mode == EvidenceMode::Retrieval
+        && margin > 0.0
         && unsettled
         && kept_round(s)
             .and_then(|r| r.assessment.as_ref())
-            .is_some_and(|a| a.passed && a.confidence < gate + UNSETTLED_MARGIN)
+            .is_some_and(|a| a.passed && a.confidence < gate + margin)
 }
 
 /// Ends a run whose answer did not pass the monitor: through [`DECIDE`], which weighs
@@ -577,12 +590,13 @@ async fn decide(s: &mut S) -> NodeResult {
             Some(Outcome::Invalid { reason }) => format!("the program was invalid ({reason})"),
             _ => "the program did not settle it".into(),
         };
+        let margin = s.ext.config.unsettled_margin;
         (
             AbstainedBy::Program,
             format!(
                 "{what}, and the monitor passed the answer written without it by less than \
-                 {UNSETTLED_MARGIN} (confidence {confidence:.2} < {:.2})",
-                gate + UNSETTLED_MARGIN
+                 {margin} (confidence {confidence:.2} < {:.2})",
+                gate + margin
             ),
         )
     } else if let Some(subject) = program

@@ -929,7 +929,8 @@ async fn a_yes_no_the_program_did_not_settle_is_declined_even_when_the_monitor_p
 /// program stopped at a step: metarag declines (the step is the sign the answer was
 /// written without its fact). The monitor here weighs nothing, so its confidence is 0.5
 /// whatever the run: with the gate at 0.45 the pass is thin and the run declines; at 0.35
-/// the pass is clear and the same run answers, as it does with declining off.
+/// the pass is clear and the same run answers, as it does with the margin set to 0 or
+/// declining off.
 #[tokio::test]
 async fn a_thin_pass_over_an_unresolved_program_is_declined_over_an_index() {
     let dir = tempfile::tempdir().unwrap();
@@ -937,7 +938,7 @@ async fn a_thin_pass_over_an_unresolved_program_is_declined_over_an_index() {
     let q = "How long is the on-call rotation of the team that runs the search service?";
     let plan = serde_json::json!({"about": ["search service"], "chain": ["team"],
         "combine": "none", "options": [], "read": "on-call rotation length", "type": "quantity"});
-    let run = |gate: f64, abstain: Abstain| {
+    let run = |gate: f64, margin: f64, abstain: Abstain| {
         let retriever = retriever.clone();
         let plan = plan.to_string();
         async move {
@@ -950,7 +951,8 @@ async fn a_thin_pass_over_an_unresolved_program_is_declined_over_an_index() {
             let monitor = serde_json::json!({"bias": 0.0, "threshold": gate, "weights": {}});
             sections.insert(
                 "metarag".into(),
-                serde_json::json!({"samples": 2, "monitor": monitor, "monitor_open": monitor}),
+                serde_json::json!({"samples": 2, "monitor": monitor, "monitor_open": monitor,
+                    "unsettled_margin": margin}),
             );
             let agent = Agent::builder(dynllm)
                 .registry(Registry::builtin_with(&sections).unwrap())
@@ -966,7 +968,7 @@ async fn a_thin_pass_over_an_unresolved_program_is_declined_over_an_index() {
             agent.ask(&Ask::new(q, "metarag")).await.unwrap()
         }
     };
-    let t = run(0.45, Abstain::Below(0.0)).await;
+    let t = run(0.45, 0.1, Abstain::Below(0.0)).await;
     // The quote is no document's sentence: step 1 does not ground.
     assert!(
         matches!(program_of(&t).outcome, Outcome::Unresolved { step: 1, .. }),
@@ -987,10 +989,13 @@ async fn a_thin_pass_over_an_unresolved_program_is_declined_over_an_index() {
     );
     assert_eq!(t.short_answer, ABSTAINED_SHORT);
 
-    let t = run(0.35, Abstain::Below(0.0)).await;
+    let t = run(0.35, 0.1, Abstain::Below(0.0)).await;
     assert!(!t.abstained, "{:?}", t.abstention);
     assert_eq!(t.short_answer, "one week");
-    let t = run(0.45, Abstain::Off).await;
+    // The margin is a setting: at 0 the check is off.
+    let t = run(0.45, 0.0, Abstain::Below(0.0)).await;
+    assert!(!t.abstained, "{:?}", t.abstention);
+    let t = run(0.45, 0.1, Abstain::Off).await;
     assert!(!t.abstained && t.abstention.is_none());
     assert_eq!(t.short_answer, "one week");
 }
