@@ -485,12 +485,13 @@ fn unchecked_verdict(s: &S) -> bool {
 }
 
 /// The default of [`MetaragConfig::unsettled_margin`]: how far over the monitor's gate an
-/// answer over an index must be to stand without a program that settled it. A program that stopped at a step or did not type is the
-/// trace's plainest sign that the answer was written without the facts it needs, and the
-/// monitor's confidence in such answers barely tells right from wrong (medians 0.79 and
-/// 0.70 on the HotpotQA open tuning half, 0.71 and 0.69 on the man pages'). Fitted on the
-/// tuning halves (HotpotQA open with and without unanswerable questions, the man pages;
-/// docs/results/truthfulness.md, "A pass the program did not back"): 0.1 is best pooled.
+/// answer over an index must be to stand without a program that settled it. A program
+/// that stopped at a step or did not type is the trace's plainest sign that the answer
+/// was written without the facts it needs, and the monitor's confidence in such answers
+/// barely tells right from wrong (medians 0.79 and 0.70 on the HotpotQA open tuning half,
+/// 0.71 and 0.69 on the man pages'). Fitted on the tuning halves (HotpotQA open with and
+/// without unanswerable questions, the man pages; docs/results/truthfulness.md, "A pass
+/// the program did not back"): 0.1 is best pooled.
 pub const UNSETTLED_MARGIN: f64 = 0.1;
 
 /// Whether the kept answer passed the monitor by less than the `unsettled_margin` while the

@@ -50,10 +50,20 @@ fn agent_with(
     retriever: Option<Arc<dyn DynRetriever>>,
     config: AgentConfig,
 ) -> (Agent, Arc<ScriptedLlm>) {
+    agent_with_metarag(llm, retriever, config, serde_json::json!({"samples": 2}))
+}
+
+/// [`agent_with`] with metarag's own settings (`[strategies.metarag]`).
+fn agent_with_metarag(
+    llm: ScriptedLlm,
+    retriever: Option<Arc<dyn DynRetriever>>,
+    config: AgentConfig,
+    metarag: serde_json::Value,
+) -> (Agent, Arc<ScriptedLlm>) {
     let llm = Arc::new(llm);
     let dynllm: Arc<dyn DynLlm> = llm.clone();
     let mut sections = StrategySections::new();
-    sections.insert("metarag".into(), serde_json::json!({"samples": 2}));
+    sections.insert("metarag".into(), metarag);
     let mut b = Agent::builder(dynllm)
         .registry(Registry::builtin_with(&sections).unwrap())
         .config(config);
@@ -925,7 +935,7 @@ async fn a_yes_no_the_program_did_not_settle_is_declined_even_when_the_monitor_p
     assert_eq!(t.short_answer, "Yes");
 }
 
-/// Over an index, an answer the monitor passes by less than `UNSETTLED_MARGIN` while the
+/// Over an index, an answer the monitor passes by less than `unsettled_margin` while the
 /// program stopped at a step: metarag declines (the step is the sign the answer was
 /// written without its fact). The monitor here weighs nothing, so its confidence is 0.5
 /// whatever the run: with the gate at 0.45 the pass is thin and the run declines; at 0.35
@@ -942,29 +952,23 @@ async fn a_thin_pass_over_an_unresolved_program_is_declined_over_an_index() {
         let retriever = retriever.clone();
         let plan = plan.to_string();
         async move {
-            let llm = Arc::new(writer("one week").on(&[PLAN], plan).on(
+            let llm = writer("one week").on(&[PLAN], plan).on(
                 &[&asks("team", "search service")],
                 read("The search team runs the search service.", "search team", 1),
-            ));
-            let dynllm: Arc<dyn DynLlm> = llm.clone();
-            let mut sections = StrategySections::new();
-            let monitor = serde_json::json!({"bias": 0.0, "threshold": gate, "weights": {}});
-            sections.insert(
-                "metarag".into(),
-                serde_json::json!({"samples": 2, "monitor": monitor, "monitor_open": monitor,
-                    "unsettled_margin": margin}),
             );
-            let agent = Agent::builder(dynllm)
-                .registry(Registry::builtin_with(&sections).unwrap())
-                .retriever(retriever)
-                .config(AgentConfig {
+            let monitor = serde_json::json!({"bias": 0.0, "threshold": gate, "weights": {}});
+            let (agent, _) = agent_with_metarag(
+                llm,
+                Some(retriever),
+                AgentConfig {
                     plan_with_llm: false,
                     max_rounds: 0,
                     abstain,
                     ..AgentConfig::default()
-                })
-                .build()
-                .unwrap();
+                },
+                serde_json::json!({"samples": 2, "monitor": monitor, "monitor_open": monitor,
+                    "unsettled_margin": margin}),
+            );
             agent.ask(&Ask::new(q, "metarag")).await.unwrap()
         }
     };
