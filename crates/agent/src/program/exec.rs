@@ -552,6 +552,45 @@ fn stated_nearby(
     })
 }
 
+/// For a relation read whose quote does not state its value (or is no source's words),
+/// the first sentence of a source about `subject` that does, the cited source first: the
+/// 1.5B reader often names the right person and copies another sentence of the same page
+/// (the subject's birth, where the next sentence gives the parents), and a two-step chain
+/// then stops at its first step. Only relation reads are repaired this way: the relation
+/// check that follows reads the role off the sentence found, so a name the page gives in
+/// another role ("directed by A. The score is by B.") is turned down as it would be from
+/// the model's own quote. The value must be in the sentence itself, not only in the
+/// source's title.
+fn stated_in_a_sentence(
+    reply: &ReadReply,
+    sources: &[Source],
+    subject: &str,
+    property: &str,
+    kind: Kind,
+) -> Option<(Value, usize, String)> {
+    if !matches!(kind, Kind::Person | Kind::Place | Kind::Text) || reply.value.trim().is_empty() {
+        return None;
+    }
+    let cited = sources.iter().filter(|s| s.n == reply.source as usize);
+    let rest = sources.iter().filter(|s| s.n != reply.source as usize);
+    cited.chain(rest).find_map(|src| {
+        let text = &src.passage.text;
+        crate::text::sentences(text).into_iter().find_map(|(a, b)| {
+            let sentence = text[a..b].trim();
+            if !about(src, sentence, subject) {
+                return None;
+            }
+            let candidate = ReadReply {
+                quote: sentence.to_string(),
+                ..reply.clone()
+            };
+            stated(kind, property, subject, &candidate, "")
+                .ok()
+                .map(|v| (v, src.n, sentence.to_string()))
+        })
+    })
+}
+
 /// Plans the question's program, checks it and runs it over the run's sources: the one
 /// entry of every strategy that reasons through a program (`metarag`, `cot`, `mcts`).
 /// The plan is mended ([`Plan::repaired`]), compiled, typed and matched to the answer's
@@ -1122,7 +1161,13 @@ async fn read<E: Send>(
         Ok(r) => r,
         Err(e) => return Ok(Err((format!("the read did not parse: {e}"), false))),
     };
-    let grounded = ground(&reply, &s.sources, subject, property, kind);
+    let mut grounded = ground(&reply, &s.sources, subject, property, kind);
+    if relates
+        && grounded.is_err()
+        && let Some(found) = stated_in_a_sentence(&reply, &s.sources, subject, property, kind)
+    {
+        grounded = Ok(found);
+    }
     let Ok((Value::Name(name), n, quote)) = &grounded else {
         return Ok(grounded);
     };
@@ -1326,6 +1371,58 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_relation_value_the_quote_misses_is_found_in_a_sentence_of_a_source_about_the_subject() {
+        let sources = vec![
+            src(
+                1,
+                "Ilsa Varn",
+                "Ilsa Varn (born 1801) was a Norlish countess. She was the daughter of Oren \
+                 Varn and Lady Mette Quill. She died at Kessel.",
+            ),
+            src(
+                2,
+                "Mette Quill",
+                "Lady Mette Quill was the daughter of Tobin Quill.",
+            ),
+        ];
+        // The reader named the mother and copied the birth sentence.
+        let r = reply(
+            "Ilsa Varn (born 1801) was a Norlish countess.",
+            "Mette Quill",
+            1,
+        );
+        assert!(ground(&r, &sources, "Ilsa Varn", "mother", Kind::Text).is_err());
+        let (v, n, quote) =
+            stated_in_a_sentence(&r, &sources, "Ilsa Varn", "mother", Kind::Text).unwrap();
+        assert_eq!(v.display(), "Mette Quill");
+        assert_eq!(n, 1);
+        assert!(quote.starts_with("She was the daughter of"), "{quote}");
+        // Cited as the wrong number: the source about the subject still holds it.
+        let r = reply(
+            "Lady Mette Quill was the daughter of Tobin Quill.",
+            "Oren Varn",
+            2,
+        );
+        let (_, n, _) =
+            stated_in_a_sentence(&r, &sources, "Ilsa Varn", "father", Kind::Text).unwrap();
+        assert_eq!(n, 1);
+        // A name only a source's title gives, or no sentence about the subject states.
+        let r = reply("She died at Kessel.", "Mette Quill", 2);
+        assert!(
+            stated_in_a_sentence(&r, &sources[1..], "Ilsa Varn", "mother", Kind::Text).is_none()
+        );
+        let r = reply("She died at Kessel.", "Tobin Quill", 1);
+        assert!(
+            stated_in_a_sentence(&r, &sources, "Ilsa Varn", "grandfather", Kind::Text).is_none()
+        );
+        // Not for dates, numbers or verdicts, and not for an empty value.
+        let r = reply("She died at Kessel.", "1801", 1);
+        assert!(stated_in_a_sentence(&r, &sources, "Ilsa Varn", "birth", Kind::Date).is_none());
+        let r = reply("She died at Kessel.", "", 1);
+        assert!(stated_in_a_sentence(&r, &sources, "Ilsa Varn", "mother", Kind::Text).is_none());
     }
 
     fn reply(quote: &str, value: &str, source: u32) -> ReadReply {
